@@ -1,0 +1,87 @@
+//! Wiring of the `psprobe proxy` command: config, logging, listeners, signals.
+
+use std::io::Write;
+use std::sync::Arc;
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+
+use crate::config::{ProxyArgs, ProxyConfig};
+use crate::metrics::{http, ProxyMetrics};
+use crate::proxy;
+
+pub fn run_proxy(args: &ProxyArgs) -> anyhow::Result<()> {
+    let config = ProxyConfig::from_args(args)?;
+    init_logging(&config.log)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(serve(config))
+}
+
+fn init_logging(filter: &str) -> anyhow::Result<()> {
+    let filter = tracing_subscriber::EnvFilter::try_new(filter)
+        .with_context(|| format!("log filter {filter:?} is not valid (try info or debug)"))?;
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+    Ok(())
+}
+
+async fn serve(config: ProxyConfig) -> anyhow::Result<()> {
+    let listener = TcpListener::bind(config.listen).await.with_context(|| {
+        format!(
+            "cannot listen on {} (is the port in use? pick another with --listen)",
+            config.listen
+        )
+    })?;
+    let metrics_listener = TcpListener::bind(config.metrics).await.with_context(|| {
+        format!(
+            "cannot serve metrics on {} (pick another port with --metrics)",
+            config.metrics
+        )
+    })?;
+    let proxy_addr = listener.local_addr().context("listener has no address")?;
+    let metrics_addr = metrics_listener
+        .local_addr()
+        .context("metrics listener has no address")?;
+    let metrics = Arc::new(ProxyMetrics::new().context("cannot register metrics")?);
+
+    // One machine-readable line on stdout (scripts and tests read the bound ports from it).
+    let mut stdout = std::io::stdout();
+    writeln!(
+        stdout,
+        "psprobe listening proxy={proxy_addr} metrics={metrics_addr}"
+    )
+    .and_then(|()| stdout.flush())
+    .context("cannot write to stdout")?;
+    tracing::info!(
+        "forwarding {proxy_addr} -> {}; metrics at http://{metrics_addr}/metrics",
+        config.settings.upstream
+    );
+
+    let metrics_task = tokio::spawn(http::serve(metrics_listener, Arc::clone(&metrics)));
+    proxy::serve(listener, config.settings, metrics, shutdown_signal()).await;
+    metrics_task.abort();
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!("cannot watch SIGTERM ({e}); stop psprobe with SIGINT");
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT received"),
+        _ = term.recv() => tracing::info!("SIGTERM received"),
+    }
+}

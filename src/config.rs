@@ -1,0 +1,294 @@
+//! Command line and TOML configuration, merged and validated once: flags win over the file,
+//! the file wins over defaults. Every error names the setting and what to do about it.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use serde::Deserialize;
+
+use crate::proxy::ProxySettings;
+
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:6033";
+pub const DEFAULT_UPSTREAM: &str = "127.0.0.1:3306";
+pub const DEFAULT_METRICS: &str = "127.0.0.1:9898";
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "psprobe",
+    version,
+    about = "Transparent MySQL/MariaDB proxy that times every command, to measure what performance_schema costs your workload.",
+    long_about = "psprobe sits between your clients and mysqld. It forwards every byte unchanged, \
+parses the protocol on the way through, times each command from the client's side and exports \
+Prometheus metrics.\n\nPoint clients (sysbench, your application) at the --listen address instead of mysqld."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the proxy: listen for clients, forward to the upstream server, serve /metrics.
+    Proxy(ProxyArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ProxyArgs {
+    /// TOML config file; its [proxy] table sets the same options (flags override it).
+    #[arg(long, short = 'c', value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Address clients connect to [default: 127.0.0.1:6033]. Port 0 picks a free port.
+    #[arg(long, value_name = "IP:PORT")]
+    pub listen: Option<String>,
+    /// The MySQL / MariaDB server to forward to [default: 127.0.0.1:3306].
+    #[arg(long, value_name = "HOST:PORT")]
+    pub upstream: Option<String>,
+    /// Address of the HTTP endpoint serving /metrics and /healthz [default: 127.0.0.1:9898].
+    #[arg(long, value_name = "IP:PORT")]
+    pub metrics: Option<String>,
+    /// Give up connecting to the upstream after this long, e.g. 5s or 500ms [default: 5s].
+    #[arg(long, value_name = "DURATION")]
+    pub connect_timeout: Option<String>,
+    /// On SIGINT/SIGTERM, let open connections go on this long before closing them [default: 10s].
+    #[arg(long, value_name = "DURATION")]
+    pub shutdown_grace: Option<String>,
+    /// Log filter (error, warn, info, debug, trace, or a tracing filter) [default: info, or RUST_LOG].
+    #[arg(long, value_name = "FILTER")]
+    pub log: Option<String>,
+}
+
+/// The `[proxy]` table of the config file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProxyFile {
+    pub listen: Option<String>,
+    pub upstream: Option<String>,
+    pub metrics: Option<String>,
+    pub connect_timeout: Option<String>,
+    pub shutdown_grace: Option<String>,
+    pub log: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    #[serde(default)]
+    pub proxy: ProxyFile,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("config file {path} is not valid: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("{setting} = {value:?} is not an IP:PORT address (example: 127.0.0.1:6033)")]
+    Address {
+        setting: &'static str,
+        value: String,
+    },
+    #[error("upstream = {0:?} needs a host and a port (example: 127.0.0.1:3306)")]
+    Upstream(String),
+    #[error("{setting} = {value:?} is not a duration (examples: 5s, 500ms, 2m)")]
+    Duration {
+        setting: &'static str,
+        value: String,
+    },
+    #[error("listen and upstream are the same address {0}: the proxy would connect to itself")]
+    Loop(SocketAddr),
+    #[error("listen and metrics are the same address {0}: give each its own port")]
+    SamePort(SocketAddr),
+}
+
+/// Everything `psprobe proxy` runs with.
+#[derive(Debug, Clone)]
+pub struct ProxyConfig {
+    pub listen: SocketAddr,
+    pub metrics: SocketAddr,
+    pub settings: ProxySettings,
+    pub log: String,
+}
+
+impl ProxyConfig {
+    pub fn from_args(args: &ProxyArgs) -> Result<Self, ConfigError> {
+        let file = match &args.config {
+            Some(path) => load_file(path)?.proxy,
+            None => ProxyFile::default(),
+        };
+        let pick = |flag: &Option<String>, from_file: Option<String>, default: &str| {
+            flag.clone()
+                .or(from_file)
+                .unwrap_or_else(|| default.to_string())
+        };
+        let listen = parse_addr("listen", &pick(&args.listen, file.listen, DEFAULT_LISTEN))?;
+        let metrics = parse_addr(
+            "metrics",
+            &pick(&args.metrics, file.metrics, DEFAULT_METRICS),
+        )?;
+        let upstream = pick(&args.upstream, file.upstream, DEFAULT_UPSTREAM);
+        validate_upstream(&upstream)?;
+        let connect_timeout = match args.connect_timeout.clone().or(file.connect_timeout) {
+            Some(v) => parse_duration("connect_timeout", &v)?,
+            None => DEFAULT_CONNECT_TIMEOUT,
+        };
+        let shutdown_grace = match args.shutdown_grace.clone().or(file.shutdown_grace) {
+            Some(v) => parse_duration("shutdown_grace", &v)?,
+            None => DEFAULT_SHUTDOWN_GRACE,
+        };
+        if let Ok(up) = upstream.parse::<SocketAddr>() {
+            if up == listen {
+                return Err(ConfigError::Loop(listen));
+            }
+        }
+        if listen == metrics && listen.port() != 0 {
+            return Err(ConfigError::SamePort(listen));
+        }
+        let log = args
+            .log
+            .clone()
+            .or(file.log)
+            .or_else(|| std::env::var("RUST_LOG").ok())
+            .unwrap_or_else(|| "info".to_string());
+        Ok(ProxyConfig {
+            listen,
+            metrics,
+            settings: ProxySettings {
+                upstream,
+                connect_timeout,
+                shutdown_grace,
+            },
+            log,
+        })
+    }
+}
+
+fn load_file(path: &Path) -> Result<ConfigFile, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    toml::from_str(&text).map_err(|e| ConfigError::Parse {
+        path: path.to_path_buf(),
+        message: e.message().to_string(),
+    })
+}
+
+fn parse_addr(setting: &'static str, value: &str) -> Result<SocketAddr, ConfigError> {
+    value.parse().map_err(|_| ConfigError::Address {
+        setting,
+        value: value.to_string(),
+    })
+}
+
+fn validate_upstream(value: &str) -> Result<(), ConfigError> {
+    let bad = || ConfigError::Upstream(value.to_string());
+    let (host, port) = value.rsplit_once(':').ok_or_else(bad)?;
+    if host.is_empty() || port.parse::<u16>().map_or(true, |p| p == 0) {
+        return Err(bad());
+    }
+    Ok(())
+}
+
+/// Parses `500ms`, `5s`, `2m`, `1h`, or a bare number of seconds.
+pub fn parse_duration(setting: &'static str, value: &str) -> Result<Duration, ConfigError> {
+    let bad = || ConfigError::Duration {
+        setting,
+        value: value.to_string(),
+    };
+    let v = value.trim();
+    let split = v
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(v.len());
+    let (number, unit) = v.split_at(split);
+    let number: f64 = number.parse().map_err(|_| bad())?;
+    let seconds = match unit.trim() {
+        "ms" => number / 1000.0,
+        "" | "s" => number,
+        "m" => number * 60.0,
+        "h" => number * 3600.0,
+        _ => return Err(bad()),
+    };
+    Duration::try_from_secs_f64(seconds).map_err(|_| bad())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(extra: &[&str]) -> ProxyArgs {
+        let mut argv = vec!["psprobe", "proxy"];
+        argv.extend_from_slice(extra);
+        match Cli::try_parse_from(argv).expect("valid argv").command {
+            Command::Proxy(a) => a,
+        }
+    }
+
+    #[test]
+    fn defaults() {
+        let c = ProxyConfig::from_args(&args(&[])).unwrap();
+        assert_eq!(c.listen.to_string(), DEFAULT_LISTEN);
+        assert_eq!(c.metrics.to_string(), DEFAULT_METRICS);
+        assert_eq!(c.settings.upstream, DEFAULT_UPSTREAM);
+        assert_eq!(c.settings.connect_timeout, DEFAULT_CONNECT_TIMEOUT);
+    }
+
+    #[test]
+    fn file_then_flags_win() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("psprobe.toml");
+        std::fs::write(
+            &path,
+            "[proxy]\nlisten = \"127.0.0.1:7000\"\nupstream = \"db.example:3307\"\nconnect_timeout = \"250ms\"\n",
+        )
+        .unwrap();
+        let p = path.to_str().unwrap();
+        let c = ProxyConfig::from_args(&args(&["--config", p])).unwrap();
+        assert_eq!(c.listen.port(), 7000);
+        assert_eq!(c.settings.upstream, "db.example:3307");
+        assert_eq!(c.settings.connect_timeout, Duration::from_millis(250));
+        let c =
+            ProxyConfig::from_args(&args(&["--config", p, "--listen", "127.0.0.1:7001"])).unwrap();
+        assert_eq!(c.listen.port(), 7001);
+    }
+
+    #[test]
+    fn clear_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.toml");
+        std::fs::write(&path, "[proxy]\nlisten_addr = \"x\"\n").unwrap();
+        let e = ProxyConfig::from_args(&args(&["-c", path.to_str().unwrap()])).unwrap_err();
+        assert!(e.to_string().contains("listen_addr"), "{e}");
+        let e = ProxyConfig::from_args(&args(&["--listen", "6033"])).unwrap_err();
+        assert!(e.to_string().contains("IP:PORT"), "{e}");
+        let e = ProxyConfig::from_args(&args(&["--upstream", "dbhost"])).unwrap_err();
+        assert!(e.to_string().contains("host and a port"), "{e}");
+        let e = ProxyConfig::from_args(&args(&["--connect-timeout", "soon"])).unwrap_err();
+        assert!(e.to_string().contains("duration"), "{e}");
+        let e = ProxyConfig::from_args(&args(&["--listen", "127.0.0.1:3306"])).unwrap_err();
+        assert!(matches!(e, ConfigError::Loop(_)), "{e}");
+        let e = ProxyConfig::from_args(&args(&["-c", "/nonexistent/psprobe.toml"])).unwrap_err();
+        assert!(e.to_string().contains("cannot read"), "{e}");
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(
+            parse_duration("x", "500ms").unwrap(),
+            Duration::from_millis(500)
+        );
+        assert_eq!(parse_duration("x", "2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(
+            parse_duration("x", "1.5").unwrap(),
+            Duration::from_millis(1500)
+        );
+        assert!(parse_duration("x", "-1s").is_err());
+        assert!(parse_duration("x", "5 parsecs").is_err());
+    }
+}

@@ -1,0 +1,12 @@
+//! psprobe: a transparent MySQL wire-protocol proxy that times every command, so the cost of
+//! performance_schema settings can be measured on live traffic.
+//!
+//! Data flows one way: bytes -> [`protocol`] -> [`session`] events -> [`metrics`].
+//! [`proxy`] is the tokio shell around the sans-I/O core.
+
+pub mod app;
+pub mod config;
+pub mod metrics;
+pub mod protocol;
+pub mod proxy;
+pub mod session;

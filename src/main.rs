@@ -1,0 +1,22 @@
+//! `psprobe`: thin entry point; everything lives in the library.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use psprobe::config::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Proxy(args) => psprobe::app::run_proxy(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // One line: what failed, with its causes.
+            eprintln!("psprobe: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

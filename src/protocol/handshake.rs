@@ -1,0 +1,195 @@
+//! Connection phase: the server greeting, the client's SSLRequest / HandshakeResponse41, and the
+//! COM_CHANGE_USER payload (a re-authentication inside the command phase).
+
+use nom::bytes::complete::take;
+use nom::number::complete::{le_u16, le_u32, u8 as byte};
+use nom::IResult;
+
+use super::capabilities::*;
+use super::codec::{lenenc_bytes, nul_terminated};
+
+/// What psprobe needs from the server's Initial Handshake packet (protocol version 10).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Greeting<'a> {
+    pub server_version: &'a [u8],
+    pub connection_id: u32,
+    /// Base capabilities in the low 32 bits, MariaDB extended ones in the high 32 bits.
+    pub capabilities: u64,
+    pub auth_plugin: Option<&'a [u8]>,
+}
+
+pub fn parse_greeting(payload: &[u8]) -> IResult<&[u8], Greeting<'_>> {
+    let (rest, _protocol_version) = nom::bytes::complete::tag(&[10u8][..])(payload)?;
+    let (rest, server_version) = nul_terminated(rest)?;
+    let (rest, connection_id) = le_u32(rest)?;
+    let (rest, _scramble_1) = take(8usize)(rest)?;
+    let (rest, _filler) = byte(rest)?;
+    let (rest, caps_low) = le_u16(rest)?;
+    let mut greeting = Greeting {
+        server_version,
+        connection_id,
+        capabilities: u64::from(caps_low),
+        auth_plugin: None,
+    };
+    if rest.is_empty() {
+        return Ok((rest, greeting));
+    }
+    let (rest, _charset) = byte(rest)?;
+    let (rest, _status) = le_u16(rest)?;
+    let (rest, caps_high) = le_u16(rest)?;
+    let (rest, scramble_len) = byte(rest)?;
+    let (rest, _reserved) = take(6usize)(rest)?;
+    let (rest, mariadb_caps) = le_u32(rest)?;
+    let mut caps = u64::from(caps_low) | u64::from(caps_high) << 16;
+    if caps & CLIENT_MYSQL == 0 {
+        caps |= u64::from(mariadb_caps) << 32;
+    }
+    greeting.capabilities = caps;
+    if caps & CLIENT_SECURE_CONNECTION == 0 {
+        return Ok((rest, greeting));
+    }
+    let part2_len = usize::from(scramble_len).saturating_sub(8).max(13);
+    let (rest, _scramble_2) = take(part2_len.min(rest.len()))(rest)?;
+    if caps & CLIENT_PLUGIN_AUTH != 0 && !rest.is_empty() {
+        // Some servers omit the trailing NUL of the plugin name.
+        let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
+        greeting.auth_plugin = Some(&rest[..end]);
+        return Ok((&rest[(end + 1).min(rest.len())..], greeting));
+    }
+    Ok((rest, greeting))
+}
+
+/// The client's first packet: a request to switch to TLS, or its credentials.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientHello<'a> {
+    SslRequest { capabilities: u64 },
+    Response(HandshakeResponse<'a>),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HandshakeResponse<'a> {
+    pub capabilities: u64,
+    pub max_packet_size: u32,
+    pub username: &'a [u8],
+    pub auth_response: &'a [u8],
+    pub database: Option<&'a [u8]>,
+    pub auth_plugin: Option<&'a [u8]>,
+    /// Raw connect attributes (a sequence of lenenc key/value pairs).
+    pub connect_attrs: Option<&'a [u8]>,
+}
+
+/// Parses SSLRequest or HandshakeResponse41. Protocol 3.20 clients (no CLIENT_PROTOCOL_41) are
+/// rejected with a parse error: psprobe leaves such connections unobserved.
+pub fn parse_client_hello(payload: &[u8]) -> IResult<&[u8], ClientHello<'_>> {
+    let (rest, caps) = le_u32(payload)?;
+    let mut caps = u64::from(caps);
+    if caps & CLIENT_PROTOCOL_41 == 0 {
+        return Err(nom::Err::Error(nom::error::Error::new(
+            payload,
+            nom::error::ErrorKind::Verify,
+        )));
+    }
+    let (rest, max_packet_size) = le_u32(rest)?;
+    let (rest, _charset) = byte(rest)?;
+    let (rest, _filler) = take(19usize)(rest)?;
+    let (rest, mariadb_caps) = le_u32(rest)?;
+    if caps & CLIENT_MYSQL == 0 {
+        caps |= u64::from(mariadb_caps) << 32;
+    }
+    if rest.is_empty() && caps & CLIENT_SSL != 0 {
+        return Ok((rest, ClientHello::SslRequest { capabilities: caps }));
+    }
+    let (rest, username) = nul_terminated(rest)?;
+    let (rest, auth_response) = auth_response(rest, caps)?;
+    let (rest, database) = optional_nul_string(rest, caps & CLIENT_CONNECT_WITH_DB != 0)?;
+    let (rest, auth_plugin) = optional_nul_string(rest, caps & CLIENT_PLUGIN_AUTH != 0)?;
+    let (rest, connect_attrs) = if caps & CLIENT_CONNECT_ATTRS != 0 && !rest.is_empty() {
+        let (r, attrs) = lenenc_bytes(rest)?;
+        (r, Some(attrs))
+    } else {
+        (rest, None)
+    };
+    Ok((
+        rest,
+        ClientHello::Response(HandshakeResponse {
+            capabilities: caps,
+            max_packet_size,
+            username,
+            auth_response,
+            database,
+            auth_plugin,
+            connect_attrs,
+        }),
+    ))
+}
+
+fn auth_response(input: &[u8], caps: u64) -> IResult<&[u8], &[u8]> {
+    if caps & CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA != 0 {
+        lenenc_bytes(input)
+    } else if caps & CLIENT_SECURE_CONNECTION != 0 {
+        let (rest, len) = byte(input)?;
+        take(len)(rest)
+    } else {
+        nul_terminated(input)
+    }
+}
+
+/// A NUL-terminated field that is present only under a capability; tolerant of a missing
+/// trailing NUL at the very end of the packet, as some connectors send.
+fn optional_nul_string(input: &[u8], present: bool) -> IResult<&[u8], Option<&[u8]>> {
+    if !present || input.is_empty() {
+        return Ok((input, None));
+    }
+    match nul_terminated(input) {
+        Ok((rest, s)) => Ok((rest, Some(s))),
+        Err(_) => Ok((&input[input.len()..], Some(input))),
+    }
+}
+
+/// The fields of COM_CHANGE_USER (after the command byte).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChangeUser<'a> {
+    pub username: &'a [u8],
+    pub database: &'a [u8],
+    pub auth_plugin: Option<&'a [u8]>,
+}
+
+pub fn parse_change_user(body: &[u8], caps: u64) -> IResult<&[u8], ChangeUser<'_>> {
+    let (rest, username) = nul_terminated(body)?;
+    let (rest, _auth) = if caps & CLIENT_SECURE_CONNECTION != 0 {
+        let (r, len) = byte(rest)?;
+        take(len)(r)?
+    } else {
+        nul_terminated(rest)?
+    };
+    let (rest, database) = nul_terminated(rest)?;
+    let mut out = ChangeUser {
+        username,
+        database,
+        auth_plugin: None,
+    };
+    if rest.len() < 2 {
+        return Ok((rest, out));
+    }
+    let (rest, _charset) = le_u16(rest)?;
+    let (rest, plugin) = optional_nul_string(rest, caps & CLIENT_PLUGIN_AUTH != 0)?;
+    out.auth_plugin = plugin;
+    let rest = if caps & CLIENT_CONNECT_ATTRS != 0 && !rest.is_empty() {
+        lenenc_bytes(rest)?.0
+    } else {
+        rest
+    };
+    Ok((rest, out))
+}
+
+/// Number of key/value pairs in raw connect attributes; an error if they are malformed.
+pub fn count_connect_attrs(mut attrs: &[u8]) -> Result<usize, ()> {
+    let mut n = 0;
+    while !attrs.is_empty() {
+        let (rest, _key) = lenenc_bytes(attrs).map_err(|_| ())?;
+        let (rest, _value) = lenenc_bytes(rest).map_err(|_| ())?;
+        attrs = rest;
+        n += 1;
+    }
+    Ok(n)
+}

@@ -1,0 +1,13 @@
+//! Sans-I/O MySQL / MariaDB wire protocol: pure functions and small state over byte slices.
+//! Nothing in here knows about sockets or async runtimes, so every edge case is a unit test.
+
+pub mod capabilities;
+pub mod codec;
+pub mod command;
+pub mod frame;
+pub mod handshake;
+pub mod response;
+
+pub use capabilities::Capabilities;
+pub use command::{CommandKind, ResponseShape};
+pub use frame::{Deframer, PacketView, MAX_PACKET_PAYLOAD};

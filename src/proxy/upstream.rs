@@ -1,0 +1,62 @@
+//! Connecting to the upstream server, and telling the client in MySQL's own terms when that fails.
+
+use std::io;
+use std::time::Duration;
+
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+
+use crate::protocol::response::encode_err;
+
+/// MySQL client error "Can't connect to MySQL server": what a direct connection would report.
+pub const ER_CONN_HOST_ERROR: u16 = 2003;
+
+pub async fn connect(upstream: &str, timeout: Duration) -> io::Result<TcpStream> {
+    match tokio::time::timeout(timeout, TcpStream::connect(upstream)).await {
+        Ok(result) => result,
+        Err(_) => Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("no answer within {timeout:?}"),
+        )),
+    }
+}
+
+/// The ERR packet sent in place of the server greeting when the upstream cannot be reached.
+/// Clients show it like a server-side refusal ("ERROR 2003 (HY000): ...").
+pub fn unreachable_packet(upstream: &str, cause: &io::Error) -> Vec<u8> {
+    let message = format!("psprobe could not connect to upstream {upstream}: {cause}");
+    let payload = encode_err(ER_CONN_HOST_ERROR, b"HY000", &message);
+    let len = payload.len();
+    let mut packet = Vec::with_capacity(len + 4);
+    packet.extend_from_slice(&[len as u8, (len >> 8) as u8, (len >> 16) as u8, 0]);
+    packet.extend_from_slice(&payload);
+    packet
+}
+
+pub async fn refuse_client(client: &mut TcpStream, upstream: &str, cause: &io::Error) {
+    let packet = unreachable_packet(upstream, cause);
+    if client.write_all(&packet).await.is_ok() {
+        let _ = client.shutdown().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::response::parse_err_code;
+
+    #[test]
+    fn refusal_is_a_wellformed_err_packet() {
+        let cause = io::Error::new(io::ErrorKind::ConnectionRefused, "Connection refused");
+        let p = unreachable_packet("127.0.0.1:3306", &cause);
+        let len = usize::from(p[0]) | usize::from(p[1]) << 8 | usize::from(p[2]) << 16;
+        assert_eq!(len, p.len() - 4);
+        assert_eq!(p[3], 0, "sequence id of a greeting");
+        assert_eq!(parse_err_code(&p[4..]).unwrap().1, ER_CONN_HOST_ERROR);
+        let text = String::from_utf8_lossy(&p[13..]);
+        assert!(
+            text.contains("127.0.0.1:3306") && text.contains("refused"),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,142 @@
+//! What the session machine reports: commands starting and finishing, and observation ending.
+
+use std::time::{Duration, Instant};
+
+use crate::protocol::CommandKind;
+
+/// The statement behind a command, as far as it is known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Statement<'a> {
+    /// The command carries no SQL (PING, QUIT, ...).
+    None,
+    /// SQL text of COM_QUERY or COM_STMT_PREPARE; cut at the capture limit when `truncated`.
+    Text { sql: &'a [u8], truncated: bool },
+    /// A prepared statement by id, with the text it was prepared from when psprobe saw that.
+    Prepared { id: u32, sql: Option<&'a [u8]> },
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct CommandStarted<'a> {
+    /// Number of the command on its connection, starting at 0; `CommandFinished` repeats it.
+    pub seq: u64,
+    pub kind: CommandKind,
+    pub statement: Statement<'a>,
+    pub at: Instant,
+}
+
+/// How a command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// OK (or EOF) without a result set.
+    Ok,
+    /// At least one result set was returned, and no error.
+    Rows,
+    /// ERR packet with this error code.
+    Error(u16),
+    /// The command has no response by design (COM_STMT_CLOSE, SEND_LONG_DATA, QUIT).
+    NoResponse,
+    /// The connection ended, or observation stopped, before the response was complete.
+    Aborted,
+}
+
+impl Outcome {
+    /// Stable, bounded label for metrics.
+    pub fn label(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Rows => "rows",
+            Outcome::Error(_) => "error",
+            Outcome::NoResponse => "no_response",
+            Outcome::Aborted => "aborted",
+        }
+    }
+
+    pub const LABELS: &'static [&'static str] = &["ok", "rows", "error", "no_response", "aborted"];
+
+    /// Position of `label()` in [`Outcome::LABELS`].
+    pub fn index(self) -> usize {
+        match self {
+            Outcome::Ok => 0,
+            Outcome::Rows => 1,
+            Outcome::Error(_) => 2,
+            Outcome::NoResponse => 3,
+            Outcome::Aborted => 4,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommandFinished {
+    pub seq: u64,
+    pub kind: CommandKind,
+    pub outcome: Outcome,
+    /// Rows of all result sets of the response.
+    pub rows: u64,
+    /// Sum of affected rows of the OK packets of the response.
+    pub affected_rows: u64,
+    /// Bytes the client sent for this command, headers included.
+    pub request_bytes: u64,
+    /// Bytes the server answered with, headers included.
+    pub response_bytes: u64,
+    /// From the command's first packet to its response's last; `None` for untimed commands.
+    pub latency: Option<Duration>,
+}
+
+/// Why a connection stopped being observed (it is still forwarded verbatim).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum UnobservedReason {
+    /// The client switched to TLS.
+    Tls,
+    /// The protocol compression was negotiated.
+    Compression,
+    /// A pre-4.1 client or a greeting other than protocol version 10.
+    UnsupportedProtocol,
+    /// A packet that could not be parsed where one was expected.
+    MalformedPacket,
+    /// A packet that is valid but not expected in the current state.
+    UnexpectedPacket,
+    /// More commands sent ahead of their responses than psprobe tracks.
+    PipelineTooDeep,
+}
+
+impl UnobservedReason {
+    pub const ALL: &'static [UnobservedReason] = &[
+        UnobservedReason::Tls,
+        UnobservedReason::Compression,
+        UnobservedReason::UnsupportedProtocol,
+        UnobservedReason::MalformedPacket,
+        UnobservedReason::UnexpectedPacket,
+        UnobservedReason::PipelineTooDeep,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            UnobservedReason::Tls => "tls",
+            UnobservedReason::Compression => "compression",
+            UnobservedReason::UnsupportedProtocol => "unsupported_protocol",
+            UnobservedReason::MalformedPacket => "malformed_packet",
+            UnobservedReason::UnexpectedPacket => "unexpected_packet",
+            UnobservedReason::PipelineTooDeep => "pipeline_too_deep",
+        }
+    }
+
+    /// True for parse failures, as opposed to features psprobe knowingly does not look into.
+    pub fn is_parse_error(self) -> bool {
+        matches!(
+            self,
+            UnobservedReason::MalformedPacket
+                | UnobservedReason::UnexpectedPacket
+                | UnobservedReason::PipelineTooDeep
+        )
+    }
+}
+
+/// Receives the session's events. Called on the relay's hot path: implementations must not
+/// block or allocate per call.
+pub trait EventSink {
+    fn command_started(&mut self, event: &CommandStarted<'_>);
+    fn command_finished(&mut self, event: &CommandFinished);
+    fn unobserved(&mut self, reason: UnobservedReason);
+    /// The connection phase finished: authentication succeeded (`true`) or was refused.
+    fn authenticated(&mut self, _ok: bool) {}
+}

@@ -1,0 +1,440 @@
+//! Per-connection protocol state machine: bytes of both directions in, events out.
+//!
+//! The relay calls [`Session::on_client_bytes`] / [`Session::on_server_bytes`] with each chunk
+//! it forwards and the time the chunk arrived. The session de-frames packets, follows the
+//! connection phase and the command/response exchange, and reports to an [`EventSink`]. It
+//! never fails: anything it cannot follow turns observation off for this connection (and says
+//! why); the relay keeps forwarding regardless.
+
+mod events;
+mod prepared;
+mod response;
+
+use std::collections::VecDeque;
+use std::ops::ControlFlow;
+use std::time::Instant;
+
+pub use events::*;
+pub use prepared::{PreparedStatements, LAST_PREPARED_ID, MAX_PREPARED_STATEMENTS};
+pub use response::{ResponseReader, Step};
+
+use crate::protocol::capabilities::*;
+use crate::protocol::command::{self, CommandKind, ResponseShape};
+use crate::protocol::handshake::{parse_client_hello, parse_greeting, ClientHello};
+use crate::protocol::response::{parse_err_code, ERR_HEADER, OK_HEADER};
+use crate::protocol::{Capabilities, Deframer, PacketView};
+
+/// Bytes of a client packet captured for parsing: the 64 KiB of SQL a digest looks at, plus
+/// room for the command byte and MySQL 8 query attributes in front of it.
+pub const CLIENT_CAPTURE_LIMIT: usize = 64 * 1024 + 1024;
+/// Bytes of a server packet captured: headers of OK / ERR / greeting; rows are only counted.
+pub const SERVER_CAPTURE_LIMIT: usize = 1024;
+/// Commands a client may send ahead of their responses before psprobe stops following.
+pub const MAX_PIPELINE_DEPTH: usize = 64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    AwaitGreeting,
+    AwaitClientHello,
+    Authenticating,
+    Command,
+    /// The connection is over as far as the protocol goes (QUIT, refused login, server error).
+    Closed,
+    /// Observation stopped; bytes are still forwarded.
+    Unobserved,
+}
+
+/// A command sent by the client whose response is not complete yet.
+#[derive(Debug)]
+struct InFlight {
+    seq: u64,
+    kind: CommandKind,
+    started: Instant,
+    request_bytes: u64,
+    response_bytes: u64,
+    response: ResponseReader,
+    /// COM_STMT_PREPARE: the text, kept until the prepare-OK tells its statement id.
+    prepare_sql: Option<Box<[u8]>>,
+}
+
+/// The protocol state of one connection.
+#[derive(Debug)]
+pub struct Session {
+    client_frames: Deframer,
+    server_frames: Deframer,
+    /// When the client packet now being received began to arrive.
+    client_packet_start: Instant,
+    machine: Machine,
+}
+
+#[derive(Debug)]
+struct Machine {
+    phase: Phase,
+    server_caps: u64,
+    caps: Capabilities,
+    compressed: bool,
+    next_seq: u64,
+    in_flight: VecDeque<InFlight>,
+    statements: PreparedStatements,
+}
+
+impl Session {
+    pub fn new(now: Instant) -> Self {
+        Session {
+            client_frames: Deframer::new(CLIENT_CAPTURE_LIMIT),
+            server_frames: Deframer::new(SERVER_CAPTURE_LIMIT),
+            client_packet_start: now,
+            machine: Machine {
+                phase: Phase::AwaitGreeting,
+                server_caps: 0,
+                caps: Capabilities::default(),
+                compressed: false,
+                next_seq: 0,
+                in_flight: VecDeque::new(),
+                statements: PreparedStatements::default(),
+            },
+        }
+    }
+
+    pub fn phase(&self) -> Phase {
+        self.machine.phase
+    }
+
+    /// Capabilities both sides agreed on (known once the client's handshake response is seen).
+    pub fn capabilities(&self) -> Capabilities {
+        self.machine.caps
+    }
+
+    /// False once observation stopped or the protocol conversation ended; feeding more bytes
+    /// is then harmless but pointless.
+    pub fn is_observing(&self) -> bool {
+        !matches!(self.machine.phase, Phase::Unobserved | Phase::Closed)
+    }
+
+    pub fn prepared_statements(&self) -> &PreparedStatements {
+        &self.machine.statements
+    }
+
+    pub fn on_client_bytes<S: EventSink>(&mut self, data: &[u8], now: Instant, sink: &mut S) {
+        if !self.is_observing() {
+            return;
+        }
+        let Session {
+            client_frames,
+            client_packet_start,
+            machine,
+            ..
+        } = self;
+        if client_frames.is_at_boundary() {
+            *client_packet_start = now;
+        }
+        let mut first = true;
+        let _ = client_frames.feed(data, |p| {
+            // Packets after the first one in this chunk began arriving in this chunk.
+            let started = if first { *client_packet_start } else { now };
+            first = false;
+            machine.on_client_packet(&p, started, sink)
+        });
+        if !first {
+            *client_packet_start = now;
+        }
+    }
+
+    pub fn on_server_bytes<S: EventSink>(&mut self, data: &[u8], now: Instant, sink: &mut S) {
+        if !self.is_observing() {
+            return;
+        }
+        let Session {
+            server_frames,
+            machine,
+            ..
+        } = self;
+        let _ = server_frames.feed(data, |p| machine.on_server_packet(&p, now, sink));
+    }
+
+    /// The connection is gone: commands still waiting for a response end as aborted.
+    pub fn on_close<S: EventSink>(&mut self, sink: &mut S) {
+        self.machine.abort_in_flight(sink);
+        if self.machine.phase != Phase::Unobserved {
+            self.machine.phase = Phase::Closed;
+        }
+    }
+}
+
+impl Machine {
+    fn stop_observing<S: EventSink>(
+        &mut self,
+        reason: UnobservedReason,
+        sink: &mut S,
+    ) -> ControlFlow<()> {
+        self.abort_in_flight(sink);
+        self.phase = Phase::Unobserved;
+        sink.unobserved(reason);
+        ControlFlow::Break(())
+    }
+
+    fn abort_in_flight<S: EventSink>(&mut self, sink: &mut S) {
+        while let Some(cmd) = self.in_flight.pop_front() {
+            sink.command_finished(&CommandFinished {
+                seq: cmd.seq,
+                kind: cmd.kind,
+                outcome: Outcome::Aborted,
+                rows: cmd.response.rows,
+                affected_rows: cmd.response.affected_rows,
+                request_bytes: cmd.request_bytes,
+                response_bytes: cmd.response_bytes,
+                latency: None,
+            });
+        }
+    }
+
+    fn on_client_packet<S: EventSink>(
+        &mut self,
+        p: &PacketView<'_>,
+        at: Instant,
+        sink: &mut S,
+    ) -> ControlFlow<()> {
+        match self.phase {
+            Phase::AwaitClientHello => self.client_hello(p, sink),
+            // Authentication data (scrambles, plugin exchange) needs no reading.
+            Phase::Authenticating => ControlFlow::Continue(()),
+            Phase::Command => {
+                if let Some(front) = self.in_flight.front_mut() {
+                    if front.response.takes_client_packets() {
+                        front.request_bytes += p.wire_len();
+                        front.response.on_client_packet(p);
+                        return ControlFlow::Continue(());
+                    }
+                }
+                self.command(p, at, sink)
+            }
+            Phase::AwaitGreeting => self.stop_observing(UnobservedReason::UnexpectedPacket, sink),
+            Phase::Closed | Phase::Unobserved => ControlFlow::Break(()),
+        }
+    }
+
+    fn on_server_packet<S: EventSink>(
+        &mut self,
+        p: &PacketView<'_>,
+        at: Instant,
+        sink: &mut S,
+    ) -> ControlFlow<()> {
+        match self.phase {
+            Phase::AwaitGreeting => self.greeting(p, sink),
+            Phase::Authenticating => match p.first_byte() {
+                Some(OK_HEADER) if self.compressed => {
+                    sink.authenticated(true);
+                    self.stop_observing(UnobservedReason::Compression, sink)
+                }
+                Some(OK_HEADER) => {
+                    sink.authenticated(true);
+                    self.phase = Phase::Command;
+                    ControlFlow::Continue(())
+                }
+                Some(ERR_HEADER) => {
+                    sink.authenticated(false);
+                    self.phase = Phase::Closed;
+                    ControlFlow::Break(())
+                }
+                // Auth switch request, more data, or a plugin's own packets.
+                _ => ControlFlow::Continue(()),
+            },
+            Phase::Command => self.response(p, at, sink),
+            Phase::AwaitClientHello => {
+                self.stop_observing(UnobservedReason::UnexpectedPacket, sink)
+            }
+            Phase::Closed | Phase::Unobserved => ControlFlow::Break(()),
+        }
+    }
+
+    fn greeting<S: EventSink>(&mut self, p: &PacketView<'_>, sink: &mut S) -> ControlFlow<()> {
+        if p.first_byte() == Some(ERR_HEADER) {
+            // The server refused the connection (too many connections, host blocked, ...).
+            sink.authenticated(false);
+            self.phase = Phase::Closed;
+            return ControlFlow::Break(());
+        }
+        if p.first_byte() != Some(10) {
+            return self.stop_observing(UnobservedReason::UnsupportedProtocol, sink);
+        }
+        match parse_greeting(p.head) {
+            Ok((_, greeting)) => {
+                self.server_caps = greeting.capabilities;
+                self.phase = Phase::AwaitClientHello;
+                ControlFlow::Continue(())
+            }
+            Err(_) => self.stop_observing(UnobservedReason::MalformedPacket, sink),
+        }
+    }
+
+    fn client_hello<S: EventSink>(&mut self, p: &PacketView<'_>, sink: &mut S) -> ControlFlow<()> {
+        let client_caps = match parse_client_hello(p.head) {
+            Ok((_, ClientHello::SslRequest { .. })) => {
+                return self.stop_observing(UnobservedReason::Tls, sink);
+            }
+            Ok((_, ClientHello::Response(r))) => r.capabilities,
+            Err(_) if p.head.len() >= 4 && p.head[1] & 0x02 == 0 => {
+                // CLIENT_PROTOCOL_41 (bit 9, in the second byte) is missing: a 3.20 client.
+                return self.stop_observing(UnobservedReason::UnsupportedProtocol, sink);
+            }
+            Err(_) => return self.stop_observing(UnobservedReason::MalformedPacket, sink),
+        };
+        self.caps = Capabilities(client_caps & self.server_caps);
+        self.compressed = self.caps.0 & (CLIENT_COMPRESS | CLIENT_ZSTD_COMPRESSION) != 0;
+        self.phase = Phase::Authenticating;
+        ControlFlow::Continue(())
+    }
+
+    fn command<S: EventSink>(
+        &mut self,
+        p: &PacketView<'_>,
+        at: Instant,
+        sink: &mut S,
+    ) -> ControlFlow<()> {
+        let Some(&command_byte) = p.head.first() else {
+            return self.stop_observing(UnobservedReason::MalformedPacket, sink);
+        };
+        if p.seq != 0 {
+            return self.stop_observing(UnobservedReason::UnexpectedPacket, sink);
+        }
+        if self.in_flight.len() >= MAX_PIPELINE_DEPTH {
+            return self.stop_observing(UnobservedReason::PipelineTooDeep, sink);
+        }
+        let kind = CommandKind::from_byte(command_byte);
+        let body = &p.head[1..];
+        let seq = self.next_seq;
+        self.next_seq += 1;
+
+        let mut statement_id = None;
+        let statement = match kind {
+            CommandKind::Query => {
+                match command::query_text(body, self.caps.has(CLIENT_QUERY_ATTRIBUTES)) {
+                    Ok((_, sql)) => Statement::Text {
+                        sql,
+                        truncated: !p.is_whole(),
+                    },
+                    Err(_) if !p.is_whole() => Statement::None,
+                    Err(_) => return self.stop_observing(UnobservedReason::MalformedPacket, sink),
+                }
+            }
+            CommandKind::StmtPrepare => Statement::Text {
+                sql: body,
+                truncated: !p.is_whole(),
+            },
+            CommandKind::StmtExecute
+            | CommandKind::StmtFetch
+            | CommandKind::StmtReset
+            | CommandKind::StmtClose
+            | CommandKind::StmtSendLongData
+            | CommandKind::StmtBulkExecute => match command::statement_id(body) {
+                Ok((_, id)) => {
+                    let id = self.statements.resolve(id);
+                    statement_id = Some(id);
+                    Statement::Prepared {
+                        id,
+                        sql: self.statements.get(id),
+                    }
+                }
+                Err(_) => return self.stop_observing(UnobservedReason::MalformedPacket, sink),
+            },
+            _ => Statement::None,
+        };
+        sink.command_started(&CommandStarted {
+            seq,
+            kind,
+            statement,
+            at,
+        });
+
+        let shape = kind.response_shape();
+        if shape == ResponseShape::None {
+            sink.command_finished(&CommandFinished {
+                seq,
+                kind,
+                outcome: Outcome::NoResponse,
+                rows: 0,
+                affected_rows: 0,
+                request_bytes: p.wire_len(),
+                response_bytes: 0,
+                latency: None,
+            });
+            match (kind, statement_id) {
+                (CommandKind::StmtClose, Some(id)) => self.statements.remove(id),
+                (CommandKind::Quit, _) => self.phase = Phase::Closed,
+                _ => {}
+            }
+            return ControlFlow::Continue(());
+        }
+        let prepare_sql =
+            (kind == CommandKind::StmtPrepare && p.is_whole()).then(|| Box::from(body));
+        self.in_flight.push_back(InFlight {
+            seq,
+            kind,
+            started: at,
+            request_bytes: p.wire_len(),
+            response_bytes: 0,
+            response: ResponseReader::new(shape),
+            prepare_sql,
+        });
+        ControlFlow::Continue(())
+    }
+
+    fn response<S: EventSink>(
+        &mut self,
+        p: &PacketView<'_>,
+        at: Instant,
+        sink: &mut S,
+    ) -> ControlFlow<()> {
+        let caps = self.caps;
+        let Some(front) = self.in_flight.front_mut() else {
+            // An unsolicited ERR precedes the server closing the connection (killed, timeout).
+            if p.first_byte() == Some(ERR_HEADER) && parse_err_code(p.head).is_ok() {
+                self.phase = Phase::Closed;
+                return ControlFlow::Break(());
+            }
+            return self.stop_observing(UnobservedReason::UnexpectedPacket, sink);
+        };
+        front.response_bytes += p.wire_len();
+        let done = match front.response.on_server_packet(p, caps) {
+            Step::More => false,
+            Step::Done => true,
+            Step::Prepared { id, done } => {
+                if let Some(sql) = front.prepare_sql.take() {
+                    self.statements.insert(id, sql);
+                }
+                done
+            }
+            Step::Invalid(reason) => return self.stop_observing(reason, sink),
+        };
+        if !done {
+            return ControlFlow::Continue(());
+        }
+        let Some(cmd) = self.in_flight.pop_front() else {
+            return ControlFlow::Continue(());
+        };
+        let outcome = cmd.response.outcome();
+        if outcome == Outcome::Ok
+            && matches!(
+                cmd.kind,
+                CommandKind::ChangeUser | CommandKind::ResetConnection
+            )
+        {
+            self.statements.clear();
+        }
+        let timed = cmd.kind.response_shape() != ResponseShape::Stream;
+        sink.command_finished(&CommandFinished {
+            seq: cmd.seq,
+            kind: cmd.kind,
+            outcome,
+            rows: cmd.response.rows,
+            affected_rows: cmd.response.affected_rows,
+            request_bytes: cmd.request_bytes,
+            response_bytes: cmd.response_bytes,
+            latency: timed.then(|| at.saturating_duration_since(cmd.started)),
+        });
+        ControlFlow::Continue(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,55 @@
+//! Statement texts of a connection's prepared statements, by statement id.
+
+use std::collections::HashMap;
+
+/// Bounded like the server's own `max_prepared_stmt_count` (default 16382): past the cap new
+/// statements are still measured, only without their text.
+pub const MAX_PREPARED_STATEMENTS: usize = 16_384;
+
+/// MariaDB: COM_STMT_EXECUTE with this id means "the statement prepared last" (pipelining).
+pub const LAST_PREPARED_ID: u32 = 0xFFFF_FFFF;
+
+#[derive(Debug, Default)]
+pub struct PreparedStatements {
+    texts: HashMap<u32, Box<[u8]>>,
+    last_id: Option<u32>,
+}
+
+impl PreparedStatements {
+    pub fn insert(&mut self, id: u32, sql: Box<[u8]>) {
+        self.last_id = Some(id);
+        if self.texts.len() < MAX_PREPARED_STATEMENTS || self.texts.contains_key(&id) {
+            self.texts.insert(id, sql);
+        }
+    }
+
+    /// Resolves MariaDB's "last prepared" id to the real one.
+    pub fn resolve(&self, id: u32) -> u32 {
+        match (id, self.last_id) {
+            (LAST_PREPARED_ID, Some(last)) => last,
+            _ => id,
+        }
+    }
+
+    pub fn get(&self, id: u32) -> Option<&[u8]> {
+        self.texts.get(&id).map(|b| &b[..])
+    }
+
+    pub fn remove(&mut self, id: u32) {
+        self.texts.remove(&id);
+    }
+
+    /// COM_RESET_CONNECTION and COM_CHANGE_USER drop every statement on the server.
+    pub fn clear(&mut self) {
+        self.texts.clear();
+        self.last_id = None;
+    }
+
+    pub fn len(&self) -> usize {
+        self.texts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.texts.is_empty()
+    }
+}

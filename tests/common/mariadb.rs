@@ -1,0 +1,279 @@
+//! A throwaway MariaDB server per test: own datadir, own TCP port, killed on
+//! drop (and by the kernel if the test process dies, see `child.rs`).
+
+use super::child::spawn_tied;
+use super::cli::{self, run_with_timeout, DATABASE, PASSWORD, USER};
+use super::datadir::{copy_dir, is_root, tempdir, template_datadir, LOG_FILE_SIZE};
+use std::fs::{self, OpenOptions};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use tempfile::TempDir;
+
+const MARIADBD: &str = "/usr/sbin/mariadbd";
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+const POLL: Duration = Duration::from_millis(50);
+const PORT_ATTEMPTS: usize = 3;
+
+pub struct Options {
+    pub performance_schema: bool,
+    pub extra_args: Vec<String>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            performance_schema: true,
+            extra_args: Vec::new(),
+        }
+    }
+}
+
+pub struct MariaDb {
+    child: Option<Child>,
+    port: u16,
+    opts: Options,
+    datadir: PathBuf,
+    /// Declared last: removed only after `Drop::drop` has killed the server.
+    dir: TempDir,
+}
+
+enum LaunchError {
+    PortTaken(String),
+    Failed(String),
+}
+
+/// Ask the kernel for a free port. Racy by nature (someone may grab it before
+/// mariadbd binds), hence the retry in `start`.
+fn free_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    l.local_addr().expect("local_addr of probe listener").port()
+}
+
+fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+impl MariaDb {
+    pub fn start_default() -> Self {
+        Self::start(Options::default())
+    }
+
+    pub fn start(opts: Options) -> Self {
+        let dir = tempdir("server");
+        let datadir = dir.path().join("data");
+        copy_dir(&template_datadir(), &datadir);
+        let mut db = MariaDb {
+            child: None,
+            port: 0,
+            opts,
+            datadir,
+            dir,
+        };
+        for attempt in 1..=PORT_ATTEMPTS {
+            db.port = free_port();
+            match db.launch() {
+                Ok(()) => break,
+                Err(LaunchError::PortTaken(_)) if attempt < PORT_ATTEMPTS => continue,
+                Err(LaunchError::PortTaken(log) | LaunchError::Failed(log)) => {
+                    panic!("mariadbd failed to start (attempt {attempt}):\n{log}")
+                }
+            }
+        }
+        db.sql(&format!(
+            "CREATE USER '{USER}'@'%' IDENTIFIED BY '{PASSWORD}'; \
+             GRANT ALL PRIVILEGES ON *.* TO '{USER}'@'%' WITH GRANT OPTION; \
+             CREATE DATABASE {DATABASE};"
+        ));
+        db
+    }
+
+    /// Spawn mariadbd on `self.port` and wait until it answers as *this*
+    /// server. On failure the child is killed and the new log lines returned.
+    fn launch(&mut self) -> Result<(), LaunchError> {
+        let (d, root) = (self.datadir.clone(), self.dir.path().to_path_buf());
+        let ps = if self.opts.performance_schema {
+            "ON"
+        } else {
+            "OFF"
+        };
+        let log_path = d.join("error.log");
+        let log_start = fs::metadata(&log_path)
+            .map(|m| m.len() as usize)
+            .unwrap_or(0);
+        let console = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(root.join("console.log"))
+            .expect("open console.log");
+        let mut cmd = Command::new(MARIADBD);
+        cmd.arg("--no-defaults")
+            .arg(format!("--datadir={}", d.display()))
+            .arg(format!("--port={}", self.port))
+            .arg("--bind-address=127.0.0.1")
+            .arg(format!("--socket={}", d.join("mysqld.sock").display()))
+            .arg(format!(
+                "--pid-file={}",
+                root.join("mariadbd.pid").display()
+            ))
+            .arg(format!("--log-error={}", log_path.display()))
+            .arg(format!("--performance-schema={ps}"))
+            .args([
+                "--max-allowed-packet=256M",
+                "--local-infile=1",
+                "--skip-log-bin",
+            ])
+            .args(["--innodb-buffer-pool-size=64M", LOG_FILE_SIZE]);
+        if is_root() {
+            cmd.arg("--user=root"); // mariadbd refuses to run as root otherwise
+        }
+        cmd.args(&self.opts.extra_args)
+            .stdin(Stdio::null())
+            .stdout(console.try_clone().expect("dup console.log"))
+            .stderr(console);
+        self.child = Some(spawn_tied(cmd).expect("spawn /usr/sbin/mariadbd"));
+
+        let result = self.wait_ready();
+        if let Err(why) = result {
+            self.kill();
+            let log = fs::read_to_string(&log_path).unwrap_or_default();
+            let new = tail(log.get(log_start..).unwrap_or(&log), 40);
+            let console = fs::read_to_string(root.join("console.log")).unwrap_or_default();
+            let msg = format!(
+                "{why}\n--- error.log ---\n{new}\n--- console ---\n{}",
+                tail(&console, 20)
+            );
+            return Err(if new.contains("Address already in use") {
+                LaunchError::PortTaken(msg)
+            } else {
+                LaunchError::Failed(msg)
+            });
+        }
+        Ok(())
+    }
+
+    fn wait_ready(&mut self) -> Result<(), String> {
+        let deadline = Instant::now() + READY_TIMEOUT;
+        let want = fs::canonicalize(&self.datadir).expect("canonicalize datadir");
+        loop {
+            let child = self.child.as_mut().expect("child just spawned");
+            if let Some(status) = child.try_wait().expect("try_wait on mariadbd") {
+                return Err(format!("mariadbd exited early: {status}"));
+            }
+            if self.ping() {
+                // Another test's server may own this port (lost race); only
+                // our own datadir counts as ready.
+                if let Ok(dir) = self.try_sql("SELECT @@datadir") {
+                    if fs::canonicalize(dir.trim()).ok().as_ref() == Some(&want) {
+                        return Ok(());
+                    }
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err(format!("mariadbd not ready after {READY_TIMEOUT:?}"));
+            }
+            std::thread::sleep(POLL); // poll interval, not synchronization
+        }
+    }
+
+    fn ping(&self) -> bool {
+        let mut cmd = Command::new("mariadb-admin");
+        cmd.args([
+            "--no-defaults",
+            "--protocol=TCP",
+            "-h127.0.0.1",
+            "-uroot",
+            "--connect-timeout=2",
+        ])
+        .arg(format!("-P{}", self.port))
+        .arg("ping");
+        run_with_timeout(cmd, None, Duration::from_secs(10))
+            .status
+            .success()
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    pub fn datadir(&self) -> &Path {
+        &self.datadir
+    }
+
+    pub fn dsn(&self) -> String {
+        self.dsn_via(&self.addr())
+    }
+
+    /// Same credentials and database, but against `addr` (e.g. the proxy).
+    pub fn dsn_via(&self, addr: &str) -> String {
+        format!("mysql://{USER}:{PASSWORD}@{addr}/{DATABASE}")
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("mariadbd is not running").id()
+    }
+
+    /// Run SQL as root over TCP; Err carries the client's stderr.
+    pub fn try_sql(&self, query: &str) -> Result<String, String> {
+        let mut cmd = Command::new("mariadb");
+        cmd.args([
+            "--no-defaults",
+            "--protocol=TCP",
+            "-h127.0.0.1",
+            "-uroot",
+            "-N",
+            "-B",
+        ])
+        .arg(format!("-P{}", self.port))
+        .args(["-e", query]);
+        let out = run_with_timeout(cmd, None, cli::CLI_TIMEOUT);
+        if out.status.success() {
+            Ok(String::from_utf8(out.stdout).expect("mariadb output is not UTF-8"))
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).into_owned())
+        }
+    }
+
+    /// Run SQL as root; returns stdout (tab-separated, no header).
+    pub fn sql(&self, query: &str) -> String {
+        self.try_sql(query)
+            .unwrap_or_else(|e| panic!("SQL failed on port {}: {query}\n{e}", self.port))
+    }
+
+    /// SIGKILL the server and reap it. Idempotent.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Start again on the same port and datadir (after `kill`).
+    pub fn restart(&mut self) {
+        self.kill();
+        if let Err(LaunchError::PortTaken(log) | LaunchError::Failed(log)) = self.launch() {
+            panic!("mariadbd failed to restart on port {}:\n{log}", self.port);
+        }
+    }
+}
+
+impl Drop for MariaDb {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let log = fs::read_to_string(self.datadir.join("error.log")).unwrap_or_default();
+            eprintln!(
+                "--- mariadbd :{} error.log tail ---\n{}",
+                self.port,
+                tail(&log, 20)
+            );
+        }
+        self.kill();
+        // `dir` (TempDir) is dropped after this, removing the datadir.
+    }
+}

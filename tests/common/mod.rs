@@ -1,0 +1,10 @@
+//! Shared integration-test harness. Each `tests/*.rs` binary declares
+//! `mod common;` and uses only the parts it needs, hence the allow below.
+#![allow(dead_code)]
+
+pub mod child;
+pub mod cli;
+pub mod datadir;
+pub mod mariadb;
+pub mod probe;
+pub mod prom;

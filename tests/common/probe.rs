@@ -1,0 +1,192 @@
+//! Runs the psprobe binary under test as a child process and talks to its
+//! metrics endpoint with a bare std TcpStream (no HTTP client dependency).
+
+use super::child::spawn_tied;
+use super::prom::Scrape;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{channel, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+const HTTP_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub struct Probe {
+    child: Child,
+    proxy: String,
+    metrics: String,
+    stderr: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Probe {
+    /// `psprobe proxy --listen 127.0.0.1:0 --upstream UPSTREAM --metrics 127.0.0.1:0 EXTRA…`,
+    /// returning once it has announced its bound addresses on stdout.
+    pub fn start(upstream: &str, extra: &[&str]) -> Probe {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_psprobe"));
+        cmd.args(["proxy", "--listen", "127.0.0.1:0", "--upstream", upstream])
+            .args(["--metrics", "127.0.0.1:0"])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = spawn_tied(cmd).expect("spawn psprobe binary");
+
+        // Logs go to stderr; drain it continuously so the pipe never fills
+        // and blocks the proxy, keeping everything for `stderr_text`.
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let (buf, mut pipe) = (stderr.clone(), child.stderr.take().expect("stderr piped"));
+        let stderr_reader = std::thread::spawn(move || {
+            let mut chunk = [0u8; 8192];
+            while let Ok(n @ 1..) = pipe.read(&mut chunk) {
+                buf.lock()
+                    .expect("stderr buffer poisoned")
+                    .extend_from_slice(&chunk[..n]);
+            }
+        });
+
+        // Hand over the first stdout line, then keep draining. If psprobe
+        // exits first, the sender drops and recv reports Disconnected.
+        let (tx, rx) = channel();
+        let stdout = child.stdout.take().expect("stdout piped");
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            if let Some(Ok(first)) = lines.next() {
+                let _ = tx.send(first);
+            }
+            lines.for_each(drop);
+        });
+
+        let mut probe = Probe {
+            child,
+            proxy: String::new(),
+            metrics: String::new(),
+            stderr,
+        };
+        let line = match rx.recv_timeout(STARTUP_TIMEOUT) {
+            Ok(line) => line,
+            Err(RecvTimeoutError::Timeout) => {
+                // Drop prints the captured stderr while unwinding.
+                panic!("psprobe printed nothing on stdout within {STARTUP_TIMEOUT:?}")
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                let status = probe.wait_exit(Duration::from_secs(5));
+                let _ = stderr_reader.join(); // pipe is closed once it exited
+                panic!("psprobe exited before listening ({status:?})")
+            }
+        };
+        for field in line.split_whitespace() {
+            match field.split_once('=') {
+                Some(("proxy", a)) => probe.proxy = a.to_owned(),
+                Some(("metrics", a)) => probe.metrics = a.to_owned(),
+                _ => {}
+            }
+        }
+        assert!(
+            line.starts_with("psprobe listening ")
+                && !probe.proxy.is_empty()
+                && !probe.metrics.is_empty(),
+            "unexpected first stdout line from psprobe: {line:?}"
+        );
+        probe
+    }
+
+    pub fn proxy_addr(&self) -> &str {
+        &self.proxy
+    }
+
+    pub fn proxy_port(&self) -> u16 {
+        let port = self
+            .proxy
+            .rsplit_once(':')
+            .expect("proxy addr has a port")
+            .1;
+        port.parse().expect("proxy port is numeric")
+    }
+
+    pub fn metrics_addr(&self) -> &str {
+        &self.metrics
+    }
+
+    pub fn metrics_url(&self) -> String {
+        format!("http://{}/metrics", self.metrics)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Everything psprobe has written to stderr so far.
+    pub fn stderr_text(&self) -> String {
+        String::from_utf8_lossy(&self.stderr.lock().expect("stderr buffer poisoned")).into_owned()
+    }
+
+    /// HTTP/1.0 GET against the metrics listener; returns (status, body).
+    pub fn http_get(&self, path: &str) -> (u16, String) {
+        let addr: SocketAddr = self.metrics.parse().expect("metrics addr is IP:PORT");
+        let mut s = TcpStream::connect_timeout(&addr, HTTP_TIMEOUT)
+            .unwrap_or_else(|e| panic!("connect to metrics {addr}: {e}"));
+        s.set_read_timeout(Some(HTTP_TIMEOUT))
+            .expect("set read timeout");
+        write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").expect("send HTTP request");
+        let mut raw = Vec::new();
+        s.read_to_end(&mut raw)
+            .unwrap_or_else(|e| panic!("read GET {path} response: {e}"));
+        let raw = String::from_utf8(raw).expect("HTTP response is not UTF-8");
+        let (head, body) = raw
+            .split_once("\r\n\r\n")
+            .unwrap_or_else(|| panic!("no header/body separator in response to {path}: {raw:?}"));
+        let status = head.split_whitespace().nth(1).and_then(|c| c.parse().ok());
+        (
+            status.unwrap_or_else(|| panic!("bad status line: {head:?}")),
+            body.to_owned(),
+        )
+    }
+
+    pub fn scrape(&self) -> Scrape {
+        let (status, body) = self.http_get("/metrics");
+        assert_eq!(status, 200, "GET /metrics returned {status}: {body}");
+        Scrape::parse(&body)
+    }
+
+    pub fn healthz(&self) -> u16 {
+        self.http_get("/healthz").0
+    }
+
+    pub fn signal(&self, sig: libc::c_int) {
+        // SAFETY: plain syscall on our own (not yet reaped) child's pid.
+        let rc = unsafe { libc::kill(self.child.id() as libc::pid_t, sig) };
+        assert_eq!(
+            rc,
+            0,
+            "kill({}, {sig}): {}",
+            self.child.id(),
+            std::io::Error::last_os_error()
+        );
+    }
+
+    /// Wait up to `timeout` for psprobe to exit on its own.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait on psprobe") {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20)); // poll interval
+        }
+    }
+}
+
+impl Drop for Probe {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("--- psprobe stderr ---\n{}", self.stderr_text());
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -8,3 +8,4 @@ pub mod datadir;
 pub mod mariadb;
 pub mod probe;
 pub mod prom;
+pub mod sysbench;

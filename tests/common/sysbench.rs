@@ -1,0 +1,67 @@
+//! Running the real sysbench 1.0.20 (`oltp_*` Lua workloads) and reading its summary.
+
+use std::process::Command;
+use std::time::Duration;
+
+use super::cli::{run_with_timeout, split_addr, DATABASE, PASSWORD, USER};
+
+const SYSBENCH_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The numbers of sysbench's final report that tests compare against.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Summary {
+    pub read: u64,
+    pub write: u64,
+    pub other: u64,
+    pub total: u64,
+    pub transactions: u64,
+    pub ignored_errors: u64,
+    pub reconnects: u64,
+    /// The whole stdout, for assertion messages and per-interval lines.
+    pub text: String,
+}
+
+/// Runs `sysbench WORKLOAD COMMAND` against `addr` with the harness user, plus `extra` options.
+pub fn run(addr: &str, workload: &str, command: &str, extra: &[&str]) -> Summary {
+    let (host, port) = split_addr(addr);
+    let mut cmd = Command::new("sysbench");
+    cmd.arg(workload)
+        .arg(format!("--mysql-host={host}"))
+        .arg(format!("--mysql-port={port}"))
+        .arg(format!("--mysql-user={USER}"))
+        .arg(format!("--mysql-password={PASSWORD}"))
+        .arg(format!("--mysql-db={DATABASE}"))
+        .args(extra)
+        .arg(command);
+    let out = run_with_timeout(cmd, None, SYSBENCH_TIMEOUT);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "sysbench {workload} {command} failed: {}\n{text}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    parse_summary(&text)
+}
+
+/// Reads the "SQL statistics" block of `sysbench ... run`.
+pub fn parse_summary(text: &str) -> Summary {
+    let field = |label: &str| -> u64 {
+        text.lines()
+            .find_map(|line| {
+                let rest = line.trim().strip_prefix(label)?;
+                rest.split_whitespace().next()?.parse().ok()
+            })
+            .unwrap_or(0)
+    };
+    Summary {
+        read: field("read:"),
+        write: field("write:"),
+        other: field("other:"),
+        total: field("total:"),
+        transactions: field("transactions:"),
+        ignored_errors: field("ignored errors:"),
+        reconnects: field("reconnects:"),
+        text: text.to_string(),
+    }
+}

@@ -1,0 +1,93 @@
+//! sysbench oltp_read_write through psprobe: no errors, and psprobe counts exactly the
+//! statements sysbench reports, in both text (COM_QUERY) and binary (COM_STMT_EXECUTE) mode.
+
+mod common;
+
+use common::mariadb::MariaDb;
+use common::probe::Probe;
+use common::sysbench;
+
+const TABLE_OPTS: [&str; 2] = ["--tables=4", "--table-size=10000"];
+
+fn run_through_probe(ps_mode: &str) {
+    let db = MariaDb::start_default();
+    sysbench::run(&db.addr(), "oltp_read_write", "prepare", &TABLE_OPTS);
+    let probe = Probe::start(&db.addr(), &[]);
+    let mode = format!("--db-ps-mode={ps_mode}");
+    let mut opts = vec!["--threads=8", "--events=1500", "--time=0", mode.as_str()];
+    opts.extend(TABLE_OPTS);
+    let summary = sysbench::run(probe.proxy_addr(), "oltp_read_write", "run", &opts);
+
+    assert!(
+        summary.total > 0,
+        "sysbench reported no queries:\n{}",
+        summary.text
+    );
+    assert_eq!(summary.ignored_errors, 0, "{}", summary.text);
+    assert_eq!(summary.reconnects, 0, "{}", summary.text);
+
+    let m = probe.scrape();
+    let count = |command: &str, outcome: &str| {
+        m.get(
+            "psprobe_commands_total",
+            &[("command", command), ("outcome", outcome)],
+        ) as u64
+    };
+    let statements = ["query", "stmt_execute"]
+        .iter()
+        .map(|c| count(c, "ok") + count(c, "rows"))
+        .sum::<u64>();
+    assert_eq!(
+        statements, summary.total,
+        "probe vs sysbench total\n{}\n{}",
+        summary.text, m.text
+    );
+    let errors: u64 = m
+        .series("psprobe_commands_total")
+        .iter()
+        .filter(|s| s.labels.get("outcome").map(String::as_str) == Some("error"))
+        .map(|s| s.value as u64)
+        .sum();
+    assert_eq!(errors, 0, "{}", m.text);
+    assert_eq!(
+        m.get("psprobe_unobserved_connections_total", &[]),
+        0.0,
+        "{}",
+        m.text
+    );
+    // Every statement was timed.
+    let timed = m.get(
+        "psprobe_command_duration_seconds_count",
+        &[("command", "query")],
+    ) + m.get(
+        "psprobe_command_duration_seconds_count",
+        &[("command", "stmt_execute")],
+    );
+    assert_eq!(timed as u64, summary.total);
+    if ps_mode == "auto" {
+        assert_eq!(
+            count("query", "ok") + count("query", "rows"),
+            0,
+            "binary protocol only"
+        );
+        assert!(
+            count("stmt_prepare", "ok") >= 8,
+            "each thread prepares its statements"
+        );
+    } else {
+        assert_eq!(
+            count("stmt_execute", "ok") + count("stmt_execute", "rows"),
+            0
+        );
+    }
+}
+
+#[test]
+fn oltp_read_write_text_protocol_counts_match() {
+    run_through_probe("disable");
+}
+
+#[test]
+fn oltp_read_write_binary_protocol_counts_match() {
+    run_through_probe("auto");
+}

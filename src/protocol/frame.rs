@@ -176,9 +176,8 @@ mod tests {
     fn split_payload(first_seq: u8, payload: &[u8]) -> Vec<u8> {
         let mut out = Vec::new();
         let mut seq = first_seq;
-        let mut chunks = payload.chunks(MAX_PACKET_PAYLOAD).peekable();
         let mut last_len = 0;
-        while let Some(chunk) = chunks.next() {
+        for chunk in payload.chunks(MAX_PACKET_PAYLOAD) {
             out.extend(packet(seq, chunk));
             seq = seq.wrapping_add(1);
             last_len = chunk.len();

@@ -182,12 +182,17 @@ pub fn parse_change_user(body: &[u8], caps: u64) -> IResult<&[u8], ChangeUser<'_
     Ok((rest, out))
 }
 
-/// Number of key/value pairs in raw connect attributes; an error if they are malformed.
-pub fn count_connect_attrs(mut attrs: &[u8]) -> Result<usize, ()> {
+/// Connect attributes that are not a sequence of length-encoded key/value pairs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("malformed connect attributes")]
+pub struct MalformedAttrs;
+
+/// Number of key/value pairs in raw connect attributes.
+pub fn count_connect_attrs(mut attrs: &[u8]) -> Result<usize, MalformedAttrs> {
     let mut n = 0;
     while !attrs.is_empty() {
-        let (rest, _key) = lenenc_bytes(attrs).map_err(|_| ())?;
-        let (rest, _value) = lenenc_bytes(rest).map_err(|_| ())?;
+        let (rest, _key) = lenenc_bytes(attrs).map_err(|_| MalformedAttrs)?;
+        let (rest, _value) = lenenc_bytes(rest).map_err(|_| MalformedAttrs)?;
         attrs = rest;
         n += 1;
     }

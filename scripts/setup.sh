@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what psprobe's tests and demo use (Debian packages) and builds psprobe.
+# Safe to run again: installs only what is missing. Needs root (or sudo) for apt-get.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(mariadb-server mariadb-client sysbench percona-toolkit curl ca-certificates)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+# The packaged service is not used: tests and the demo start throwaway servers of their own.
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "setup: cargo not found; install the Rust toolchain (https://rustup.rs) and run again" >&2
+  exit 1
+fi
+cargo build --release --locked

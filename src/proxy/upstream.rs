@@ -8,8 +8,10 @@ use tokio::net::TcpStream;
 
 use crate::protocol::response::encode_err;
 
-/// MySQL client error "Can't connect to MySQL server": what a direct connection would report.
-pub const ER_CONN_HOST_ERROR: u16 = 2003;
+/// Server error 1429 "Unable to connect to foreign data source". Client-side codes such as 2003
+/// ("Can't connect to MySQL server") would fit better, but libmariadb rejects an error packet
+/// carrying a code of the client range (2000-2999) as "malformed packet" and drops the text.
+pub const ER_CONNECT_TO_FOREIGN_DATA_SOURCE: u16 = 1429;
 
 pub async fn connect(upstream: &str, timeout: Duration) -> io::Result<TcpStream> {
     match tokio::time::timeout(timeout, TcpStream::connect(upstream)).await {
@@ -22,10 +24,10 @@ pub async fn connect(upstream: &str, timeout: Duration) -> io::Result<TcpStream>
 }
 
 /// The ERR packet sent in place of the server greeting when the upstream cannot be reached.
-/// Clients show it like a server-side refusal ("ERROR 2003 (HY000): ...").
+/// Clients show it like a server-side refusal ("ERROR 1429 (HY000): psprobe could not ...").
 pub fn unreachable_packet(upstream: &str, cause: &io::Error) -> Vec<u8> {
     let message = format!("psprobe could not connect to upstream {upstream}: {cause}");
-    let payload = encode_err(ER_CONN_HOST_ERROR, b"HY000", &message);
+    let payload = encode_err(ER_CONNECT_TO_FOREIGN_DATA_SOURCE, b"HY000", &message);
     let len = payload.len();
     let mut packet = Vec::with_capacity(len + 4);
     packet.extend_from_slice(&[len as u8, (len >> 8) as u8, (len >> 16) as u8, 0]);
@@ -52,7 +54,10 @@ mod tests {
         let len = usize::from(p[0]) | usize::from(p[1]) << 8 | usize::from(p[2]) << 16;
         assert_eq!(len, p.len() - 4);
         assert_eq!(p[3], 0, "sequence id of a greeting");
-        assert_eq!(parse_err_code(&p[4..]).unwrap().1, ER_CONN_HOST_ERROR);
+        assert_eq!(
+            parse_err_code(&p[4..]).unwrap().1,
+            ER_CONNECT_TO_FOREIGN_DATA_SOURCE
+        );
         let text = String::from_utf8_lossy(&p[13..]);
         assert!(
             text.contains("127.0.0.1:3306") && text.contains("refused"),

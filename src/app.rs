@@ -7,8 +7,9 @@ use anyhow::Context;
 use tokio::net::TcpListener;
 
 use crate::config::{ProxyArgs, ProxyConfig};
-use crate::metrics::{http, ProxyMetrics};
+use crate::metrics::{http, DigestCollector, ProxyMetrics};
 use crate::proxy;
+use crate::stats::{DigestStore, Observer, Scenarios};
 
 pub fn run_proxy(args: &ProxyArgs) -> anyhow::Result<()> {
     let config = ProxyConfig::from_args(args)?;
@@ -47,7 +48,7 @@ async fn serve(config: ProxyConfig) -> anyhow::Result<()> {
     let metrics_addr = metrics_listener
         .local_addr()
         .context("metrics listener has no address")?;
-    let metrics = Arc::new(ProxyMetrics::new().context("cannot register metrics")?);
+    let observer = Arc::new(observer(&config).context("cannot register metrics")?);
 
     // One machine-readable line on stdout (scripts and tests read the bound ports from it).
     let mut stdout = std::io::stdout();
@@ -62,11 +63,28 @@ async fn serve(config: ProxyConfig) -> anyhow::Result<()> {
         config.settings.upstream
     );
 
-    let metrics_task = tokio::spawn(http::serve(metrics_listener, Arc::clone(&metrics)));
-    proxy::serve(listener, config.settings, metrics, shutdown_signal()).await;
+    let metrics_task = tokio::spawn(http::serve(metrics_listener, Arc::clone(&observer)));
+    proxy::serve(listener, config.settings, observer, shutdown_signal()).await;
     metrics_task.abort();
     tracing::info!("stopped");
     Ok(())
+}
+
+fn observer(config: &ProxyConfig) -> prometheus::Result<Observer> {
+    let scenarios = Arc::new(Scenarios::default());
+    let digests = Arc::new(DigestStore::new(config.max_digests));
+    let metrics = ProxyMetrics::new(Arc::clone(&scenarios))?;
+    let collector = DigestCollector::new(
+        Arc::clone(&digests),
+        Arc::clone(&scenarios),
+        config.metrics_top_digests,
+    )?;
+    metrics.registry().register(Box::new(collector))?;
+    Ok(Observer {
+        metrics,
+        digests,
+        scenarios,
+    })
 }
 
 /// Resolves on SIGINT or SIGTERM.

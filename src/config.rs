@@ -8,7 +8,9 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use serde::Deserialize;
 
+use crate::metrics::DEFAULT_TOP_DIGESTS;
 use crate::proxy::ProxySettings;
+use crate::stats::DEFAULT_MAX_DIGESTS;
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:6033";
 pub const DEFAULT_UPSTREAM: &str = "127.0.0.1:3306";
@@ -56,6 +58,14 @@ pub struct ProxyArgs {
     /// On SIGINT/SIGTERM, let open connections go on this long before closing them [default: 10s].
     #[arg(long, value_name = "DURATION")]
     pub shutdown_grace: Option<String>,
+    /// Most query shapes (digests) tracked individually; past it new shapes count as `other`
+    /// [default: 5000].
+    #[arg(long, value_name = "N")]
+    pub max_digests: Option<usize>,
+    /// Digests exported as their own Prometheus series; the rest are summed under
+    /// digest="other" [default: 50].
+    #[arg(long, value_name = "N")]
+    pub metrics_top_digests: Option<usize>,
     /// Log filter (error, warn, info, debug, trace, or a tracing filter) [default: info, or RUST_LOG].
     #[arg(long, value_name = "FILTER")]
     pub log: Option<String>,
@@ -70,6 +80,8 @@ pub struct ProxyFile {
     pub metrics: Option<String>,
     pub connect_timeout: Option<String>,
     pub shutdown_grace: Option<String>,
+    pub max_digests: Option<usize>,
+    pub metrics_top_digests: Option<usize>,
     pub log: Option<String>,
 }
 
@@ -105,6 +117,8 @@ pub enum ConfigError {
     Loop(SocketAddr),
     #[error("listen and metrics are the same address {0}: give each its own port")]
     SamePort(SocketAddr),
+    #[error("{0}")]
+    Invalid(String),
 }
 
 /// Everything `psprobe proxy` runs with.
@@ -113,6 +127,8 @@ pub struct ProxyConfig {
     pub listen: SocketAddr,
     pub metrics: SocketAddr,
     pub settings: ProxySettings,
+    pub max_digests: usize,
+    pub metrics_top_digests: usize,
     pub log: String,
 }
 
@@ -150,6 +166,24 @@ impl ProxyConfig {
         if listen == metrics && listen.port() != 0 {
             return Err(ConfigError::SamePort(listen));
         }
+        let max_digests = args
+            .max_digests
+            .or(file.max_digests)
+            .unwrap_or(DEFAULT_MAX_DIGESTS);
+        if max_digests == 0 {
+            return Err(ConfigError::Invalid(
+                "max_digests must be at least 1".into(),
+            ));
+        }
+        let metrics_top_digests = args
+            .metrics_top_digests
+            .or(file.metrics_top_digests)
+            .unwrap_or(DEFAULT_TOP_DIGESTS);
+        if metrics_top_digests > max_digests {
+            return Err(ConfigError::Invalid(format!(
+                "metrics_top_digests ({metrics_top_digests}) cannot exceed max_digests ({max_digests})"
+            )));
+        }
         let log = args
             .log
             .clone()
@@ -164,6 +198,8 @@ impl ProxyConfig {
                 connect_timeout,
                 shutdown_grace,
             },
+            max_digests,
+            metrics_top_digests,
             log,
         })
     }

@@ -6,7 +6,9 @@
 
 pub mod app;
 pub mod config;
+mod digest_hook;
 pub mod metrics;
 pub mod protocol;
 pub mod proxy;
 pub mod session;
+pub mod stats;

@@ -7,13 +7,13 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use super::ProxyMetrics;
+use crate::stats::Observer;
 
 const MAX_REQUEST_HEAD: usize = 8 * 1024;
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Serves until the task is dropped or aborted.
-pub async fn serve(listener: TcpListener, metrics: Arc<ProxyMetrics>) {
+pub async fn serve(listener: TcpListener, observer: Arc<Observer>) {
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(accepted) => accepted,
@@ -23,16 +23,16 @@ pub async fn serve(listener: TcpListener, metrics: Arc<ProxyMetrics>) {
                 continue;
             }
         };
-        let metrics = Arc::clone(&metrics);
+        let observer = Arc::clone(&observer);
         tokio::spawn(async move {
-            if let Err(e) = tokio::time::timeout(REQUEST_TIMEOUT, answer(stream, &metrics)).await {
+            if let Err(e) = tokio::time::timeout(REQUEST_TIMEOUT, answer(stream, &observer)).await {
                 tracing::debug!("metrics request from {peer} timed out: {e}");
             }
         });
     }
 }
 
-async fn answer(mut stream: TcpStream, metrics: &ProxyMetrics) {
+async fn answer(mut stream: TcpStream, observer: &Observer) {
     let mut head = Vec::with_capacity(1024);
     let mut buf = [0u8; 1024];
     while !head.windows(4).any(|w| w == b"\r\n\r\n") {
@@ -71,7 +71,7 @@ async fn answer(mut stream: TcpStream, metrics: &ProxyMetrics) {
         b"/metrics" => (
             "200 OK",
             "text/plain; version=0.0.4; charset=utf-8",
-            metrics.render().into_bytes(),
+            observer.metrics.render().into_bytes(),
         ),
         b"/healthz" => ("200 OK", "text/plain", b"ok\n".to_vec()),
         _ => (

@@ -1,9 +1,9 @@
-//! Prometheus metrics: the registry with pre-resolved series, the event sink that feeds it, and
-//! the HTTP endpoint that exposes it.
+//! Prometheus metrics: the registry with pre-resolved series, the per-digest collector, and the
+//! HTTP endpoint that exposes it.
 
+mod digest_collector;
 pub mod http;
 mod registry;
-mod sink;
 
+pub use digest_collector::{DigestCollector, DEFAULT_TOP_DIGESTS, DIGEST_TEXT_LABEL_CHARS};
 pub use registry::{duration_buckets, Direction, ProxyMetrics};
-pub use sink::MetricsSink;

@@ -1,12 +1,16 @@
 //! The proxy's Prometheus metrics, registered once, with every labelled series resolved up
 //! front so the relay only touches atomics (no label hashing, no locks on the hot path).
 
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, OnceLock};
+
 use prometheus::{
     Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
 };
 
 use crate::protocol::CommandKind;
 use crate::session::{Outcome, UnobservedReason};
+use crate::stats::scenario::{ScenarioId, Scenarios, MAX_SCENARIOS, NO_SCENARIO};
 
 /// Histogram bucket bounds in seconds: 31 geometric steps from 50 µs to 10 s (factor ≈ 1.5),
 /// fine enough for sub-millisecond point selects and wide enough for slow reports. Bounds are
@@ -28,34 +32,47 @@ fn round_significant(x: f64, digits: i32) -> f64 {
 /// Direction of bytes through the proxy.
 #[derive(Debug, Clone, Copy)]
 pub enum Direction {
-    ClientToServer,
-    ServerToClient,
+    ClientToServer = 0,
+    ServerToClient = 1,
 }
 
-pub struct ProxyMetrics {
-    registry: Registry,
+/// Series of one scenario, resolved when the scenario is first used.
+struct ScenarioSeries {
     /// `[command][outcome]`
     commands: Vec<Vec<IntCounter>>,
     durations: Vec<Histogram>,
+    bytes: [IntCounter; 2],
+}
+
+/// Distinct error codes exported individually; the rest are counted under `code="other"`.
+pub const MAX_ERROR_CODES: usize = 100;
+
+pub struct ProxyMetrics {
+    registry: Registry,
+    scenarios: Arc<Scenarios>,
+    commands_vec: IntCounterVec,
+    durations_vec: HistogramVec,
+    bytes_vec: IntCounterVec,
+    errors_vec: IntCounterVec,
+    error_codes: Mutex<HashSet<u16>>,
+    slots: Box<[OnceLock<ScenarioSeries>]>,
     pub connections_active: IntGauge,
     pub connections_total: IntCounter,
     pub upstream_connect_errors: IntCounter,
-    bytes_c2s: IntCounter,
-    bytes_s2c: IntCounter,
     unobserved: Vec<IntCounter>,
     parse_errors: Vec<IntCounter>,
     pub auth_failures: IntCounter,
 }
 
 impl ProxyMetrics {
-    pub fn new() -> prometheus::Result<Self> {
+    pub fn new(scenarios: Arc<Scenarios>) -> prometheus::Result<Self> {
         let registry = Registry::new();
         let commands_vec = IntCounterVec::new(
             Opts::new(
                 "psprobe_commands_total",
                 "Commands finished, by command and outcome (ok, rows, error, no_response, aborted).",
             ),
-            &["command", "outcome"],
+            &["scenario", "command", "outcome"],
         )?;
         let durations_vec = HistogramVec::new(
             HistogramOpts::new(
@@ -63,11 +80,18 @@ impl ProxyMetrics {
                 "Latency seen by the proxy: command's first packet in to its response's last packet in.",
             )
             .buckets(duration_buckets()),
-            &["command"],
+            &["scenario", "command"],
         )?;
         let bytes_vec = IntCounterVec::new(
             Opts::new("psprobe_bytes_total", "Bytes forwarded, by direction."),
-            &["direction"],
+            &["scenario", "direction"],
+        )?;
+        let errors_vec = IntCounterVec::new(
+            Opts::new(
+                "psprobe_errors_total",
+                "ERR responses by MySQL error code (the first 100 distinct codes; then code=\"other\").",
+            ),
+            &["scenario", "code"],
         )?;
         let unobserved_vec = IntCounterVec::new(
             Opts::new(
@@ -98,19 +122,6 @@ impl ProxyMetrics {
             "Connections the server refused during the connection phase.",
         )?;
 
-        let commands = CommandKind::ALL
-            .iter()
-            .map(|k| {
-                Outcome::LABELS
-                    .iter()
-                    .map(|o| commands_vec.with_label_values(&[k.label(), o]))
-                    .collect()
-            })
-            .collect();
-        let durations = CommandKind::ALL
-            .iter()
-            .map(|k| durations_vec.with_label_values(&[k.label()]))
-            .collect();
         let unobserved = UnobservedReason::ALL
             .iter()
             .map(|r| unobserved_vec.with_label_values(&[r.label()]))
@@ -119,12 +130,11 @@ impl ProxyMetrics {
             .iter()
             .map(|r| parse_errors_vec.with_label_values(&[r.label()]))
             .collect();
-        let bytes_c2s = bytes_vec.with_label_values(&["client_to_server"]);
-        let bytes_s2c = bytes_vec.with_label_values(&["server_to_client"]);
 
-        registry.register(Box::new(commands_vec))?;
-        registry.register(Box::new(durations_vec))?;
-        registry.register(Box::new(bytes_vec))?;
+        registry.register(Box::new(commands_vec.clone()))?;
+        registry.register(Box::new(durations_vec.clone()))?;
+        registry.register(Box::new(bytes_vec.clone()))?;
+        registry.register(Box::new(errors_vec.clone()))?;
         registry.register(Box::new(unobserved_vec))?;
         registry.register(Box::new(parse_errors_vec))?;
         registry.register(Box::new(connections_active.clone()))?;
@@ -132,38 +142,96 @@ impl ProxyMetrics {
         registry.register(Box::new(upstream_connect_errors.clone()))?;
         registry.register(Box::new(auth_failures.clone()))?;
 
-        Ok(ProxyMetrics {
+        let metrics = ProxyMetrics {
             registry,
-            commands,
-            durations,
+            scenarios,
+            commands_vec,
+            durations_vec,
+            bytes_vec,
+            errors_vec,
+            error_codes: Mutex::new(HashSet::new()),
+            slots: (0..MAX_SCENARIOS).map(|_| OnceLock::new()).collect(),
             connections_active,
             connections_total,
             upstream_connect_errors,
-            bytes_c2s,
-            bytes_s2c,
             unobserved,
             parse_errors,
             auth_failures,
-        })
+        };
+        // Export the series of the default scenario from the start.
+        metrics.series(NO_SCENARIO);
+        Ok(metrics)
     }
 
     pub fn registry(&self) -> &Registry {
         &self.registry
     }
 
-    pub fn command(&self, kind: CommandKind, outcome: Outcome) -> &IntCounter {
-        &self.commands[kind.index()][outcome.index()]
+    pub fn scenarios(&self) -> &Arc<Scenarios> {
+        &self.scenarios
     }
 
-    pub fn duration(&self, kind: CommandKind) -> &Histogram {
-        &self.durations[kind.index()]
+    fn series(&self, scenario: ScenarioId) -> &ScenarioSeries {
+        let slot = usize::from(scenario).min(self.slots.len() - 1);
+        self.slots[slot].get_or_init(|| {
+            let name = self.scenarios.name(scenario);
+            let name = &*name;
+            ScenarioSeries {
+                commands: CommandKind::ALL
+                    .iter()
+                    .map(|k| {
+                        Outcome::LABELS
+                            .iter()
+                            .map(|o| self.commands_vec.with_label_values(&[name, k.label(), o]))
+                            .collect()
+                    })
+                    .collect(),
+                durations: CommandKind::ALL
+                    .iter()
+                    .map(|k| self.durations_vec.with_label_values(&[name, k.label()]))
+                    .collect(),
+                bytes: [
+                    self.bytes_vec
+                        .with_label_values(&[name, "client_to_server"]),
+                    self.bytes_vec
+                        .with_label_values(&[name, "server_to_client"]),
+                ],
+            }
+        })
     }
 
-    pub fn bytes(&self, direction: Direction) -> &IntCounter {
-        match direction {
-            Direction::ClientToServer => &self.bytes_c2s,
-            Direction::ServerToClient => &self.bytes_s2c,
-        }
+    pub fn command(
+        &self,
+        scenario: ScenarioId,
+        kind: CommandKind,
+        outcome: Outcome,
+    ) -> &IntCounter {
+        &self.series(scenario).commands[kind.index()][outcome.index()]
+    }
+
+    pub fn duration(&self, scenario: ScenarioId, kind: CommandKind) -> &Histogram {
+        &self.series(scenario).durations[kind.index()]
+    }
+
+    pub fn bytes(&self, scenario: ScenarioId, direction: Direction) -> &IntCounter {
+        &self.series(scenario).bytes[direction as usize]
+    }
+
+    /// Counts an ERR response (rare: a lock and a label lookup are fine here).
+    pub fn record_error_code(&self, scenario: ScenarioId, code: u16) {
+        let code_label = {
+            let mut codes = self.error_codes.lock().unwrap_or_else(|e| e.into_inner());
+            if codes.contains(&code) || codes.len() < MAX_ERROR_CODES {
+                codes.insert(code);
+                code.to_string()
+            } else {
+                "other".to_string()
+            }
+        };
+        let name = self.scenarios.name(scenario);
+        self.errors_vec
+            .with_label_values(&[&*name, code_label.as_str()])
+            .inc();
     }
 
     fn reason_index(reason: UnobservedReason) -> usize {
@@ -210,15 +278,47 @@ mod tests {
 
     #[test]
     fn every_series_is_exported_from_the_start() {
-        let m = ProxyMetrics::new().expect("metrics register");
-        m.command(CommandKind::Query, Outcome::Rows).inc();
+        let scenarios = Arc::new(Scenarios::default());
+        let m = ProxyMetrics::new(Arc::clone(&scenarios)).expect("metrics register");
+        m.command(NO_SCENARIO, CommandKind::Query, Outcome::Rows)
+            .inc();
         m.record_unobserved(UnobservedReason::MalformedPacket);
         m.record_unobserved(UnobservedReason::Tls);
         let text = m.render();
-        assert!(text.contains(r#"psprobe_commands_total{command="query",outcome="rows"} 1"#));
-        assert!(text.contains(r#"psprobe_commands_total{command="ping",outcome="ok"} 0"#));
+        assert!(
+            text.contains(
+                r#"psprobe_commands_total{command="query",outcome="rows",scenario="none"} 1"#
+            ),
+            "{text}"
+        );
+        assert!(text
+            .contains(r#"psprobe_commands_total{command="ping",outcome="ok",scenario="none"} 0"#));
         assert!(text.contains(r#"psprobe_parse_errors_total{reason="malformed_packet"} 1"#));
         assert!(text.contains(r#"psprobe_parse_errors_total{reason="tls"} 0"#));
         assert!(text.contains(r#"psprobe_unobserved_connections_total{reason="tls"} 1"#));
+    }
+
+    #[test]
+    fn series_per_scenario_and_error_codes_bounded() {
+        let scenarios = Arc::new(Scenarios::default());
+        let m = ProxyMetrics::new(Arc::clone(&scenarios)).expect("metrics register");
+        let off = scenarios.intern("pfsoff").unwrap();
+        m.command(off, CommandKind::Ping, Outcome::Ok).inc();
+        for code in 1000..1000 + MAX_ERROR_CODES as u16 + 10 {
+            m.record_error_code(off, code);
+        }
+        let text = m.render();
+        assert!(text.contains(
+            r#"psprobe_commands_total{command="ping",outcome="ok",scenario="pfsoff"} 1"#
+        ));
+        assert!(
+            text.contains(r#"psprobe_errors_total{code="other",scenario="pfsoff"} 10"#),
+            "{text}"
+        );
+        let codes = text
+            .lines()
+            .filter(|l| l.starts_with("psprobe_errors_total{"))
+            .count();
+        assert_eq!(codes, MAX_ERROR_CODES + 1);
     }
 }

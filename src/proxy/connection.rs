@@ -7,8 +7,9 @@ use std::time::Instant;
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
-use crate::metrics::{MetricsSink, ProxyMetrics};
+use crate::metrics::ProxyMetrics;
 use crate::session::Session;
+use crate::stats::{ConnectionRecorder, Observer};
 
 use super::relay::relay;
 use super::upstream;
@@ -27,12 +28,13 @@ pub async fn handle(
     mut client: TcpStream,
     peer: SocketAddr,
     settings: Arc<ProxySettings>,
-    metrics: Arc<ProxyMetrics>,
+    observer: Arc<Observer>,
     shutdown: watch::Receiver<bool>,
 ) {
+    let metrics = &observer.metrics;
     metrics.connections_total.inc();
     metrics.connections_active.inc();
-    let _active = ActiveGuard(&metrics);
+    let _active = ActiveGuard(metrics);
     let _ = client.set_nodelay(true);
 
     let mut server = match upstream::connect(&settings.upstream, settings.connect_timeout).await {
@@ -50,13 +52,13 @@ pub async fn handle(
     let _ = server.set_nodelay(true);
 
     let mut session = Session::new(Instant::now());
-    let mut sink = MetricsSink::new(&metrics);
+    let mut sink = ConnectionRecorder::new(&observer);
     let result = relay(
         &mut client,
         &mut server,
         &mut session,
         &mut sink,
-        &metrics,
+        metrics,
         shutdown,
     )
     .await;

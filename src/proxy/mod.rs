@@ -12,7 +12,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::metrics::ProxyMetrics;
+use crate::stats::Observer;
 
 /// What the proxy needs to run, validated by the config layer.
 #[derive(Debug, Clone)]
@@ -29,7 +29,7 @@ pub struct ProxySettings {
 pub async fn serve(
     listener: TcpListener,
     settings: ProxySettings,
-    metrics: Arc<ProxyMetrics>,
+    observer: Arc<Observer>,
     stop: impl std::future::Future<Output = ()>,
 ) {
     let settings = Arc::new(settings);
@@ -44,7 +44,7 @@ pub async fn serve(
                         client,
                         peer,
                         Arc::clone(&settings),
-                        Arc::clone(&metrics),
+                        Arc::clone(&observer),
                         cut_rx.clone(),
                     ));
                 }

@@ -79,7 +79,9 @@ pub async fn relay<S: EventSink>(
             step = pump(&mut client_rd, &mut server_wr, &mut up, reading) => match step? {
                 Pumped::Read(0) => ended = Some(RelayEnd::ClientClosed),
                 Pumped::Read(n) => {
-                    metrics.bytes(Direction::ClientToServer).inc_by(n as u64);
+                    metrics
+                        .bytes(metrics.scenarios().current(), Direction::ClientToServer)
+                        .inc_by(n as u64);
                     session.on_client_bytes(up.unwritten(), Instant::now(), sink);
                 }
                 Pumped::Wrote => {}
@@ -87,7 +89,9 @@ pub async fn relay<S: EventSink>(
             step = pump(&mut server_rd, &mut client_wr, &mut down, reading) => match step? {
                 Pumped::Read(0) => ended = Some(RelayEnd::ServerClosed),
                 Pumped::Read(n) => {
-                    metrics.bytes(Direction::ServerToClient).inc_by(n as u64);
+                    metrics
+                        .bytes(metrics.scenarios().current(), Direction::ServerToClient)
+                        .inc_by(n as u64);
                     session.on_server_bytes(down.unwritten(), Instant::now(), sink);
                 }
                 Pumped::Wrote => {}

@@ -55,6 +55,8 @@ struct InFlight {
     response: ResponseReader,
     /// COM_STMT_PREPARE: the text, kept until the prepare-OK tells its statement id.
     prepare_sql: Option<Box<[u8]>>,
+    /// COM_STMT_PREPARE: a pipelined COM_STMT_CLOSE(-1) already closed it.
+    closed_early: bool,
 }
 
 /// The protocol state of one connection.
@@ -76,6 +78,8 @@ struct Machine {
     next_seq: u64,
     in_flight: VecDeque<InFlight>,
     statements: PreparedStatements,
+    /// COM_QUIT arrived behind commands still waiting for their responses.
+    quitting: bool,
 }
 
 impl Session {
@@ -92,6 +96,7 @@ impl Session {
                 next_seq: 0,
                 in_flight: VecDeque::new(),
                 statements: PreparedStatements::default(),
+                quitting: false,
             },
         }
     }
@@ -306,6 +311,7 @@ impl Machine {
         self.next_seq += 1;
 
         let mut statement_id = None;
+        let mut pipelined_on_prepare = false;
         let statement = match kind {
             CommandKind::Query => {
                 match command::query_text(body, self.caps.has(CLIENT_QUERY_ATTRIBUTES)) {
@@ -327,6 +333,17 @@ impl Machine {
             | CommandKind::StmtClose
             | CommandKind::StmtSendLongData
             | CommandKind::StmtBulkExecute => match command::statement_id(body) {
+                Ok((_, LAST_PREPARED_ID)) if self.pipelined_prepare().is_some() => {
+                    // MariaDB pipelining: "the statement prepared last" is still in flight;
+                    // its id is not known yet, its text is.
+                    pipelined_on_prepare = true;
+                    Statement::Prepared {
+                        id: LAST_PREPARED_ID,
+                        sql: self
+                            .pipelined_prepare()
+                            .and_then(|p| p.prepare_sql.as_deref()),
+                    }
+                }
                 Ok((_, id)) => {
                     let id = self.statements.resolve(id);
                     statement_id = Some(id);
@@ -360,6 +377,13 @@ impl Machine {
             });
             match (kind, statement_id) {
                 (CommandKind::StmtClose, Some(id)) => self.statements.remove(id),
+                (CommandKind::StmtClose, None) if pipelined_on_prepare => {
+                    if let Some(prepare) = self.pipelined_prepare_mut() {
+                        prepare.closed_early = true;
+                    }
+                }
+                // The server answers what came before QUIT, then closes.
+                (CommandKind::Quit, _) if !self.in_flight.is_empty() => self.quitting = true,
                 (CommandKind::Quit, _) => self.phase = Phase::Closed,
                 _ => {}
             }
@@ -375,8 +399,24 @@ impl Machine {
             response_bytes: 0,
             response: ResponseReader::new(shape),
             prepare_sql,
+            closed_early: false,
         });
         ControlFlow::Continue(())
+    }
+
+    /// The newest COM_STMT_PREPARE still waiting for its prepare-OK.
+    fn pipelined_prepare(&self) -> Option<&InFlight> {
+        self.in_flight
+            .iter()
+            .rev()
+            .find(|c| c.kind == CommandKind::StmtPrepare)
+    }
+
+    fn pipelined_prepare_mut(&mut self) -> Option<&mut InFlight> {
+        self.in_flight
+            .iter_mut()
+            .rev()
+            .find(|c| c.kind == CommandKind::StmtPrepare)
     }
 
     fn response<S: EventSink>(
@@ -399,8 +439,10 @@ impl Machine {
             Step::More => false,
             Step::Done => true,
             Step::Prepared { id, done } => {
-                if let Some(sql) = front.prepare_sql.take() {
-                    self.statements.insert(id, sql);
+                match front.prepare_sql.take() {
+                    _ if front.closed_early => self.statements.insert_without_text(id),
+                    Some(sql) => self.statements.insert(id, sql),
+                    None => self.statements.insert_without_text(id),
                 }
                 done
             }
@@ -420,6 +462,9 @@ impl Machine {
             )
         {
             self.statements.clear();
+        }
+        if self.quitting && self.in_flight.is_empty() {
+            self.phase = Phase::Closed;
         }
         let timed = cmd.kind.response_shape() != ResponseShape::Stream;
         sink.command_finished(&CommandFinished {

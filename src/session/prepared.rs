@@ -23,6 +23,12 @@ impl PreparedStatements {
         }
     }
 
+    /// A statement was prepared whose text psprobe did not keep (too long to capture).
+    pub fn insert_without_text(&mut self, id: u32) {
+        self.last_id = Some(id);
+        self.texts.remove(&id);
+    }
+
     /// Resolves MariaDB's "last prepared" id to the real one.
     pub fn resolve(&self, id: u32) -> u32 {
         match (id, self.last_id) {

@@ -147,6 +147,8 @@ impl ResponseReader {
                     self.rows += 1;
                     return Step::More;
                 }
+                // COM_STMT_FETCH returns rows of a result set opened by EXECUTE.
+                self.saw_result_set = true;
                 match terminator_status(p.head, deprecate_eof) {
                     Some(status) if status & SERVER_MORE_RESULTS_EXISTS != 0 => {
                         self.state = State::ResultStart;
@@ -195,7 +197,7 @@ impl ResponseReader {
             State::Simple => match first {
                 OK_HEADER => {
                     if let Ok((_, ok)) = parse_ok(p.head) {
-                        self.affected_rows += ok.affected_rows;
+                        self.affected_rows = self.affected_rows.saturating_add(ok.affected_rows);
                     }
                     Step::Done
                 }
@@ -232,7 +234,7 @@ impl ResponseReader {
         match first {
             OK_HEADER => match parse_ok(p.head) {
                 Ok((_, ok)) => {
-                    self.affected_rows += ok.affected_rows;
+                    self.affected_rows = self.affected_rows.saturating_add(ok.affected_rows);
                     if ok.status & SERVER_MORE_RESULTS_EXISTS != 0 {
                         self.state = State::ResultStart;
                         Step::More
@@ -254,6 +256,8 @@ impl ResponseReader {
                 let metadata_follows = match (caps.has_metadata_flag(), rest) {
                     (false, []) => true,
                     (true, [flag]) => *flag != 0,
+                    // MariaDB 10.6.5 omits the byte despite the capability (MDEV-27150).
+                    (true, []) => true,
                     _ => return Step::Invalid(UnobservedReason::MalformedPacket),
                 };
                 if columns == 0 {

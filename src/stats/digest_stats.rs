@@ -1,0 +1,100 @@
+//! The aggregate psprobe keeps per digest and scenario.
+
+use super::histogram::LogHistogram;
+
+/// One finished command's contribution.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Sample {
+    pub latency_ns: Option<u64>,
+    pub error: bool,
+    pub rows_sent: u64,
+    pub rows_affected: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DigestStats {
+    pub count: u64,
+    pub errors: u64,
+    pub rows_sent: u64,
+    pub rows_affected: u64,
+    /// Commands with a latency (all but aborted ones).
+    pub timed: u64,
+    pub latency_sum_ns: u64,
+    pub latency_min_ns: u64,
+    pub latency_max_ns: u64,
+    pub latency: LogHistogram,
+}
+
+impl DigestStats {
+    pub fn record(&mut self, s: &Sample) {
+        self.count += 1;
+        self.errors += u64::from(s.error);
+        self.rows_sent += s.rows_sent;
+        self.rows_affected += s.rows_affected;
+        if let Some(ns) = s.latency_ns {
+            self.latency_min_ns = if self.timed == 0 {
+                ns
+            } else {
+                self.latency_min_ns.min(ns)
+            };
+            self.latency_max_ns = self.latency_max_ns.max(ns);
+            self.timed += 1;
+            self.latency_sum_ns = self.latency_sum_ns.saturating_add(ns);
+            self.latency.record(ns);
+        }
+    }
+
+    pub fn merge(&mut self, o: &DigestStats) {
+        if o.timed > 0 {
+            self.latency_min_ns = if self.timed == 0 {
+                o.latency_min_ns
+            } else {
+                self.latency_min_ns.min(o.latency_min_ns)
+            };
+        }
+        self.count += o.count;
+        self.errors += o.errors;
+        self.rows_sent += o.rows_sent;
+        self.rows_affected += o.rows_affected;
+        self.timed += o.timed;
+        self.latency_sum_ns = self.latency_sum_ns.saturating_add(o.latency_sum_ns);
+        self.latency_max_ns = self.latency_max_ns.max(o.latency_max_ns);
+        self.latency.merge(&o.latency);
+    }
+
+    /// Mean latency in nanoseconds of the timed commands.
+    pub fn mean_ns(&self) -> Option<f64> {
+        (self.timed > 0).then(|| self.latency_sum_ns as f64 / self.timed as f64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_and_merge() {
+        let mut a = DigestStats::default();
+        a.record(&Sample {
+            latency_ns: Some(2_000),
+            error: false,
+            rows_sent: 3,
+            rows_affected: 0,
+        });
+        a.record(&Sample {
+            latency_ns: None,
+            error: true,
+            ..Sample::default()
+        });
+        let mut b = DigestStats::default();
+        b.record(&Sample {
+            latency_ns: Some(500),
+            ..Sample::default()
+        });
+        a.merge(&b);
+        assert_eq!((a.count, a.errors, a.rows_sent, a.timed), (3, 1, 3, 2));
+        assert_eq!((a.latency_min_ns, a.latency_max_ns), (500, 2_000));
+        assert_eq!(a.mean_ns(), Some(1_250.0));
+        assert_eq!(a.latency.count(), 2);
+    }
+}

@@ -1,0 +1,170 @@
+//! Log-bucket latency histogram, like pt-query-digest's EventAggregator: bucket bounds grow by
+//! 5%, so any quantile read back is within 2.5% of the true value. Buckets are stored densely
+//! over the range actually used (a digest's latencies usually span a few dozen buckets), so a
+//! histogram costs a few hundred bytes, and recording allocates only when the range widens.
+
+/// Ratio between consecutive bucket bounds.
+pub const BUCKET_FACTOR: f64 = 1.05;
+/// Lower bound of bucket 0, in nanoseconds: everything faster lands there.
+pub const FIRST_BOUND_NS: f64 = 1_000.0;
+/// Highest bucket index (1 µs · 1.05^500 ≈ 39 000 s): slower samples land in it.
+pub const MAX_BUCKET: u16 = 500;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LogHistogram {
+    /// Index of the bucket `counts[0]` counts.
+    first: u16,
+    counts: Vec<u64>,
+}
+
+/// Bucket index of a latency in nanoseconds.
+pub fn bucket_of(ns: u64) -> u16 {
+    let ns = ns as f64;
+    if ns <= FIRST_BOUND_NS {
+        return 0;
+    }
+    let i = ((ns / FIRST_BOUND_NS).ln() / BUCKET_FACTOR.ln()).floor();
+    if i >= f64::from(MAX_BUCKET) {
+        MAX_BUCKET
+    } else {
+        i as u16
+    }
+}
+
+/// Representative value of a bucket: the geometric middle of its bounds (≤ 2.5% from both).
+pub fn bucket_value_ns(index: u16) -> f64 {
+    FIRST_BOUND_NS * BUCKET_FACTOR.powf(f64::from(index) + 0.5)
+}
+
+impl LogHistogram {
+    pub fn record(&mut self, ns: u64) {
+        self.add_to_bucket(bucket_of(ns), 1);
+    }
+
+    fn add_to_bucket(&mut self, index: u16, n: u64) {
+        if self.counts.is_empty() {
+            self.first = index;
+            self.counts.push(n);
+            return;
+        }
+        if index < self.first {
+            let grow = usize::from(self.first - index);
+            self.counts.splice(0..0, std::iter::repeat(0).take(grow));
+            self.first = index;
+        }
+        let offset = usize::from(index - self.first);
+        if offset >= self.counts.len() {
+            self.counts.resize(offset + 1, 0);
+        }
+        self.counts[offset] += n;
+    }
+
+    pub fn count(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    pub fn merge(&mut self, other: &LogHistogram) {
+        for (i, &n) in other.counts.iter().enumerate() {
+            if n > 0 {
+                self.add_to_bucket(other.first + i as u16, n);
+            }
+        }
+    }
+
+    /// Removes `earlier`'s counts (an older snapshot of the same histogram).
+    pub fn subtract(&mut self, earlier: &LogHistogram) {
+        for (i, &n) in earlier.counts.iter().enumerate() {
+            let index = earlier.first + i as u16;
+            if let Some(offset) = index.checked_sub(self.first).map(usize::from) {
+                if let Some(c) = self.counts.get_mut(offset) {
+                    *c = c.saturating_sub(n);
+                }
+            }
+        }
+    }
+
+    /// The q-quantile (0..=1) in nanoseconds, `None` when empty. Nearest-rank on buckets.
+    pub fn quantile_ns(&self, q: f64) -> Option<f64> {
+        let total = self.count();
+        if total == 0 {
+            return None;
+        }
+        let rank = ((q.clamp(0.0, 1.0) * total as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (i, &n) in self.counts.iter().enumerate() {
+            seen += n;
+            if seen >= rank {
+                return Some(bucket_value_ns(self.first + i as u16));
+            }
+        }
+        None
+    }
+
+    /// (bucket index, count) of the non-empty buckets, for serialisation.
+    pub fn buckets(&self) -> impl Iterator<Item = (u16, u64)> + '_ {
+        self.counts
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(i, &n)| (self.first + i as u16, n))
+    }
+
+    /// Bytes of heap this histogram holds.
+    pub fn heap_bytes(&self) -> usize {
+        self.counts.capacity() * std::mem::size_of::<u64>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_within_two_and_a_half_percent() {
+        let mut h = LogHistogram::default();
+        // 1..=10000 µs, uniform: true p50 = 5000 µs, p95 = 9500 µs, p99 = 9900 µs.
+        for us in 1..=10_000u64 {
+            h.record(us * 1000);
+        }
+        for (q, truth) in [(0.5, 5_000_000.0), (0.95, 9_500_000.0), (0.99, 9_900_000.0)] {
+            let got = h.quantile_ns(q).unwrap();
+            assert!((got / truth - 1.0).abs() <= 0.025, "q{q}: {got} vs {truth}");
+        }
+        assert_eq!(h.count(), 10_000);
+    }
+
+    #[test]
+    fn every_value_is_within_two_and_a_half_percent_of_its_bucket_value() {
+        for ns in [1_001u64, 1_500, 77_777, 123_456_789, 9_999_999_999] {
+            let v = bucket_value_ns(bucket_of(ns));
+            assert!((v / ns as f64 - 1.0).abs() <= 0.025, "{ns} -> {v}");
+        }
+        assert_eq!(bucket_of(0), 0);
+        assert_eq!(bucket_of(u64::MAX), MAX_BUCKET);
+    }
+
+    #[test]
+    fn merge_and_subtract_are_inverse() {
+        let mut a = LogHistogram::default();
+        let mut b = LogHistogram::default();
+        for ns in [5_000, 6_000, 1_000_000] {
+            a.record(ns);
+        }
+        for ns in [100, 2_000_000_000] {
+            b.record(ns);
+        }
+        let before = a.clone();
+        a.merge(&b);
+        assert_eq!(a.count(), 5);
+        a.subtract(&b);
+        assert_eq!(
+            a.buckets().collect::<Vec<_>>(),
+            before.buckets().collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn empty_has_no_quantile() {
+        assert_eq!(LogHistogram::default().quantile_ns(0.5), None);
+    }
+}

@@ -1,0 +1,166 @@
+//! Turns one connection's session events into statistics: Prometheus counters and histograms by
+//! scenario and command, and per-digest aggregates. Each command is tagged with the scenario in
+//! effect when it started. Hot path: atomics, the thread's shard lock, and a per-connection
+//! cache so the shared digest registry is consulted once per new digest per connection.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+use crate::metrics::ProxyMetrics;
+use crate::protocol::CommandKind;
+use crate::session::{
+    CommandFinished, CommandStarted, EventSink, Outcome, Statement, UnobservedReason,
+    LAST_PREPARED_ID,
+};
+
+use super::digest_stats::Sample;
+use super::scenario::{ScenarioId, Scenarios};
+use super::store::{DigestId, DigestStore, OTHER_DIGEST};
+
+/// Entries of a connection's digest-admission cache before it is cleared (bounds memory for
+/// connections that send endless distinct shapes).
+const ADMISSION_CACHE_LIMIT: usize = 4096;
+
+/// Everything a connection records into, shared by all connections.
+pub struct Observer {
+    pub metrics: ProxyMetrics,
+    pub digests: Arc<DigestStore>,
+    pub scenarios: Arc<Scenarios>,
+}
+
+/// A command between its start and finish events.
+struct Pending {
+    seq: u64,
+    scenario: ScenarioId,
+    digest: Option<DigestId>,
+}
+
+pub struct ConnectionRecorder<'a> {
+    observer: &'a Observer,
+    pending: VecDeque<Pending>,
+    /// Digest id → id recorded under (itself, or `other` past the cap).
+    admitted: HashMap<DigestId, DigestId>,
+    /// Prepared statement id → digest of its text.
+    statements: HashMap<u32, DigestId>,
+}
+
+impl<'a> ConnectionRecorder<'a> {
+    pub fn new(observer: &'a Observer) -> Self {
+        ConnectionRecorder {
+            observer,
+            pending: VecDeque::new(),
+            admitted: HashMap::new(),
+            statements: HashMap::new(),
+        }
+    }
+
+    /// The scenario to charge bytes read now to.
+    pub fn current_scenario(&self) -> ScenarioId {
+        self.observer.scenarios.current()
+    }
+
+    fn admit(&mut self, sql: &[u8]) -> DigestId {
+        let Some((id, text)) = crate::digest_hook::fingerprint(sql) else {
+            return OTHER_DIGEST;
+        };
+        if let Some(&admitted) = self.admitted.get(&id) {
+            return admitted;
+        }
+        if self.admitted.len() >= ADMISSION_CACHE_LIMIT {
+            self.admitted.clear();
+        }
+        let admitted = self.observer.digests.admit(id, &text);
+        self.admitted.insert(id, admitted);
+        admitted
+    }
+
+    fn digest_of(&mut self, event: &CommandStarted<'_>) -> Option<DigestId> {
+        match (event.kind, event.statement) {
+            (CommandKind::Query, Statement::Text { sql, .. }) => Some(self.admit(sql)),
+            (CommandKind::Query, _) => Some(OTHER_DIGEST),
+            (
+                CommandKind::StmtExecute | CommandKind::StmtBulkExecute,
+                Statement::Prepared { id, sql },
+            ) => {
+                if let Some(&digest) = self.statements.get(&id) {
+                    return Some(digest);
+                }
+                let digest = sql.map_or(OTHER_DIGEST, |sql| self.admit(sql));
+                // MariaDB's "last prepared" id stands for different statements over time.
+                if id != LAST_PREPARED_ID {
+                    self.statements.insert(id, digest);
+                }
+                Some(digest)
+            }
+            (CommandKind::StmtClose, Statement::Prepared { id, .. }) => {
+                self.statements.remove(&id);
+                None
+            }
+            _ => None,
+        }
+    }
+}
+
+impl EventSink for ConnectionRecorder<'_> {
+    fn command_started(&mut self, event: &CommandStarted<'_>) {
+        let scenario = self.observer.scenarios.current();
+        let digest = self.digest_of(event);
+        if matches!(
+            event.kind,
+            CommandKind::ChangeUser | CommandKind::ResetConnection
+        ) {
+            // Statement ids are reused by the server after these.
+            self.statements.clear();
+        }
+        self.pending.push_back(Pending {
+            seq: event.seq,
+            scenario,
+            digest,
+        });
+    }
+
+    fn command_finished(&mut self, event: &CommandFinished) {
+        // Commands finish in order, except those without a response, which finish at once.
+        let position = self.pending.iter().rposition(|p| p.seq == event.seq);
+        let Some(pending) = position.and_then(|i| self.pending.remove(i)) else {
+            return;
+        };
+        let metrics = &self.observer.metrics;
+        metrics
+            .command(pending.scenario, event.kind, event.outcome)
+            .inc();
+        let latency_ns = event
+            .latency
+            .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+        if let Some(latency) = event.latency {
+            metrics
+                .duration(pending.scenario, event.kind)
+                .observe(latency.as_secs_f64());
+        }
+        if let Outcome::Error(code) = event.outcome {
+            metrics.record_error_code(pending.scenario, code);
+        }
+        if let Some(digest) = pending.digest {
+            self.observer.digests.record(
+                pending.scenario,
+                digest,
+                &Sample {
+                    latency_ns,
+                    error: matches!(event.outcome, Outcome::Error(_)),
+                    rows_sent: event.rows,
+                    rows_affected: event.affected_rows,
+                },
+            );
+        }
+    }
+
+    fn unobserved(&mut self, reason: UnobservedReason) {
+        self.observer.metrics.record_unobserved(reason);
+    }
+
+    fn authenticated(&mut self, ok: bool) {
+        if !ok {
+            self.observer.metrics.auth_failures.inc();
+        }
+    }
+}

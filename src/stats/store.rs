@@ -1,0 +1,188 @@
+//! Per-digest, per-scenario statistics shared by every connection, without a global lock on the
+//! hot path: each thread records into its own shard (a mutex nobody else takes except a scrape
+//! merging the shards), and the bounded digest registry is consulted only the first time a
+//! connection meets a digest.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Identifies a digest (query shape). Provisional home until the digest module lands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DigestId(pub u64);
+
+impl std::fmt::Display for DigestId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:016X}", self.0)
+    }
+}
+
+use super::digest_stats::{DigestStats, Sample};
+use super::scenario::ScenarioId;
+
+/// Where commands of digests past the cap are counted.
+pub const OTHER_DIGEST: DigestId = DigestId(0);
+pub const OTHER_DIGEST_TEXT: &str = "other";
+/// Default of `--max-digests`.
+pub const DEFAULT_MAX_DIGESTS: usize = 5000;
+/// Longest digest text kept (bytes); the fingerprint itself may be up to 64 KiB.
+pub const MAX_STORED_TEXT: usize = 1024;
+
+#[derive(Debug, Default)]
+struct Shard {
+    entries: HashMap<(ScenarioId, DigestId), DigestStats>,
+}
+
+#[derive(Debug)]
+pub struct DigestStore {
+    max_digests: usize,
+    registry: Mutex<HashMap<DigestId, Arc<str>>>,
+    shards: Box<[Mutex<Shard>]>,
+}
+
+/// A consistent-enough copy of the store (each shard is copied under its lock).
+#[derive(Debug, Default)]
+pub struct StoreSnapshot {
+    pub entries: HashMap<(ScenarioId, DigestId), DigestStats>,
+    pub texts: HashMap<DigestId, Arc<str>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic elsewhere must not stop measurement: the data is still counters.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+thread_local! {
+    static SHARD_OF_THREAD: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+static NEXT_SHARD: AtomicUsize = AtomicUsize::new(0);
+
+impl DigestStore {
+    pub fn new(max_digests: usize) -> Self {
+        let threads = std::thread::available_parallelism().map_or(4, |n| n.get());
+        let shards = (threads * 2).clamp(4, 64);
+        DigestStore {
+            max_digests,
+            registry: Mutex::new(HashMap::new()),
+            shards: (0..shards).map(|_| Mutex::default()).collect(),
+        }
+    }
+
+    pub fn max_digests(&self) -> usize {
+        self.max_digests
+    }
+
+    /// The id to record a digest under: its own while there is room, else [`OTHER_DIGEST`].
+    /// Callers cache the answer per connection; this takes the registry lock.
+    pub fn admit(&self, id: DigestId, text: &[u8]) -> DigestId {
+        let mut registry = lock(&self.registry);
+        if registry.contains_key(&id) {
+            return id;
+        }
+        if registry.len() >= self.max_digests {
+            return OTHER_DIGEST;
+        }
+        let text = &text[..text.len().min(MAX_STORED_TEXT)];
+        registry.insert(id, Arc::from(String::from_utf8_lossy(text)));
+        id
+    }
+
+    /// Adds one finished command (hot path: the calling thread's shard lock only).
+    pub fn record(&self, scenario: ScenarioId, id: DigestId, sample: &Sample) {
+        let mut shard = lock(&self.shards[self.shard_index()]);
+        shard
+            .entries
+            .entry((scenario, id))
+            .or_default()
+            .record(sample);
+    }
+
+    fn shard_index(&self) -> usize {
+        SHARD_OF_THREAD.with(|cell| {
+            let mut i = cell.get();
+            if i == usize::MAX {
+                i = NEXT_SHARD.fetch_add(1, Ordering::Relaxed);
+                cell.set(i);
+            }
+            i % self.shards.len()
+        })
+    }
+
+    /// Number of digests tracked individually (not counting `other`).
+    pub fn digest_count(&self) -> usize {
+        lock(&self.registry).len()
+    }
+
+    /// Merges every shard.
+    pub fn snapshot(&self) -> StoreSnapshot {
+        let mut entries: HashMap<(ScenarioId, DigestId), DigestStats> = HashMap::new();
+        for shard in self.shards.iter() {
+            let shard = lock(shard);
+            for (key, stats) in &shard.entries {
+                entries.entry(*key).or_default().merge(stats);
+            }
+        }
+        let mut texts = lock(&self.registry).clone();
+        texts.insert(OTHER_DIGEST, Arc::from(OTHER_DIGEST_TEXT));
+        StoreSnapshot { entries, texts }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(ns: u64) -> Sample {
+        Sample {
+            latency_ns: Some(ns),
+            ..Sample::default()
+        }
+    }
+
+    #[test]
+    fn digests_past_the_cap_go_to_other() {
+        let store = DigestStore::new(2);
+        assert_eq!(store.admit(DigestId(1), b"select ?"), DigestId(1));
+        assert_eq!(store.admit(DigestId(2), b"select ? from t"), DigestId(2));
+        assert_eq!(store.admit(DigestId(3), b"delete from t"), OTHER_DIGEST);
+        assert_eq!(
+            store.admit(DigestId(1), b"select ?"),
+            DigestId(1),
+            "known stays"
+        );
+        assert_eq!(store.digest_count(), 2);
+    }
+
+    #[test]
+    fn records_from_many_threads_merge() {
+        let store = Arc::new(DigestStore::new(10));
+        let id = store.admit(DigestId(7), b"select ?");
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let store = Arc::clone(&store);
+                std::thread::spawn(move || {
+                    for i in 0..1000 {
+                        store.record((t % 2) as ScenarioId, id, &sample(1_000 + i));
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let snap = store.snapshot();
+        assert_eq!(snap.entries[&(0, id)].count, 4000);
+        assert_eq!(snap.entries[&(1, id)].count, 4000);
+        assert_eq!(&*snap.texts[&id], "select ?");
+        assert_eq!(&*snap.texts[&OTHER_DIGEST], "other");
+    }
+
+    #[test]
+    fn stored_text_is_bounded() {
+        let store = DigestStore::new(10);
+        let long = vec![b'x'; 10_000];
+        let id = store.admit(DigestId(9), &long);
+        assert_eq!(store.snapshot().texts[&id].len(), MAX_STORED_TEXT);
+    }
+}

@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # Sets up (packages, build) and runs every test: unit, property and integration tests against
-# real mariadbd servers the tests start themselves.
+# real mariadbd servers the tests start themselves. Ends with one summary line over all suites.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-cargo test --release --locked -- --test-threads="${PSPROBE_TEST_THREADS:-2}"
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+status=0
+cargo test --release --locked -- --test-threads="${PSPROBE_TEST_THREADS:-2}" 2>&1 | tee "$log" || status=$?
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+     END { printf "summary: %d passed, %d failed\n", p, f }' "$log"
+exit "$status"

@@ -8,4 +8,5 @@ pub mod datadir;
 pub mod mariadb;
 pub mod probe;
 pub mod prom;
+pub mod prometheus;
 pub mod sysbench;

@@ -7,6 +7,7 @@ use anyhow::Context;
 use tokio::net::TcpListener;
 
 use crate::config::{ProxyArgs, ProxyConfig};
+use crate::digest::FingerprintOptions;
 use crate::metrics::{http, DigestCollector, ProxyMetrics};
 use crate::proxy;
 use crate::stats::{DigestStore, Observer, Scenarios};
@@ -84,6 +85,10 @@ fn observer(config: &ProxyConfig) -> prometheus::Result<Observer> {
         metrics,
         digests,
         scenarios,
+        fingerprint: FingerprintOptions {
+            fold_identifier_digits: config.digest_fold_digits,
+            ..FingerprintOptions::default()
+        },
     })
 }
 

@@ -36,6 +36,8 @@ pub struct Cli {
 pub enum Command {
     /// Run the proxy: listen for clients, forward to the upstream server, serve /metrics.
     Proxy(ProxyArgs),
+    /// Inspect and change performance_schema settings (scenarios) on a server.
+    Ps(crate::controller::cli::PsArgs),
 }
 
 #[derive(Debug, Args)]
@@ -66,6 +68,10 @@ pub struct ProxyArgs {
     /// digest="other" [default: 50].
     #[arg(long, value_name = "N")]
     pub metrics_top_digests: Option<usize>,
+    /// Fold digits inside identifiers like pt-fingerprint does (sbtest1 and sbtest2 become one
+    /// digest, sbtest?). Off by default: different tables are different query shapes.
+    #[arg(long)]
+    pub digest_fold_digits: bool,
     /// Log filter (error, warn, info, debug, trace, or a tracing filter) [default: info, or RUST_LOG].
     #[arg(long, value_name = "FILTER")]
     pub log: Option<String>,
@@ -82,6 +88,7 @@ pub struct ProxyFile {
     pub shutdown_grace: Option<String>,
     pub max_digests: Option<usize>,
     pub metrics_top_digests: Option<usize>,
+    pub digest_fold_digits: Option<bool>,
     pub log: Option<String>,
 }
 
@@ -129,6 +136,7 @@ pub struct ProxyConfig {
     pub settings: ProxySettings,
     pub max_digests: usize,
     pub metrics_top_digests: usize,
+    pub digest_fold_digits: bool,
     pub log: String,
 }
 
@@ -200,6 +208,7 @@ impl ProxyConfig {
             },
             max_digests,
             metrics_top_digests,
+            digest_fold_digits: args.digest_fold_digits || file.digest_fold_digits.unwrap_or(false),
             log,
         })
     }
@@ -263,6 +272,7 @@ mod tests {
         argv.extend_from_slice(extra);
         match Cli::try_parse_from(argv).expect("valid argv").command {
             Command::Proxy(a) => a,
+            other => panic!("not a proxy command: {other:?}"),
         }
     }
 

@@ -6,7 +6,8 @@
 
 pub mod app;
 pub mod config;
-mod digest_hook;
+pub mod controller;
+pub mod digest;
 pub mod metrics;
 pub mod protocol;
 pub mod proxy;

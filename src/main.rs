@@ -10,6 +10,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Proxy(args) => psprobe::app::run_proxy(&args),
+        Command::Ps(args) => psprobe::controller::cli::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

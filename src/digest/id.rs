@@ -82,7 +82,10 @@ mod tests {
     #[test]
     fn known_value_of_empty_string() {
         // md5("") = d41d8cd98f00b204e9800998ecf8427e
-        assert_eq!(DigestId::of_fingerprint(b"").to_string(), "E9800998ECF8427E");
+        assert_eq!(
+            DigestId::of_fingerprint(b"").to_string(),
+            "E9800998ECF8427E"
+        );
     }
 
     #[test]
@@ -94,7 +97,10 @@ mod tests {
     fn parse_round_trips() {
         let id = DigestId::of_fingerprint(b"select c from sbtest1 where id=?");
         assert_eq!(id.to_string().parse::<DigestId>(), Ok(id));
-        assert_eq!("e9800998ecf8427e".parse::<DigestId>(), Ok(DigestId(0xE980_0998_ECF8_427E)));
+        assert_eq!(
+            "e9800998ecf8427e".parse::<DigestId>(),
+            Ok(DigestId(0xE980_0998_ECF8_427E))
+        );
         assert!("".parse::<DigestId>().is_err());
         assert!("0x12".parse::<DigestId>().is_err());
         assert!("12345678901234567".parse::<DigestId>().is_err());

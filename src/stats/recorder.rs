@@ -6,6 +6,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
+use crate::digest::{FingerprintOptions, Fingerprinter};
 use crate::metrics::ProxyMetrics;
 use crate::protocol::CommandKind;
 use crate::session::{
@@ -26,6 +27,7 @@ pub struct Observer {
     pub metrics: ProxyMetrics,
     pub digests: Arc<DigestStore>,
     pub scenarios: Arc<Scenarios>,
+    pub fingerprint: FingerprintOptions,
 }
 
 /// A command between its start and finish events.
@@ -42,6 +44,8 @@ pub struct ConnectionRecorder<'a> {
     admitted: HashMap<DigestId, DigestId>,
     /// Prepared statement id → digest of its text.
     statements: HashMap<u32, DigestId>,
+    /// Created on the connection's first statement (idle connections cost nothing).
+    fingerprinter: Option<Fingerprinter>,
 }
 
 impl<'a> ConnectionRecorder<'a> {
@@ -51,6 +55,7 @@ impl<'a> ConnectionRecorder<'a> {
             pending: VecDeque::new(),
             admitted: HashMap::new(),
             statements: HashMap::new(),
+            fingerprinter: None,
         }
     }
 
@@ -60,16 +65,19 @@ impl<'a> ConnectionRecorder<'a> {
     }
 
     fn admit(&mut self, sql: &[u8]) -> DigestId {
-        let Some((id, text)) = crate::digest_hook::fingerprint(sql) else {
-            return OTHER_DIGEST;
-        };
+        let options = &self.observer.fingerprint;
+        let fingerprinter = self
+            .fingerprinter
+            .get_or_insert_with(|| Fingerprinter::new(*options));
+        let fingerprint = fingerprinter.fingerprint(sql);
+        let id = fingerprint.id();
         if let Some(&admitted) = self.admitted.get(&id) {
             return admitted;
         }
         if self.admitted.len() >= ADMISSION_CACHE_LIMIT {
             self.admitted.clear();
         }
-        let admitted = self.observer.digests.admit(id, &text);
+        let admitted = self.observer.digests.admit(id, fingerprint.text());
         self.admitted.insert(id, admitted);
         admitted
     }

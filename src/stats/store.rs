@@ -8,15 +8,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// Identifies a digest (query shape). Provisional home until the digest module lands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct DigestId(pub u64);
-
-impl std::fmt::Display for DigestId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:016X}", self.0)
-    }
-}
+pub use crate::digest::DigestId;
 
 use super::digest_stats::{DigestStats, Sample};
 use super::scenario::ScenarioId;

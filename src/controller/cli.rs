@@ -1,0 +1,310 @@
+//! `psprobe ps ...`: inspect and change performance_schema settings by scenario.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
+
+use super::catalog::Catalog;
+use super::dsn::{ControllerDsn, DSN_ENV};
+use super::error::ControllerError;
+use super::file::PsConfig;
+use super::paths;
+use super::scenario::Scenario;
+use super::server::{ApplyReport, Controller};
+use super::show;
+use super::snapshot::Snapshot;
+
+const LONG_ABOUT: &str = "\
+Inspects and changes performance_schema (PS) settings on a MySQL or MariaDB server, by scenario.
+
+A scenario is a named setting of the PS setup tables: which rows of setup_consumers are enabled, \
+and which rows of setup_instruments are ENABLED and TIMED. psprobe knows the six scenarios of the \
+reference study (pfsoff, pfson_conoff_insoff, pfson_conon_insoff, pfson_conon_ins_sqlon, \
+pfson_conoff_inson, pfson_conon_inson), 'original' (the settings found before the first change), \
+and any [[scenario]] tables of the --config file. Run `psprobe ps scenarios --sql` to see them.
+
+Credentials: the controller connects with the DSN mysql://USER:PASS@HOST:PORT/ taken from the \
+PSPROBE_CONTROLLER_DSN environment variable or from `dsn` under [controller] in the --config file \
+(the environment wins). It is never accepted on the command line and never printed: messages \
+show USER@HOST:PORT only. The account needs: GRANT SELECT, UPDATE ON performance_schema.* TO ...
+
+Leaving the server as found: before its first change `apply` saves every row of both setup tables \
+to a state file (JSON, written atomically), and `restore` writes them back, checks every row and \
+removes the file. The default state file is ps-snapshot-HOST-PORT.json in --state-dir, else \
+[controller] state_dir, else $XDG_STATE_HOME/psprobe, else ~/.local/state/psprobe.
+
+Config file example:
+  [controller]
+  dsn = \"mysql://psprobe:secret@db1:3306/\"
+  [[scenario]]
+  name = \"statements_only\"
+  description = \"statement instruments, statement consumers\"
+  consumers = { enable = [\"global_instrumentation\", \"thread_instrumentation\", \"events_statements_%\"] }
+  instruments = { enable = [\"statement/%\"], timed = [\"statement/%\"] }
+Patterns are SQL LIKE patterns ('%' any run, '_' one character); a pattern without '%' is an exact \
+name. Rows not matched are set to NO. Leaving out `consumers` or `instruments` leaves that table \
+as it is; leaving out `timed` makes it equal to `enable`.";
+
+// The `Ps` variant's doc comment in config.rs sets about/long_about, so the details go after
+// the option list.
+#[derive(Debug, Args)]
+#[command(
+    after_long_help = LONG_ABOUT,
+    after_help = "Credentials come from PSPROBE_CONTROLLER_DSN or --config, never from argv. \
+                  See --help for the details."
+)]
+pub struct PsArgs {
+    /// TOML file with [controller] dsn = "mysql://USER:PASS@HOST:PORT/" (and optional
+    /// state_dir) and any [[scenario]] tables; other tables are ignored.
+    #[arg(long, short = 'c', value_name = "FILE", global = true)]
+    pub config: Option<PathBuf>,
+    /// Directory for snapshot state files [default: [controller] state_dir,
+    /// $XDG_STATE_HOME/psprobe or ~/.local/state/psprobe].
+    #[arg(long, value_name = "DIR", global = true)]
+    pub state_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: PsCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PsCommand {
+    /// List the scenarios psprobe knows: name, whether it needs a restart, description.
+    ///
+    /// Needs no server. User scenarios come from the [[scenario]] tables of --config.
+    Scenarios {
+        /// Also print the SQL each scenario runs.
+        #[arg(long)]
+        sql: bool,
+    },
+    /// Show the server's flavour and version, whether PS is on, the consumers, the instruments
+    /// per class, and which known scenario the current settings match.
+    ///
+    /// Changes nothing.
+    Show {
+        /// State file to compare with [default: see --state-dir].
+        #[arg(long, value_name = "PATH")]
+        state_file: Option<PathBuf>,
+    },
+    /// Apply a scenario and check every row of both setup tables afterwards.
+    ///
+    /// Before the first change, saves a snapshot of the current settings to the state file (an
+    /// existing snapshot of the same server is kept, so `restore` always returns to the settings
+    /// found before the first `apply`). Scenario names the server lacks (older versions) are
+    /// skipped with a warning. Fails if any row does not read back as the scenario sets it.
+    /// `original` writes the snapshot back but keeps the state file. `pfsoff` needs a server
+    /// restart and is refused.
+    Apply {
+        /// Scenario name (see `psprobe ps scenarios`).
+        scenario: String,
+        /// State file for the snapshot [default: see --state-dir].
+        #[arg(long, value_name = "PATH")]
+        state_file: Option<PathBuf>,
+    },
+    /// Write the saved snapshot back, check every row, and remove the state file.
+    Restore {
+        /// State file holding the snapshot [default: see --state-dir].
+        #[arg(long, value_name = "PATH")]
+        state_file: Option<PathBuf>,
+    },
+}
+
+pub fn run(args: &PsArgs) -> anyhow::Result<()> {
+    if std::env::var_os("RUST_LOG").is_some() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .try_init();
+    }
+    let config = args.config.as_deref().map(PsConfig::load).transpose()?;
+    let mut catalog = Catalog::builtin();
+    if let Some(c) = &config {
+        catalog.add_toml(&c.text, &c.path)?;
+    }
+    let ctx = Context {
+        config,
+        catalog,
+        state_dir: args.state_dir.clone(),
+    };
+    match &args.command {
+        PsCommand::Scenarios { sql } => {
+            print!("{}", show::scenarios(&ctx.catalog, *sql));
+            Ok(())
+        }
+        PsCommand::Show { state_file } => block_on(ctx.show(state_file.as_deref())),
+        PsCommand::Apply {
+            scenario,
+            state_file,
+        } => block_on(ctx.apply(scenario, state_file.as_deref())),
+        PsCommand::Restore { state_file } => block_on(ctx.restore(state_file.as_deref())),
+    }
+}
+
+fn block_on<F: std::future::Future<Output = anyhow::Result<()>>>(f: F) -> anyhow::Result<()> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(f)
+}
+
+struct Context {
+    config: Option<PsConfig>,
+    catalog: Catalog,
+    state_dir: Option<PathBuf>,
+}
+
+impl Context {
+    fn dsn(&self) -> Result<ControllerDsn, ControllerError> {
+        let env = std::env::var(DSN_ENV).ok();
+        let file = self
+            .config
+            .as_ref()
+            .map(|c| (c.path.as_path(), c.dsn.as_deref()));
+        ControllerDsn::resolve(env.as_deref(), file)
+    }
+
+    fn state_file(
+        &self,
+        explicit: Option<&Path>,
+        dsn: &ControllerDsn,
+    ) -> Result<PathBuf, ControllerError> {
+        let dir = self
+            .state_dir
+            .as_deref()
+            .or_else(|| self.config.as_ref().and_then(|c| c.state_dir.as_deref()));
+        paths::state_file(explicit, dir, dsn.host(), dsn.port())
+    }
+
+    async fn show(&self, state_file: Option<&Path>) -> anyhow::Result<()> {
+        let dsn = self.dsn()?;
+        let path = self.state_file(state_file, &dsn)?;
+        let mut ctl = Controller::connect(&dsn).await?;
+        let state = if ctl.require_ps().is_ok() {
+            match ctl.read_state().await {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    ctl.disconnect().await;
+                    return Err(e.into());
+                }
+            }
+        } else {
+            None
+        };
+        let info = ctl.info().clone();
+        ctl.disconnect().await;
+        let snapshot = match Snapshot::load_if_exists(&path).and_then(|s| {
+            s.map(|s| s.check_server(&info.identity, &path).map(|()| s))
+                .transpose()
+        }) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("psprobe: warning: {e}");
+                None
+            }
+        };
+        print!(
+            "{}",
+            show::server(&show::ShowInput {
+                target: &dsn.redacted(),
+                info: &info,
+                state: state.as_ref(),
+                catalog: &self.catalog,
+                state_file: &path,
+                snapshot: snapshot.as_ref(),
+            })
+        );
+        Ok(())
+    }
+
+    async fn apply(&self, name: &str, state_file: Option<&Path>) -> anyhow::Result<()> {
+        // Refuse what cannot work before connecting to anything.
+        let scenario = self.catalog.get(name)?.clone();
+        if scenario.requires_restart() {
+            return Err(ControllerError::NeedsRestart {
+                name: scenario.name,
+            }
+            .into());
+        }
+        let dsn = self.dsn()?;
+        let path = self.state_file(state_file, &dsn)?;
+        let mut ctl = Controller::connect(&dsn).await?;
+        let result = apply_with_snapshot(&mut ctl, &scenario, &path).await;
+        ctl.disconnect().await;
+        result
+    }
+
+    async fn restore(&self, state_file: Option<&Path>) -> anyhow::Result<()> {
+        let dsn = self.dsn()?;
+        let path = self.state_file(state_file, &dsn)?;
+        let snapshot = Snapshot::load(&path)?;
+        let mut ctl = Controller::connect(&dsn).await?;
+        let result = async {
+            ctl.require_ps()?;
+            snapshot.check_server(&ctl.info().identity, &path)?;
+            let report = ctl.restore(&snapshot).await?;
+            Snapshot::remove(&path)?;
+            print_report(&report, ctl.target(), false);
+            println!(
+                "restored the snapshot taken {}; removed {}",
+                snapshot.taken_at,
+                path.display()
+            );
+            Ok::<_, ControllerError>(())
+        }
+        .await;
+        ctl.disconnect().await;
+        Ok(result?)
+    }
+}
+
+async fn apply_with_snapshot(
+    ctl: &mut Controller,
+    scenario: &Scenario,
+    path: &Path,
+) -> anyhow::Result<()> {
+    ctl.require_ps()?;
+    let saved = ctl.ensure_snapshot(path).await?;
+    if saved.created {
+        println!(
+            "saved the current settings ({} rows) to {}",
+            saved.snapshot.state.rows(),
+            path.display()
+        );
+    } else {
+        println!(
+            "keeping the snapshot taken {} in {}",
+            saved.snapshot.taken_at,
+            path.display()
+        );
+        if saved.server_restarted_since {
+            eprintln!(
+                "psprobe: warning: the server restarted after that snapshot was taken; restore \
+                 will write the snapshot's settings back, not the server's current defaults"
+            );
+        }
+    }
+    let report = ctl.apply_or_restore(scenario, &saved.snapshot).await?;
+    print_report(&report, ctl.target(), true);
+    println!(
+        "put the original settings back with: psprobe ps restore --state-file {}",
+        path.display()
+    );
+    Ok(())
+}
+
+fn print_report(report: &ApplyReport, target: &str, with_sql: bool) {
+    for w in &report.warnings {
+        eprintln!("psprobe: warning: {w}");
+    }
+    println!(
+        "applied {} on {target}: {} statement(s), {} row(s) changed, {} rows verified",
+        report.scenario,
+        report.statements.len(),
+        report.rows_changed,
+        report.rows_verified
+    );
+    if with_sql && report.scenario != "original" {
+        for s in &report.statements {
+            println!("  {s};");
+        }
+    }
+}

@@ -1,0 +1,133 @@
+//! Everything the controller can fail with. Each message is one line that says what failed and
+//! what to do about it, and never contains the DSN's password (only `user@host:port`).
+
+use std::path::PathBuf;
+
+use super::setup_tables::Mismatch;
+
+/// How many mismatches a verification error spells out before saying "and N more".
+const MISMATCHES_SHOWN: usize = 5;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ControllerError {
+    #[error(
+        "no controller DSN: set {env}=mysql://USER:PASS@HOST:PORT/ in the environment, or put \
+         dsn = \"mysql://USER:PASS@HOST:PORT/\" under [controller] in a file given with --config \
+         (the DSN is never taken from the command line)",
+        env = super::dsn::DSN_ENV
+    )]
+    NoDsn,
+
+    #[error("the controller DSN from {origin} is not valid: {reason} (expected mysql://USER:PASS@HOST:PORT/)")]
+    BadDsn { origin: String, reason: String },
+
+    #[error("config file {path}: {reason}")]
+    Config { path: PathBuf, reason: String },
+
+    #[error("cannot connect to {target}: {reason}; is the server running, and are host and port in the controller DSN right?")]
+    Unreachable { target: String, reason: String },
+
+    #[error(
+        "access denied for {target} (MySQL error {code}: {message}); check the user and password \
+         of the controller DSN from {origin}"
+    )]
+    AccessDenied {
+        target: String,
+        code: u16,
+        message: String,
+        origin: String,
+    },
+
+    #[error(
+        "{target} may not {action} (MySQL error {code}: {message}); as an admin run: GRANT \
+         SELECT, UPDATE ON performance_schema.* TO {account};"
+    )]
+    NoPrivilege {
+        target: String,
+        account: String,
+        action: String,
+        code: u16,
+        message: String,
+    },
+
+    #[error(
+        "performance_schema is OFF on {target} ({version}); runtime scenarios need it ON: set \
+         performance_schema=ON under [mysqld] in my.cnf and restart the server"
+    )]
+    PsOff { target: String, version: String },
+
+    #[error("{target} failed to {action}: MySQL error {code}: {message}")]
+    Sql {
+        target: String,
+        action: String,
+        code: u16,
+        message: String,
+    },
+
+    #[error("lost the connection to {target} while trying to {action}: {reason}")]
+    Connection {
+        target: String,
+        action: String,
+        reason: String,
+    },
+
+    #[error("unknown scenario '{name}'; valid scenarios: {}", valid.join(", "))]
+    UnknownScenario { name: String, valid: Vec<String> },
+
+    #[error(
+        "scenario '{name}' needs a server restart with performance_schema=OFF (a startup-only \
+         setting); applying it needs --restart-cmd, which this psprobe does not support yet. \
+         Nothing was changed"
+    )]
+    NeedsRestart { name: String },
+
+    #[error(
+        "scenario 'original' is the snapshot of the settings psprobe found; restore it from its \
+         snapshot (Controller::restore) rather than applying it directly"
+    )]
+    OriginalNeedsSnapshot,
+
+    #[error(
+        "{what} did not take effect on {target}: {} of {checked} rows differ: {}{}",
+        mismatches.len(),
+        mismatches.iter().take(MISMATCHES_SHOWN).map(|m| m.to_string()).collect::<Vec<_>>().join("; "),
+        if mismatches.len() > MISMATCHES_SHOWN { format!("; and {} more", mismatches.len() - MISMATCHES_SHOWN) } else { String::new() }
+    )]
+    Verify {
+        what: String,
+        target: String,
+        checked: usize,
+        mismatches: Vec<Mismatch>,
+    },
+
+    #[error("state file {path}: cannot {action}: {reason}")]
+    StateFile {
+        path: PathBuf,
+        action: &'static str,
+        reason: String,
+    },
+
+    #[error("state file {path} is not a psprobe snapshot this version can read: {reason}")]
+    StateFormat { path: PathBuf, reason: String },
+
+    #[error(
+        "no snapshot at {path}: nothing to restore (psprobe ps apply saves one before its first \
+         change; pass --state-file or --state-dir if it was saved elsewhere)"
+    )]
+    NoSnapshot { path: PathBuf },
+
+    #[error(
+        "state file {path} holds a snapshot of {saved}, but the controller DSN points at {found}; \
+         restore that server first or use another --state-file"
+    )]
+    WrongServer {
+        path: PathBuf,
+        saved: String,
+        found: String,
+    },
+
+    #[error("cannot find a directory for state files: set XDG_STATE_HOME or HOME, or pass --state-dir or --state-file")]
+    NoStateDir,
+}
+
+pub type Result<T, E = ControllerError> = std::result::Result<T, E>;

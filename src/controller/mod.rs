@@ -1,0 +1,34 @@
+//! The performance_schema controller: scenarios, applying and verifying them on a live server,
+//! snapshot and restore of the setup tables.
+//!
+//! ```text
+//! catalog (scenarios) ──plan(rows now)──► statements + expected rows ──► server.rs applies,
+//!                                                                        reads back, compares
+//! snapshot (rows + server identity) ◄──► state file (JSON, atomic)
+//! ```
+//!
+//! Async API for the scheduler: [`Controller::connect`], [`Controller::apply`],
+//! [`Controller::verify`], [`Controller::snapshot`], [`Controller::restore`].
+
+pub mod catalog;
+pub mod cli;
+pub mod dsn;
+pub mod error;
+pub mod file;
+pub mod paths;
+pub mod pattern;
+pub mod scenario;
+pub mod server;
+pub mod setup_tables;
+pub mod show;
+pub mod snapshot;
+pub mod version;
+
+pub use catalog::Catalog;
+pub use dsn::{ControllerDsn, DSN_ENV};
+pub use error::ControllerError;
+pub use scenario::{InstrumentRule, Plan, Scenario, Settings, Source};
+pub use server::{ApplyReport, Controller, ServerInfo};
+pub use setup_tables::{ConsumerRow, InstrumentRow, Mismatch, SetupState};
+pub use snapshot::{ServerIdentity, Snapshot};
+pub use version::{Flavor, Series, ServerVersion};

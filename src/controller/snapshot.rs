@@ -1,0 +1,306 @@
+//! A snapshot of the setup tables, and the JSON state file that keeps it across crashes: written
+//! atomically (temp file, fsync, rename, fsync of the directory), versioned, and tagged with the
+//! server it came from so it is never restored onto another one.
+
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use super::error::{ControllerError, Result};
+use super::setup_tables::SetupState;
+
+/// Bumped whenever the file's shape changes incompatibly.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Which server a snapshot belongs to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerIdentity {
+    /// host:port as the controller DSN names it.
+    pub address: String,
+    /// `@@hostname` and `@@port`, as the server reports them.
+    pub hostname: String,
+    pub port: u16,
+    /// `@@server_uuid` (MySQL 5.6+; MariaDB has none).
+    pub server_uuid: Option<String>,
+    /// `VERSION()`.
+    pub version: String,
+    /// When the server process started (its clock minus `Uptime`), to tell a restart (which
+    /// resets the setup tables to my.cnf defaults) from a mere reconnect.
+    #[serde(default)]
+    pub started_at_unix: Option<u64>,
+}
+
+impl ServerIdentity {
+    /// Same server: equal `@@server_uuid` where both have one, else equal `@@hostname:@@port`.
+    pub fn same_server(&self, other: &ServerIdentity) -> bool {
+        match (&self.server_uuid, &other.server_uuid) {
+            (Some(a), Some(b)) => a == b,
+            _ => self.hostname == other.hostname && self.port == other.port,
+        }
+    }
+
+    /// The same server, started again after `earlier` was taken (a few seconds of slack for
+    /// clock and rounding).
+    pub fn restarted_since(&self, earlier: &ServerIdentity) -> bool {
+        const SLACK_SECS: u64 = 2;
+        match (self.started_at_unix, earlier.started_at_unix) {
+            (Some(now), Some(then)) => now > then + SLACK_SECS,
+            _ => false,
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        let mut s = format!("{} ({}:{}", self.address, self.hostname, self.port);
+        if let Some(uuid) = &self.server_uuid {
+            s.push_str(&format!(", server_uuid {uuid}"));
+        }
+        s.push(')');
+        s
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Snapshot {
+    pub format_version: u32,
+    pub server: ServerIdentity,
+    /// RFC 3339, UTC.
+    pub taken_at: String,
+    pub taken_at_unix: u64,
+    #[serde(flatten)]
+    pub state: SetupState,
+}
+
+#[derive(Deserialize)]
+struct VersionOnly {
+    format_version: u32,
+}
+
+impl Snapshot {
+    pub fn new(server: ServerIdentity, state: SetupState) -> Self {
+        let secs = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        Snapshot {
+            format_version: FORMAT_VERSION,
+            server,
+            taken_at: rfc3339(secs),
+            taken_at_unix: secs,
+            state,
+        }
+    }
+
+    /// Write to `path` atomically, creating its directory if needed.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let fail = |action: &'static str, e: std::io::Error| ControllerError::StateFile {
+            path: path.into(),
+            action,
+            reason: e.to_string(),
+        };
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        fs::create_dir_all(dir).map_err(|e| fail("create its directory", e))?;
+        let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        let tmp = dir.join(format!(
+            ".{}.tmp-{}",
+            file_name.unwrap_or_else(|| "snapshot".into()),
+            std::process::id()
+        ));
+        let json = serde_json::to_vec_pretty(self).expect("snapshot serializes");
+        let written = (|| {
+            let mut f = File::create(&tmp)?;
+            f.write_all(&json)?;
+            f.write_all(b"\n")?;
+            f.sync_all()?;
+            fs::rename(&tmp, path)
+        })();
+        if let Err(e) = written {
+            let _ = fs::remove_file(&tmp);
+            return Err(fail("write it", e));
+        }
+        // Make the rename itself durable.
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| fail("sync its directory", e))
+    }
+
+    /// The snapshot at `path`, or `None` if there is no file.
+    pub fn load_if_exists(path: &Path) -> Result<Option<Self>> {
+        let bytes = match fs::read(path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => {
+                return Err(ControllerError::StateFile {
+                    path: path.into(),
+                    action: "read it",
+                    reason: e.to_string(),
+                })
+            }
+        };
+        let bad = |reason: String| ControllerError::StateFormat {
+            path: path.into(),
+            reason,
+        };
+        let v: VersionOnly = serde_json::from_slice(&bytes).map_err(|e| bad(e.to_string()))?;
+        if v.format_version != FORMAT_VERSION {
+            return Err(bad(format!(
+                "format_version {} (this psprobe reads {FORMAT_VERSION})",
+                v.format_version
+            )));
+        }
+        serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| bad(e.to_string()))
+    }
+
+    /// The snapshot at `path`; an error saying so if there is none.
+    pub fn load(path: &Path) -> Result<Self> {
+        Self::load_if_exists(path)?.ok_or_else(|| ControllerError::NoSnapshot { path: path.into() })
+    }
+
+    pub fn remove(path: &Path) -> Result<()> {
+        fs::remove_file(path).map_err(|e| ControllerError::StateFile {
+            path: path.into(),
+            action: "remove it",
+            reason: e.to_string(),
+        })
+    }
+
+    /// Error unless this snapshot was taken on `server`.
+    pub fn check_server(&self, server: &ServerIdentity, path: &Path) -> Result<()> {
+        if self.server.same_server(server) {
+            Ok(())
+        } else {
+            Err(ControllerError::WrongServer {
+                path: path.into(),
+                saved: self.server.describe(),
+                found: server.describe(),
+            })
+        }
+    }
+}
+
+/// Seconds since the epoch as `YYYY-MM-DDTHH:MM:SSZ`.
+pub fn rfc3339(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::setup_tables::tests::{c, i};
+
+    fn identity(uuid: Option<&str>) -> ServerIdentity {
+        ServerIdentity {
+            address: "db:3306".into(),
+            hostname: "db1".into(),
+            port: 3306,
+            server_uuid: uuid.map(str::to_string),
+            version: "10.11.19-MariaDB".into(),
+            started_at_unix: Some(1_000_000),
+        }
+    }
+
+    fn snapshot() -> Snapshot {
+        Snapshot::new(
+            identity(None),
+            SetupState {
+                consumers: vec![c("statements_digest", true)],
+                instruments: vec![i("memory/x", true, None), i("wait/y", false, Some(false))],
+            },
+        )
+    }
+
+    #[test]
+    fn timestamps() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339(1_764_441_296), "2025-11-29T18:34:56Z");
+    }
+
+    #[test]
+    fn save_and_load_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("deeper/ps-snapshot-db-3306.json");
+        assert!(Snapshot::load_if_exists(&path).unwrap().is_none());
+        assert!(matches!(
+            Snapshot::load(&path),
+            Err(ControllerError::NoSnapshot { .. })
+        ));
+        let snap = snapshot();
+        snap.save(&path).unwrap();
+        assert_eq!(Snapshot::load(&path).unwrap(), snap);
+        let text = fs::read_to_string(&path).unwrap();
+        assert!(text.contains("\"format_version\": 1"), "{text}");
+        assert!(text.contains("\"consumers\""), "{text}");
+        // Only the file itself is left: no temp files.
+        let names: Vec<_> = fs::read_dir(path.parent().unwrap()).unwrap().collect();
+        assert_eq!(names.len(), 1);
+        Snapshot::remove(&path).unwrap();
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn newer_or_broken_files_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.json");
+        let mut value = serde_json::to_value(snapshot()).unwrap();
+        value["format_version"] = 2.into();
+        fs::write(&path, value.to_string()).unwrap();
+        let e = Snapshot::load(&path).unwrap_err().to_string();
+        assert!(e.contains("format_version 2"), "{e}");
+        fs::write(&path, "{").unwrap();
+        assert!(matches!(
+            Snapshot::load(&path),
+            Err(ControllerError::StateFormat { .. })
+        ));
+    }
+
+    #[test]
+    fn server_identity() {
+        let a = identity(Some("u1"));
+        let mut b = identity(Some("u1"));
+        b.hostname = "renamed".into();
+        assert!(a.same_server(&b), "uuid decides");
+        b.server_uuid = Some("u2".into());
+        assert!(!a.same_server(&b));
+        let (m1, mut m2) = (identity(None), identity(None));
+        assert!(m1.same_server(&m2));
+        m2.port = 3307;
+        assert!(!m1.same_server(&m2));
+        let mut later = identity(None);
+        assert!(!later.restarted_since(&m1));
+        later.started_at_unix = Some(1_000_002);
+        assert!(!later.restarted_since(&m1), "within the slack");
+        later.started_at_unix = Some(1_000_600);
+        assert!(later.restarted_since(&m1));
+        later.started_at_unix = None;
+        assert!(!later.restarted_since(&m1), "unknown: assume not");
+        let e = snapshot()
+            .check_server(&m2, Path::new("f.json"))
+            .unwrap_err();
+        assert!(e.to_string().contains("db1:3307"), "{e}");
+    }
+}

@@ -97,6 +97,11 @@ pub struct ProxyFile {
 pub struct ConfigFile {
     #[serde(default)]
     pub proxy: ProxyFile,
+    /// Read by the controller (`psprobe ps`); one file can serve both.
+    #[serde(default)]
+    pub controller: Option<toml::Table>,
+    #[serde(default)]
+    pub scenario: Option<Vec<toml::Table>>,
 }
 
 #[derive(Debug, thiserror::Error)]

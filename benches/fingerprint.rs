@@ -38,7 +38,7 @@ fn sysbench_literal() -> Vec<Vec<u8>> {
 /// The same transaction as prepared-statement text.
 fn sysbench_prepared() -> Vec<Vec<u8>> {
     let mut v = vec!["BEGIN"];
-    v.extend(std::iter::repeat("SELECT c FROM sbtest1 WHERE id=?").take(10));
+    v.extend(std::iter::repeat_n("SELECT c FROM sbtest1 WHERE id=?", 10));
     v.extend([
         "SELECT c FROM sbtest1 WHERE id BETWEEN ? AND ?",
         "SELECT SUM(k) FROM sbtest1 WHERE id BETWEEN ? AND ?",

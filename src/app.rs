@@ -7,6 +7,9 @@ use anyhow::Context;
 use tokio::net::TcpListener;
 
 use crate::config::{ProxyArgs, ProxyConfig};
+use tokio::sync::watch;
+
+use crate::controller::{runner, ControllerError, ControllerSettings};
 use crate::digest::FingerprintOptions;
 use crate::metrics::{http, DigestCollector, ProxyMetrics};
 use crate::proxy;
@@ -14,12 +17,26 @@ use crate::stats::{DigestStore, Observer, Scenarios};
 
 pub fn run_proxy(args: &ProxyArgs) -> anyhow::Result<()> {
     let config = ProxyConfig::from_args(args)?;
+    let controller = args
+        .schedule
+        .settings(args.config.as_deref(), &config.settings.upstream)?;
     init_logging(&config.log)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(serve(config))
+    runtime.block_on(async move {
+        // Credentials, privileges, performance_schema ON, and a crashed run's settings restored:
+        // all before the first client is accepted.
+        let controller = match controller {
+            Some(settings) => {
+                let started = runner::start(&settings).await?;
+                Some((settings, started))
+            }
+            None => None,
+        };
+        serve(config, controller).await
+    })
 }
 
 fn init_logging(filter: &str) -> anyhow::Result<()> {
@@ -32,7 +49,10 @@ fn init_logging(filter: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn serve(config: ProxyConfig) -> anyhow::Result<()> {
+async fn serve(
+    config: ProxyConfig,
+    controller: Option<(ControllerSettings, runner::Started)>,
+) -> anyhow::Result<()> {
     let listener = TcpListener::bind(config.listen).await.with_context(|| {
         format!(
             "cannot listen on {} (is the port in use? pick another with --listen)",
@@ -65,7 +85,22 @@ async fn serve(config: ProxyConfig) -> anyhow::Result<()> {
     );
 
     let metrics_task = tokio::spawn(http::serve(metrics_listener, Arc::clone(&observer)));
-    proxy::serve(listener, config.settings, observer, shutdown_signal()).await;
+    let (stop_controller, stop_rx) = watch::channel(false);
+    let mut controller_task = controller.map(|(settings, started)| {
+        let observer = Arc::clone(&observer);
+        tokio::spawn(async move {
+            report_controller(runner::run(settings, started, observer, stop_rx).await);
+        })
+    });
+    let stop = async {
+        shutdown_signal().await;
+        // Settings are restored before the proxy stops.
+        let _ = stop_controller.send(true);
+        if let Some(task) = controller_task.take() {
+            let _ = task.await;
+        }
+    };
+    proxy::serve(listener, config.settings, observer, stop).await;
     metrics_task.abort();
     tracing::info!("stopped");
     Ok(())
@@ -90,6 +125,14 @@ fn observer(config: &ProxyConfig) -> prometheus::Result<Observer> {
             ..FingerprintOptions::default()
         },
     })
+}
+
+fn report_controller(result: Result<(), ControllerError>) {
+    match result {
+        Ok(()) => tracing::info!("controller finished; performance_schema settings restored"),
+        // Fail-open: the proxy keeps serving, commands are labelled `none` from now on.
+        Err(e) => tracing::error!("controller stopped: {e}"),
+    }
 }
 
 /// Resolves on SIGINT or SIGTERM.

@@ -35,7 +35,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the proxy: listen for clients, forward to the upstream server, serve /metrics.
-    Proxy(ProxyArgs),
+    Proxy(Box<ProxyArgs>),
     /// Inspect and change performance_schema settings (scenarios) on a server.
     Ps(crate::controller::cli::PsArgs),
 }
@@ -75,6 +75,8 @@ pub struct ProxyArgs {
     /// Log filter (error, warn, info, debug, trace, or a tracing filter) [default: info, or RUST_LOG].
     #[arg(long, value_name = "FILTER")]
     pub log: Option<String>,
+    #[command(flatten)]
+    pub schedule: crate::controller::schedule_args::ScheduleArgs,
 }
 
 /// The `[proxy]` table of the config file.
@@ -276,7 +278,7 @@ mod tests {
         let mut argv = vec!["psprobe", "proxy"];
         argv.extend_from_slice(extra);
         match Cli::try_parse_from(argv).expect("valid argv").command {
-            Command::Proxy(a) => a,
+            Command::Proxy(a) => *a,
             other => panic!("not a proxy command: {other:?}"),
         }
     }

@@ -1009,7 +1009,7 @@ fn lint_dashboard(dash: &Value) -> Vec<String> {
             None => bad(format!("{t}: panel id must be a positive integer")),
         }
         // panel-title-description-rule
-        if p["title"].as_str().map_or(true, |s| s.trim().is_empty()) {
+        if p["title"].as_str().is_none_or(|s| s.trim().is_empty()) {
             bad(format!("{t}: no title"));
         }
         let g = &p["gridPos"];
@@ -1038,7 +1038,7 @@ fn lint_dashboard(dash: &Value) -> Vec<String> {
         }
         if p["description"]
             .as_str()
-            .map_or(true, |s| s.trim().is_empty())
+            .is_none_or(|s| s.trim().is_empty())
         {
             bad(format!("{t}: no description"));
         }
@@ -1238,7 +1238,7 @@ fn lint_provisioning() -> Vec<String> {
                 problems.push(format!("{PROVIDER_YAML}: {key} is {got}, want {want}"));
             }
         }
-        if p["name"].as_str().map_or(true, str::is_empty) {
+        if p["name"].as_str().is_none_or(str::is_empty) {
             problems.push(format!("{PROVIDER_YAML}: the provider needs a name"));
         }
     }

@@ -34,7 +34,7 @@ impl ControllerDsn {
             return Err(bad("it must start with mysql://".into()));
         }
         let opts = Opts::from_url(url).map_err(|e| bad(describe_url_error(&e)))?;
-        if opts.user().map_or(true, str::is_empty) {
+        if opts.user().is_none_or(str::is_empty) {
             return Err(bad("it names no user".into()));
         }
         Ok(ControllerDsn {

@@ -81,6 +81,9 @@ pub enum ControllerError {
     )]
     NeedsRestart { name: String },
 
+    #[error("restart hook: {reason}; check --restart-cmd")]
+    Restart { reason: String },
+
     #[error(
         "scenario 'original' is the snapshot of the settings psprobe found; restore it from its \
          snapshot (Controller::restore) rather than applying it directly"

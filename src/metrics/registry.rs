@@ -62,6 +62,9 @@ pub struct ProxyMetrics {
     unobserved: Vec<IntCounter>,
     parse_errors: Vec<IntCounter>,
     pub auth_failures: IntCounter,
+    /// 1 while this psprobe leads the scenario schedule.
+    pub controller_leader: IntGauge,
+    phases_vec: IntCounterVec,
 }
 
 impl ProxyMetrics {
@@ -141,6 +144,19 @@ impl ProxyMetrics {
         registry.register(Box::new(connections_total.clone()))?;
         registry.register(Box::new(upstream_connect_errors.clone()))?;
         registry.register(Box::new(auth_failures.clone()))?;
+        let controller_leader = IntGauge::new(
+            "psprobe_controller_leader",
+            "1 while this psprobe leads the performance_schema scenario schedule.",
+        )?;
+        let phases_vec = IntCounterVec::new(
+            Opts::new(
+                "psprobe_phases_total",
+                "Phases measured to the end and written to the phase log, by scenario.",
+            ),
+            &["scenario"],
+        )?;
+        registry.register(Box::new(controller_leader.clone()))?;
+        registry.register(Box::new(phases_vec.clone()))?;
 
         let metrics = ProxyMetrics {
             registry,
@@ -157,6 +173,8 @@ impl ProxyMetrics {
             unobserved,
             parse_errors,
             auth_failures,
+            controller_leader,
+            phases_vec,
         };
         // Export the series of the default scenario from the start.
         metrics.series(NO_SCENARIO);
@@ -215,6 +233,10 @@ impl ProxyMetrics {
 
     pub fn bytes(&self, scenario: ScenarioId, direction: Direction) -> &IntCounter {
         &self.series(scenario).bytes[direction as usize]
+    }
+
+    pub fn phases(&self, scenario: &str) -> IntCounter {
+        self.phases_vec.with_label_values(&[scenario])
     }
 
     /// Counts an ERR response (rare: a lock and a label lookup are fine here).

@@ -62,6 +62,25 @@ impl DigestStats {
         self.latency.merge(&o.latency);
     }
 
+    /// What was added since `earlier` (an older copy of the same aggregate). Min and max cannot
+    /// be subtracted; they are taken from the histogram of the difference (within 2.5%).
+    pub fn since(&self, earlier: &DigestStats) -> DigestStats {
+        let mut latency = self.latency.clone();
+        latency.subtract(&earlier.latency);
+        let bounds = latency.min_max_ns();
+        DigestStats {
+            count: self.count.saturating_sub(earlier.count),
+            errors: self.errors.saturating_sub(earlier.errors),
+            rows_sent: self.rows_sent.saturating_sub(earlier.rows_sent),
+            rows_affected: self.rows_affected.saturating_sub(earlier.rows_affected),
+            timed: self.timed.saturating_sub(earlier.timed),
+            latency_sum_ns: self.latency_sum_ns.saturating_sub(earlier.latency_sum_ns),
+            latency_min_ns: bounds.map_or(0, |b| b.0),
+            latency_max_ns: bounds.map_or(0, |b| b.1),
+            latency,
+        }
+    }
+
     /// Mean latency in nanoseconds of the timed commands.
     pub fn mean_ns(&self) -> Option<f64> {
         (self.timed > 0).then(|| self.latency_sum_ns as f64 / self.timed as f64)

@@ -49,7 +49,7 @@ impl LogHistogram {
         }
         if index < self.first {
             let grow = usize::from(self.first - index);
-            self.counts.splice(0..0, std::iter::repeat(0).take(grow));
+            self.counts.splice(0..0, std::iter::repeat_n(0, grow));
             self.first = index;
         }
         let offset = usize::from(index - self.first);
@@ -98,6 +98,14 @@ impl LogHistogram {
             }
         }
         None
+    }
+
+    /// Representative values of the lowest and highest non-empty buckets.
+    pub fn min_max_ns(&self) -> Option<(u64, u64)> {
+        let mut buckets = self.buckets();
+        let first = buckets.next()?.0;
+        let last = buckets.last().map_or(first, |b| b.0);
+        Some((bucket_value_ns(first) as u64, bucket_value_ns(last) as u64))
     }
 
     /// (bucket index, count) of the non-empty buckets, for serialisation.

@@ -148,18 +148,17 @@ impl EventSink for ConnectionRecorder<'_> {
         if let Outcome::Error(code) = event.outcome {
             metrics.record_error_code(pending.scenario, code);
         }
-        if let Some(digest) = pending.digest {
-            self.observer.digests.record(
-                pending.scenario,
-                digest,
-                &Sample {
-                    latency_ns,
-                    error: matches!(event.outcome, Outcome::Error(_)),
-                    rows_sent: event.rows,
-                    rows_affected: event.affected_rows,
-                },
-            );
-        }
+        self.observer.digests.record(
+            pending.scenario,
+            event.kind,
+            pending.digest,
+            &Sample {
+                latency_ns,
+                error: matches!(event.outcome, Outcome::Error(_)),
+                rows_sent: event.rows,
+                rows_affected: event.affected_rows,
+            },
+        );
     }
 
     fn unobserved(&mut self, reason: UnobservedReason) {

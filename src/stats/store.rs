@@ -10,6 +10,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 pub use crate::digest::DigestId;
 
+use crate::protocol::CommandKind;
+
 use super::digest_stats::{DigestStats, Sample};
 use super::scenario::ScenarioId;
 
@@ -24,6 +26,7 @@ pub const MAX_STORED_TEXT: usize = 1024;
 #[derive(Debug, Default)]
 struct Shard {
     entries: HashMap<(ScenarioId, DigestId), DigestStats>,
+    commands: HashMap<(ScenarioId, CommandKind), DigestStats>,
 }
 
 #[derive(Debug)]
@@ -37,6 +40,8 @@ pub struct DigestStore {
 #[derive(Debug, Default)]
 pub struct StoreSnapshot {
     pub entries: HashMap<(ScenarioId, DigestId), DigestStats>,
+    /// The same aggregates per command kind (every command, with or without a digest).
+    pub commands: HashMap<(ScenarioId, CommandKind), DigestStats>,
     pub texts: HashMap<DigestId, Arc<str>>,
 }
 
@@ -81,13 +86,26 @@ impl DigestStore {
     }
 
     /// Adds one finished command (hot path: the calling thread's shard lock only).
-    pub fn record(&self, scenario: ScenarioId, id: DigestId, sample: &Sample) {
+    pub fn record(
+        &self,
+        scenario: ScenarioId,
+        kind: CommandKind,
+        digest: Option<DigestId>,
+        sample: &Sample,
+    ) {
         let mut shard = lock(&self.shards[self.shard_index()]);
         shard
-            .entries
-            .entry((scenario, id))
+            .commands
+            .entry((scenario, kind))
             .or_default()
             .record(sample);
+        if let Some(id) = digest {
+            shard
+                .entries
+                .entry((scenario, id))
+                .or_default()
+                .record(sample);
+        }
     }
 
     fn shard_index(&self) -> usize {
@@ -109,15 +127,23 @@ impl DigestStore {
     /// Merges every shard.
     pub fn snapshot(&self) -> StoreSnapshot {
         let mut entries: HashMap<(ScenarioId, DigestId), DigestStats> = HashMap::new();
+        let mut commands: HashMap<(ScenarioId, CommandKind), DigestStats> = HashMap::new();
         for shard in self.shards.iter() {
             let shard = lock(shard);
             for (key, stats) in &shard.entries {
                 entries.entry(*key).or_default().merge(stats);
             }
+            for (key, stats) in &shard.commands {
+                commands.entry(*key).or_default().merge(stats);
+            }
         }
         let mut texts = lock(&self.registry).clone();
         texts.insert(OTHER_DIGEST, Arc::from(OTHER_DIGEST_TEXT));
-        StoreSnapshot { entries, texts }
+        StoreSnapshot {
+            entries,
+            commands,
+            texts,
+        }
     }
 }
 
@@ -155,7 +181,12 @@ mod tests {
                 let store = Arc::clone(&store);
                 std::thread::spawn(move || {
                     for i in 0..1000 {
-                        store.record((t % 2) as ScenarioId, id, &sample(1_000 + i));
+                        store.record(
+                            (t % 2) as ScenarioId,
+                            CommandKind::Query,
+                            Some(id),
+                            &sample(1_000 + i),
+                        );
                     }
                 })
             })
@@ -166,6 +197,7 @@ mod tests {
         let snap = store.snapshot();
         assert_eq!(snap.entries[&(0, id)].count, 4000);
         assert_eq!(snap.entries[&(1, id)].count, 4000);
+        assert_eq!(snap.commands[&(0, CommandKind::Query)].count, 4000);
         assert_eq!(&*snap.texts[&id], "select ?");
         assert_eq!(&*snap.texts[&OTHER_DIGEST], "other");
     }

@@ -24,7 +24,13 @@ impl Probe {
     /// `psprobe proxy --listen 127.0.0.1:0 --upstream UPSTREAM --metrics 127.0.0.1:0 EXTRA…`,
     /// returning once it has announced its bound addresses on stdout.
     pub fn start(upstream: &str, extra: &[&str]) -> Probe {
+        Self::start_with_env(upstream, extra, &[])
+    }
+
+    /// Like [`Probe::start`], with extra environment variables (e.g. the controller's DSN).
+    pub fn start_with_env(upstream: &str, extra: &[&str], env: &[(&str, &str)]) -> Probe {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_psprobe"));
+        cmd.envs(env.iter().copied());
         cmd.args(["proxy", "--listen", "127.0.0.1:0", "--upstream", upstream])
             .args(["--metrics", "127.0.0.1:0"])
             .args(extra)

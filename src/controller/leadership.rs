@@ -1,0 +1,179 @@
+//! One leader per server: the controller that holds `GET_LOCK('psprobe_controller', 0)` on its
+//! connection switches scenarios and publishes the current phase in `psprobe.phase`; every
+//! other psprobe reads that row to label its commands with the same phase, and tries the lock
+//! again so it takes over when the leader's connection dies (the server releases the lock).
+
+use std::time::Duration;
+
+use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, Row};
+
+use super::dsn::ControllerDsn;
+use super::error::{ControllerError, Result};
+use super::snapshot::Snapshot;
+
+pub const LOCK_NAME: &str = "psprobe_controller";
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What the leader publishes about the phase in effect.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PhaseRow {
+    pub scenario: String,
+    pub block: u64,
+    pub phase: u64,
+    /// `switching`, `measuring`, or `idle` (no schedule running).
+    pub state: String,
+    pub leader: String,
+}
+
+pub struct Leadership {
+    conn: Conn,
+    target: String,
+    pub leader: bool,
+}
+
+fn sql_error(target: &str, what: &str, e: mysql_async::Error) -> ControllerError {
+    ControllerError::Connection {
+        target: target.to_string(),
+        action: what.to_string(),
+        reason: e.to_string(),
+    }
+}
+
+impl Leadership {
+    pub async fn connect(dsn: &ControllerDsn) -> Result<Self> {
+        let target = dsn.redacted();
+        let conn = match tokio::time::timeout(CONNECT_TIMEOUT, Conn::new(dsn.opts())).await {
+            Ok(Ok(conn)) => conn,
+            Ok(Err(e)) => return Err(sql_error(&target, "connect for leadership", e)),
+            Err(_) => {
+                return Err(ControllerError::Unreachable {
+                    target,
+                    reason: format!("no answer within {CONNECT_TIMEOUT:?}"),
+                })
+            }
+        };
+        let mut me = Leadership {
+            conn,
+            target,
+            leader: false,
+        };
+        me.ensure_table().await?;
+        Ok(me)
+    }
+
+    async fn ensure_table(&mut self) -> Result<()> {
+        for sql in [
+            "CREATE DATABASE IF NOT EXISTS psprobe",
+            "CREATE TABLE IF NOT EXISTS psprobe.phase (\
+               id TINYINT PRIMARY KEY, scenario VARCHAR(64) NOT NULL, block BIGINT NOT NULL, \
+               phase BIGINT NOT NULL, state VARCHAR(16) NOT NULL, leader VARCHAR(255) NOT NULL, \
+               updated_at TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3) \
+               ON UPDATE CURRENT_TIMESTAMP(3)) ENGINE=InnoDB",
+            "CREATE TABLE IF NOT EXISTS psprobe.snapshot (\
+               id TINYINT PRIMARY KEY, body LONGTEXT NOT NULL) ENGINE=InnoDB",
+        ] {
+            let target = self.target.clone();
+            self.conn
+                .query_drop(sql)
+                .await
+                .map_err(|e| sql_error(&target, "create the psprobe.phase table", e))?;
+        }
+        Ok(())
+    }
+
+    /// Tries to become the leader (never waits). True when this connection holds the lock.
+    pub async fn try_acquire(&mut self) -> Result<bool> {
+        if self.leader {
+            return Ok(true);
+        }
+        let target = self.target.clone();
+        let got: Option<Option<i64>> = self
+            .conn
+            .query_first(format!("SELECT GET_LOCK('{LOCK_NAME}', 0)"))
+            .await
+            .map_err(|e| sql_error(&target, "take the leader lock", e))?;
+        self.leader = got.flatten() == Some(1);
+        Ok(self.leader)
+    }
+
+    pub async fn publish(&mut self, row: &PhaseRow) -> Result<()> {
+        let target = self.target.clone();
+        self.conn
+            .exec_drop(
+                "REPLACE INTO psprobe.phase (id, scenario, block, phase, state, leader) \
+                 VALUES (1, ?, ?, ?, ?, ?)",
+                (&row.scenario, row.block, row.phase, &row.state, &row.leader),
+            )
+            .await
+            .map_err(|e| sql_error(&target, "publish the phase", e))
+    }
+
+    pub async fn read(&mut self) -> Result<Option<PhaseRow>> {
+        let target = self.target.clone();
+        let row: Option<Row> = self
+            .conn
+            .query_first(
+                "SELECT scenario, block, phase, state, leader FROM psprobe.phase WHERE id = 1",
+            )
+            .await
+            .map_err(|e| sql_error(&target, "read the phase", e))?;
+        Ok(row.and_then(|r| {
+            let (scenario, block, phase, state, leader) =
+                mysql_async::from_row_opt::<(String, u64, u64, String, String)>(r).ok()?;
+            Some(PhaseRow {
+                scenario,
+                block,
+                phase,
+                state,
+                leader,
+            })
+        }))
+    }
+
+    /// Keeps the leader's snapshot on the server, so a leader taking over after a crash
+    /// restores the original settings rather than snapshotting a scenario.
+    pub async fn save_snapshot(&mut self, snapshot: &Snapshot) -> Result<()> {
+        let json = serde_json::to_string(snapshot).map_err(|e| ControllerError::Connection {
+            target: self.target.clone(),
+            action: "encode the snapshot".into(),
+            reason: e.to_string(),
+        })?;
+        let target = self.target.clone();
+        self.conn
+            .exec_drop(
+                "REPLACE INTO psprobe.snapshot (id, body) VALUES (1, ?)",
+                (json,),
+            )
+            .await
+            .map_err(|e| sql_error(&target, "save the snapshot on the server", e))
+    }
+
+    pub async fn load_snapshot(&mut self) -> Result<Option<Snapshot>> {
+        let target = self.target.clone();
+        let body: Option<String> = self
+            .conn
+            .query_first("SELECT body FROM psprobe.snapshot WHERE id = 1")
+            .await
+            .map_err(|e| sql_error(&target, "read the snapshot on the server", e))?;
+        Ok(body.and_then(|b| serde_json::from_str(&b).ok()))
+    }
+
+    pub async fn clear_snapshot(&mut self) -> Result<()> {
+        let target = self.target.clone();
+        self.conn
+            .query_drop("DELETE FROM psprobe.snapshot WHERE id = 1")
+            .await
+            .map_err(|e| sql_error(&target, "clear the snapshot on the server", e))
+    }
+
+    pub async fn release(mut self) {
+        if self.leader {
+            let _ = self
+                .conn
+                .query_drop(format!("DO RELEASE_LOCK('{LOCK_NAME}')"))
+                .await;
+        }
+        let _ = self.conn.disconnect().await;
+    }
+}

@@ -1,0 +1,97 @@
+//! Turns phase transitions (switched, measuring, finished) into phase-log records: the
+//! measured window's aggregates are the difference of two snapshots of the digest store.
+
+use std::sync::Arc;
+
+use crate::stats::{Observer, ScenarioId, StoreSnapshot};
+
+use super::error::{ControllerError, Result};
+use super::phase_log::{window_aggregates, PhaseLog, PhaseRecord, PHASE_LOG_VERSION};
+use super::runner::now_ms;
+
+struct Open {
+    scenario: String,
+    id: ScenarioId,
+    block: u64,
+    phase: u64,
+    switched_at_ms: u64,
+    restarted: bool,
+    /// Set when the measured window began.
+    window: Option<(u64, StoreSnapshot)>,
+}
+
+pub struct PhaseTracker {
+    observer: Arc<Observer>,
+    open: Option<Open>,
+}
+
+impl PhaseTracker {
+    pub fn new(observer: Arc<Observer>) -> Self {
+        PhaseTracker {
+            observer,
+            open: None,
+        }
+    }
+
+    pub fn switched(
+        &mut self,
+        scenario: &str,
+        id: ScenarioId,
+        block: u64,
+        phase: u64,
+        at_ms: u64,
+        restarted: bool,
+    ) {
+        self.open = Some(Open {
+            scenario: scenario.to_string(),
+            id,
+            block,
+            phase,
+            switched_at_ms: at_ms,
+            restarted,
+            window: None,
+        });
+    }
+
+    /// The settle time is over: the measured window starts now.
+    pub fn measuring(&mut self) {
+        if let Some(open) = self.open.as_mut().filter(|o| o.window.is_none()) {
+            open.window = Some((now_ms(), self.observer.digests.snapshot()));
+        }
+    }
+
+    /// The phase in progress will not be finished (stop, takeover): nothing is written.
+    pub fn abandon(&mut self) {
+        self.open = None;
+    }
+
+    /// Ends the open phase; writes its record if it had a measured window.
+    pub fn finish(&mut self, log: &mut PhaseLog, verified: bool) -> Result<()> {
+        let Some(open) = self.open.take() else {
+            return Ok(());
+        };
+        let Some((from_ms, start)) = open.window else {
+            return Ok(());
+        };
+        let end = self.observer.digests.snapshot();
+        let (commands, digests) = window_aggregates(&start, &end, open.id);
+        let record = PhaseRecord {
+            version: PHASE_LOG_VERSION,
+            kind: "phase".into(),
+            scenario: open.scenario,
+            block: open.block,
+            phase: open.phase,
+            switched_at_ms: open.switched_at_ms,
+            measure_from_ms: from_ms,
+            measure_to_ms: now_ms(),
+            restarted: open.restarted,
+            verified,
+            commands,
+            digests,
+        };
+        log.append(&record).map_err(|e| ControllerError::Config {
+            path: log.path().to_path_buf(),
+            reason: e.to_string(),
+        })
+    }
+}

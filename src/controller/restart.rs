@@ -1,0 +1,73 @@
+//! The restart hook: `--restart-cmd 'CMD {pfs}'` turns performance_schema ON or OFF by
+//! restarting mysqld, for the `pfsoff` scenario. psprobe runs it, then waits (bounded) until
+//! the server accepts connections again.
+
+use std::time::Duration;
+
+use tokio::process::Command;
+
+use super::error::{ControllerError, Result};
+
+pub async fn restart_server(
+    command: &str,
+    performance_schema: bool,
+    timeout: Duration,
+) -> Result<()> {
+    let value = if performance_schema { "ON" } else { "OFF" };
+    let line = command.replace("{pfs}", value);
+    tracing::info!("restarting the server with performance_schema={value}: {line}");
+    let run = Command::new("sh")
+        .arg("-c")
+        .arg(&line)
+        .kill_on_drop(true)
+        .output();
+    let output = match tokio::time::timeout(timeout, run).await {
+        Ok(Ok(output)) => output,
+        Ok(Err(e)) => {
+            return Err(ControllerError::Restart {
+                reason: format!("cannot run `{line}`: {e}"),
+            })
+        }
+        Err(_) => {
+            return Err(ControllerError::Restart {
+                reason: format!("`{line}` did not finish within {timeout:?}"),
+            })
+        }
+    };
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let last = stderr.lines().last().unwrap_or("").trim();
+        return Err(ControllerError::Restart {
+            reason: format!("`{line}` failed ({}): {last}", output.status),
+        });
+    }
+    Ok(())
+}
+
+/// Connects once the restarted server accepts connections with performance_schema as wanted.
+pub async fn wait_ready(
+    dsn: &super::dsn::ControllerDsn,
+    performance_schema: bool,
+    timeout: Duration,
+) -> Result<super::server::Controller> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let last = match super::server::Controller::connect(dsn).await {
+            Ok(ctl) if ctl.info().performance_schema.unwrap_or(false) == performance_schema => {
+                return Ok(ctl)
+            }
+            Ok(ctl) => format!(
+                "performance_schema is {:?}, expected {}",
+                ctl.info().performance_schema,
+                performance_schema
+            ),
+            Err(e) => e.to_string(),
+        };
+        if tokio::time::Instant::now() >= deadline {
+            return Err(ControllerError::Restart {
+                reason: format!("the server was not back within {timeout:?}: {last}"),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}

@@ -130,10 +130,17 @@ pub async fn run(
             .await;
             observer.scenarios.set_current(NO_SCENARIO);
             observer.metrics.controller_leader.set(0);
-            let restored = leave_as_found(&settings, &mut ctl, &mut lead).await;
+            // "done" tells followers the schedule is complete (nothing to take over); "idle"
+            // (stopped early) lets one of them take over and run its own schedule.
+            let end_state = if matches!(result, Ok(true)) {
+                "done"
+            } else {
+                "idle"
+            };
+            let restored = leave_as_found(&settings, &mut ctl, &mut lead, end_state).await;
             lead.release().await;
             ctl.disconnect().await;
-            return result.and(restored);
+            return result.map(|_| ()).and(restored);
         }
         write_run_record(&mut log, &settings, "follower")?;
         let became_leader = follow(&mut lead, &observer, &mut tracker, &mut log, &mut stop).await?;
@@ -191,7 +198,7 @@ async fn lead_schedule(
     tracker: &mut PhaseTracker,
     log: &mut PhaseLog,
     stop: &mut watch::Receiver<bool>,
-) -> Result<()> {
+) -> Result<bool> {
     // The settings to come back to: a dead leader's snapshot kept on the server wins, since
     // the server may still carry that leader's last scenario.
     let snapshot = match lead.load_snapshot().await? {
@@ -255,7 +262,7 @@ async fn lead_schedule(
                 s.settle
             };
             if !wait(settle, stop).await {
-                return Ok(());
+                return Ok(false);
             }
             lead.publish(&row(name, block, phase_no, "measuring", &s.identity))
                 .await?;
@@ -266,13 +273,13 @@ async fn lead_schedule(
                 observer.metrics.phases(name).inc();
             } else {
                 tracker.abandon();
-                return Ok(());
+                return Ok(false);
             }
             phase_no += 1;
         }
         block += 1;
     }
-    Ok(())
+    Ok(true)
 }
 
 fn row(scenario: &str, block: u64, phase: u64, state: &str, leader: &str) -> PhaseRow {
@@ -291,6 +298,7 @@ async fn leave_as_found(
     s: &ControllerSettings,
     ctl: &mut Controller,
     lead: &mut Leadership,
+    end_state: &str,
 ) -> Result<()> {
     let Some(snapshot) = Snapshot::load_if_exists(&s.state_file)? else {
         return Ok(());
@@ -313,12 +321,19 @@ async fn leave_as_found(
             Ok(fresh) => {
                 *ctl = fresh;
                 Snapshot::remove(&s.state_file)?;
-                if let Ok(mut l) = Leadership::connect(&s.dsn).await {
-                    let _ = l.clear_snapshot().await;
-                    let _ = l.publish(&row("none", 0, 0, "idle", &s.identity)).await;
-                    l.release().await;
+                let done = row("none", 0, 0, end_state, &s.identity);
+                let published = async {
+                    lead.clear_snapshot().await?;
+                    lead.publish(&done).await
+                };
+                if published.await.is_err() {
+                    // The leadership connection did not survive (restart, network): use a new one.
+                    if let Ok(mut fresh) = Leadership::connect(&s.dsn).await {
+                        let _ = fresh.clear_snapshot().await;
+                        let _ = fresh.publish(&done).await;
+                        fresh.release().await;
+                    }
                 }
-                let _ = lead.publish(&row("none", 0, 0, "idle", &s.identity)).await;
                 tracing::info!("performance_schema settings restored");
                 return Ok(());
             }
@@ -362,7 +377,13 @@ async fn follow(
             tracker.finish(log, true)?;
         }
         match current.state.as_str() {
-            "idle" => observer.scenarios.set_current(NO_SCENARIO),
+            // The leader completed its schedule while we followed: nothing to take over. (A
+            // "done" already there when we started is an earlier run's.)
+            "done" if last.is_some() => {
+                observer.scenarios.set_current(NO_SCENARIO);
+                return Ok(false);
+            }
+            "idle" | "done" => observer.scenarios.set_current(NO_SCENARIO),
             _ => {
                 let id = observer
                     .scenarios

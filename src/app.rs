@@ -1,13 +1,15 @@
 //! Wiring of the `psprobe proxy` command: config, logging, listeners, signals.
 
 use std::io::Write;
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::Context;
 use tokio::net::TcpListener;
+use tokio::sync::{oneshot, watch};
+use tokio::task::JoinHandle;
 
 use crate::config::{ProxyArgs, ProxyConfig};
-use tokio::sync::watch;
 
 use crate::controller::{runner, ControllerError, ControllerSettings};
 use crate::digest::FingerprintOptions;
@@ -26,33 +28,67 @@ pub fn run_proxy(args: &ProxyArgs) -> anyhow::Result<()> {
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async move {
-        // Credentials, privileges, performance_schema ON, and a crashed run's settings restored:
-        // all before the first client is accepted.
-        let controller = match controller {
-            Some(settings) => {
-                let started = runner::start(&settings).await?;
-                Some((settings, started))
-            }
-            None => None,
-        };
-        serve(config, controller).await
+        let running = launch(&config, controller).await?;
+        // One machine-readable line on stdout (scripts and tests read the bound ports from it).
+        let mut stdout = std::io::stdout();
+        writeln!(
+            stdout,
+            "psprobe listening proxy={} metrics={}",
+            running.proxy_addr, running.metrics_addr
+        )
+        .and_then(|()| stdout.flush())
+        .context("cannot write to stdout")?;
+        shutdown_signal().await;
+        running.shutdown().await;
+        tracing::info!("stopped");
+        Ok(())
     })
 }
 
 fn init_logging(filter: &str) -> anyhow::Result<()> {
     let filter = tracing_subscriber::EnvFilter::try_new(filter)
         .with_context(|| format!("log filter {filter:?} is not valid (try info or debug)"))?;
-    tracing_subscriber::fmt()
+    // A second initialisation (psprobe demo runs the proxy in-process) keeps the first.
+    let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .init();
+        .try_init();
     Ok(())
 }
 
-async fn serve(
-    config: ProxyConfig,
-    controller: Option<(ControllerSettings, runner::Started)>,
-) -> anyhow::Result<()> {
+/// A proxy (and its controller, when scheduled) running in this process.
+pub struct Running {
+    pub proxy_addr: SocketAddr,
+    pub metrics_addr: SocketAddr,
+    pub observer: Arc<Observer>,
+    /// Finishes when the controller does (schedule complete, stopped, or failed).
+    pub controller: Option<JoinHandle<()>>,
+    stop_controller: watch::Sender<bool>,
+    stop_proxy: oneshot::Sender<()>,
+    proxy: JoinHandle<()>,
+    metrics: JoinHandle<()>,
+}
+
+impl Running {
+    /// Restores performance_schema settings (controller), then stops the proxy gracefully.
+    pub async fn shutdown(mut self) {
+        let _ = self.stop_controller.send(true);
+        if let Some(task) = self.controller.take() {
+            let _ = task.await;
+        }
+        let _ = self.stop_proxy.send(());
+        let _ = self.proxy.await;
+        self.metrics.abort();
+    }
+}
+
+/// Binds the listeners, then (before the first client is accepted) connects the controller,
+/// checks credentials, privileges and performance_schema, and restores a crashed run's
+/// settings; then serves.
+pub async fn launch(
+    config: &ProxyConfig,
+    controller: Option<ControllerSettings>,
+) -> anyhow::Result<Running> {
     let listener = TcpListener::bind(config.listen).await.with_context(|| {
         format!(
             "cannot listen on {} (is the port in use? pick another with --listen)",
@@ -69,44 +105,49 @@ async fn serve(
     let metrics_addr = metrics_listener
         .local_addr()
         .context("metrics listener has no address")?;
-    let observer = Arc::new(observer(&config).context("cannot register metrics")?);
-
-    // One machine-readable line on stdout (scripts and tests read the bound ports from it).
-    let mut stdout = std::io::stdout();
-    writeln!(
-        stdout,
-        "psprobe listening proxy={proxy_addr} metrics={metrics_addr}"
-    )
-    .and_then(|()| stdout.flush())
-    .context("cannot write to stdout")?;
+    let controller = match controller {
+        Some(settings) => {
+            let started = runner::start(&settings).await?;
+            Some((settings, started))
+        }
+        None => None,
+    };
+    let observer = Arc::new(observer(config).context("cannot register metrics")?);
     tracing::info!(
         "forwarding {proxy_addr} -> {}; metrics at http://{metrics_addr}/metrics",
         config.settings.upstream
     );
 
-    let metrics_task = tokio::spawn(http::serve(metrics_listener, Arc::clone(&observer)));
+    let metrics = tokio::spawn(http::serve(metrics_listener, Arc::clone(&observer)));
     let (stop_controller, stop_rx) = watch::channel(false);
-    let mut controller_task = controller.map(|(settings, started)| {
+    let controller = controller.map(|(settings, started)| {
         let observer = Arc::clone(&observer);
         tokio::spawn(async move {
             report_controller(runner::run(settings, started, observer, stop_rx).await);
         })
     });
-    let stop = async {
-        shutdown_signal().await;
-        // Settings are restored before the proxy stops.
-        let _ = stop_controller.send(true);
-        if let Some(task) = controller_task.take() {
-            let _ = task.await;
-        }
-    };
-    proxy::serve(listener, config.settings, observer, stop).await;
-    metrics_task.abort();
-    tracing::info!("stopped");
-    Ok(())
+    let (stop_proxy, stopped) = oneshot::channel::<()>();
+    let proxy = tokio::spawn(proxy::serve(
+        listener,
+        config.settings.clone(),
+        Arc::clone(&observer),
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    Ok(Running {
+        proxy_addr,
+        metrics_addr,
+        observer,
+        controller,
+        stop_controller,
+        stop_proxy,
+        proxy,
+        metrics,
+    })
 }
 
-fn observer(config: &ProxyConfig) -> prometheus::Result<Observer> {
+pub fn observer(config: &ProxyConfig) -> prometheus::Result<Observer> {
     let scenarios = Arc::new(Scenarios::default());
     let digests = Arc::new(DigestStore::new(config.max_digests));
     let metrics = ProxyMetrics::new(Arc::clone(&scenarios))?;

@@ -38,6 +38,10 @@ pub enum Command {
     Proxy(Box<ProxyArgs>),
     /// Inspect and change performance_schema settings (scenarios) on a server.
     Ps(crate::controller::cli::PsArgs),
+    /// Report the overhead of each scenario from a phase log (markdown, CSV, JSON, HTML).
+    Report(crate::report::ReportArgs),
+    /// The whole study on a throwaway mariadbd: six scenarios under sysbench, HTML report.
+    Demo(crate::demo::DemoArgs),
 }
 
 #[derive(Debug, Args)]

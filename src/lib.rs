@@ -4,12 +4,16 @@
 //! Data flows one way: bytes -> [`protocol`] -> [`session`] events -> [`metrics`].
 //! [`proxy`] is the tokio shell around the sans-I/O core.
 
+pub mod admin;
+pub mod analysis;
 pub mod app;
 pub mod config;
 pub mod controller;
+pub mod demo;
 pub mod digest;
 pub mod metrics;
 pub mod protocol;
 pub mod proxy;
+pub mod report;
 pub mod session;
 pub mod stats;

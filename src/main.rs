@@ -11,6 +11,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Proxy(args) => psprobe::app::run_proxy(&args),
         Command::Ps(args) => psprobe::controller::cli::run(&args),
+        Command::Report(args) => psprobe::report::run(&args),
+        Command::Demo(args) => psprobe::demo::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,312 @@
+//! Byte-level fixes around opensrv-mysql 0.7, which cannot be configured for these:
+//!
+//! - [`DenialWriter`]: a refused login gets opensrv's ERR 1698 "Authenticate failed, ...";
+//!   clients and scripts expect MySQL's 1045 "Access denied for user ...". The writer swallows
+//!   opensrv's packet and sends ours under the same sequence number.
+//! - [`FieldListReader`]: opensrv answers COM_FIELD_LIST (which the `mariadb` CLI sends for
+//!   every table after `USE db`, to complete column names) with an OK packet the client reads as
+//!   a column definition, and then waits forever. The reader turns the command into a COM_QUERY
+//!   of [`FIELD_LIST_MARKER`], which the shim answers with an ERR (the CLI then skips column
+//!   completion for that table).
+
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{ready, Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// Query text COM_FIELD_LIST is rewritten to (a NUL first, so no client types it by accident).
+pub const FIELD_LIST_MARKER: &str = "\0psprobe:COM_FIELD_LIST";
+
+const COM_QUERY: u8 = 0x03;
+const COM_FIELD_LIST: u8 = 0x04;
+const HEADER: usize = 4;
+const MAX_PAYLOAD: usize = 0xFF_FFFF;
+
+/// The ERR packet payload to send instead of opensrv-mysql's own when a login is refused; set
+/// by the shim's `authenticate`, taken by [`DenialWriter`].
+pub type Denial = Arc<Mutex<Option<Vec<u8>>>>;
+
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// An ERR packet payload: 0xFF, code, `#`, SQLSTATE, message.
+pub fn err_payload(code: u16, sqlstate: &[u8; 5], message: &str) -> Vec<u8> {
+    let mut payload = vec![0xFF];
+    payload.extend_from_slice(&code.to_le_bytes());
+    payload.push(b'#');
+    payload.extend_from_slice(sqlstate);
+    payload.extend_from_slice(message.as_bytes());
+    payload
+}
+
+fn payload_len(header: &[u8]) -> usize {
+    usize::from(header[0]) | usize::from(header[1]) << 8 | usize::from(header[2]) << 16
+}
+
+fn packet(seq: u8, payload: &[u8]) -> Vec<u8> {
+    let mut packet = Vec::with_capacity(HEADER + payload.len());
+    packet.extend_from_slice(&(payload.len() as u32).to_le_bytes()[..3]);
+    packet.push(seq);
+    packet.extend_from_slice(payload);
+    packet
+}
+
+/// Passes bytes through until a login is refused; then replaces opensrv's ERR packet.
+pub struct DenialWriter<W> {
+    inner: W,
+    denial: Denial,
+    state: DenialState,
+}
+
+enum DenialState {
+    Pass,
+    /// Swallowing opensrv's ERR packet; bytes seen so far.
+    Swallow(Vec<u8>),
+    /// Writing the replacement packet.
+    Emit {
+        packet: Vec<u8>,
+        written: usize,
+    },
+    Done,
+}
+
+impl<W> DenialWriter<W> {
+    pub fn new(inner: W, denial: Denial) -> Self {
+        DenialWriter {
+            inner,
+            denial,
+            state: DenialState::Pass,
+        }
+    }
+}
+
+impl<W: AsyncWrite + Unpin> DenialWriter<W> {
+    /// Writes the replacement packet, once opensrv's packet has been seen entirely.
+    fn poll_emit(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        loop {
+            match &mut self.state {
+                DenialState::Swallow(seen) => {
+                    if seen.len() < HEADER || seen.len() < HEADER + payload_len(seen) {
+                        return Poll::Ready(Ok(()));
+                    }
+                    let payload = lock(&self.denial).take().unwrap_or_default();
+                    let packet = packet(seen[3], &payload);
+                    self.state = DenialState::Emit { packet, written: 0 };
+                }
+                DenialState::Emit { packet, written } => {
+                    while *written < packet.len() {
+                        let n =
+                            ready!(Pin::new(&mut self.inner).poll_write(cx, &packet[*written..]))?;
+                        if n == 0 {
+                            return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+                        }
+                        *written += n;
+                    }
+                    self.state = DenialState::Done;
+                }
+                DenialState::Pass | DenialState::Done => return Poll::Ready(Ok(())),
+            }
+        }
+    }
+}
+
+impl<W: AsyncWrite + Unpin> AsyncWrite for DenialWriter<W> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        if matches!(this.state, DenialState::Pass) && lock(&this.denial).is_some() {
+            this.state = DenialState::Swallow(Vec::new());
+        }
+        match &mut this.state {
+            DenialState::Pass => Pin::new(&mut this.inner).poll_write(cx, buf),
+            DenialState::Swallow(seen) => {
+                seen.extend_from_slice(buf);
+                Poll::Ready(Ok(buf.len()))
+            }
+            // Nothing follows a refusal; drop anything that would.
+            DenialState::Emit { .. } | DenialState::Done => Poll::Ready(Ok(buf.len())),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        ready!(this.poll_emit(cx))?;
+        Pin::new(&mut this.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        ready!(this.poll_emit(cx))?;
+        Pin::new(&mut this.inner).poll_shutdown(cx)
+    }
+}
+
+/// Passes the client's packets through, rewriting COM_FIELD_LIST commands into a COM_QUERY of
+/// [`FIELD_LIST_MARKER`]. Reads whole packets before handing them on (admin commands are small).
+pub struct FieldListReader<R> {
+    inner: R,
+    /// Bytes read from the client, not yet split into packets.
+    incoming: Vec<u8>,
+    /// Packets ready for opensrv, from `out_pos`.
+    out: Vec<u8>,
+    out_pos: usize,
+    /// The previous packet had the maximal length: the next one continues its payload.
+    continuation: bool,
+    eof: bool,
+}
+
+impl<R> FieldListReader<R> {
+    pub fn new(inner: R) -> Self {
+        FieldListReader {
+            inner,
+            incoming: Vec::new(),
+            out: Vec::new(),
+            out_pos: 0,
+            continuation: false,
+            eof: false,
+        }
+    }
+
+    /// Moves complete packets from `incoming` to `out`; false when none is complete.
+    fn split_packets(&mut self) -> bool {
+        let mut moved = false;
+        while self.incoming.len() >= HEADER {
+            let len = payload_len(&self.incoming);
+            if self.incoming.len() < HEADER + len {
+                break;
+            }
+            let whole: Vec<u8> = self.incoming.drain(..HEADER + len).collect();
+            let (seq, payload) = (whole[3], &whole[HEADER..]);
+            // A command is the first packet (sequence 0) of an exchange; the handshake response
+            // (sequence 1) and continuations are left alone.
+            if seq == 0 && !self.continuation && payload.first() == Some(&COM_FIELD_LIST) {
+                let mut query = vec![COM_QUERY];
+                query.extend_from_slice(FIELD_LIST_MARKER.as_bytes());
+                self.out.extend_from_slice(&packet(seq, &query));
+            } else {
+                self.out.extend_from_slice(&whole);
+            }
+            self.continuation = len == MAX_PAYLOAD;
+            moved = true;
+        }
+        moved
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for FieldListReader<R> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        loop {
+            if this.out_pos < this.out.len() {
+                let n = buf.remaining().min(this.out.len() - this.out_pos);
+                buf.put_slice(&this.out[this.out_pos..this.out_pos + n]);
+                this.out_pos += n;
+                if this.out_pos == this.out.len() {
+                    this.out.clear();
+                    this.out_pos = 0;
+                }
+                return Poll::Ready(Ok(()));
+            }
+            if this.split_packets() {
+                continue;
+            }
+            if this.eof {
+                // A truncated packet at the end goes through as it is; opensrv reports it.
+                if this.incoming.is_empty() {
+                    return Poll::Ready(Ok(()));
+                }
+                this.out = std::mem::take(&mut this.incoming);
+                continue;
+            }
+            let mut chunk = [0u8; 8192];
+            let mut read = ReadBuf::new(&mut chunk);
+            ready!(Pin::new(&mut this.inner).poll_read(cx, &mut read))?;
+            if read.filled().is_empty() {
+                this.eof = true;
+            }
+            this.incoming.extend_from_slice(read.filled());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[tokio::test]
+    async fn denial_writer_replaces_the_refusal_packet() {
+        let (client, mut server_end) = tokio::io::duplex(4096);
+        let denial: Denial = Arc::new(Mutex::new(None));
+        let mut writer = DenialWriter::new(client, Arc::clone(&denial));
+        writer.write_all(&[1, 0, 0, 0, 0xAA]).await.unwrap();
+        *lock(&denial) = Some(err_payload(1045, b"28000", "Access denied"));
+        // opensrv's packet, in two pieces, sequence 2.
+        writer.write_all(&[5, 0, 0, 2, 0xFF]).await.unwrap();
+        writer.write_all(&[0xA2, 0x06, b'#', b'x']).await.unwrap();
+        writer.flush().await.unwrap();
+        writer.shutdown().await.unwrap();
+        drop(writer);
+        let mut got = Vec::new();
+        server_end.read_to_end(&mut got).await.unwrap();
+        let payload = err_payload(1045, b"28000", "Access denied");
+        let mut expected = vec![1, 0, 0, 0, 0xAA];
+        expected.extend_from_slice(&packet(2, &payload));
+        assert_eq!(got, expected);
+    }
+
+    #[tokio::test]
+    async fn field_list_becomes_a_marker_query() {
+        let (mut client, server_end) = tokio::io::duplex(64);
+        let mut stream = Vec::new();
+        // Handshake response starting with 0x04 (sequence 1): untouched.
+        stream.extend_from_slice(&packet(1, &[COM_FIELD_LIST, 1, 2]));
+        stream.extend_from_slice(&packet(0, b"\x03select 1"));
+        stream.extend_from_slice(&packet(0, b"\x04digests\0"));
+        stream.extend_from_slice(&packet(0, b"\x0e"));
+        let writer = tokio::spawn({
+            let stream = stream.clone();
+            async move {
+                // Small pieces, to split packets across reads.
+                for piece in stream.chunks(3) {
+                    client.write_all(piece).await.unwrap();
+                }
+            }
+        });
+        let mut reader = FieldListReader::new(server_end);
+        let mut got = Vec::new();
+        reader.read_to_end(&mut got).await.unwrap();
+        writer.await.unwrap();
+        let mut query = vec![COM_QUERY];
+        query.extend_from_slice(FIELD_LIST_MARKER.as_bytes());
+        let mut expected = Vec::new();
+        expected.extend_from_slice(&packet(1, &[COM_FIELD_LIST, 1, 2]));
+        expected.extend_from_slice(&packet(0, b"\x03select 1"));
+        expected.extend_from_slice(&packet(0, &query));
+        expected.extend_from_slice(&packet(0, b"\x0e"));
+        assert_eq!(got, expected);
+    }
+
+    #[tokio::test]
+    async fn truncated_input_passes_through() {
+        let (mut client, server_end) = tokio::io::duplex(64);
+        client.write_all(&[9, 0, 0, 0, 3, b'x']).await.unwrap();
+        drop(client);
+        let mut got = Vec::new();
+        FieldListReader::new(server_end)
+            .read_to_end(&mut got)
+            .await
+            .unwrap();
+        assert_eq!(got, [9, 0, 0, 0, 3, b'x']);
+    }
+}

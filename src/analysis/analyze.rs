@@ -1,0 +1,287 @@
+//! The driver: phase records → per-block pairs → estimates, drift checks and warnings.
+
+use crate::controller::phase_log::PhaseRecord;
+
+use super::baseline;
+use super::bootstrap;
+use super::estimate::{Analysis, AnalysisError, Drift, Estimate, Method, Metric, Options, Scale};
+use super::mix::latency_pair;
+use super::paired::{pair_blocks, t_interval, trend, Interval};
+use super::phase_data::{collect, PhaseData};
+use super::rng::seed_of;
+use super::stats_math::mean;
+use super::weighted_hist;
+
+/// Below this share of the baseline's latency time in digests common to both phases, the
+/// mix-adjusted latency speaks for only part of the workload: warned.
+const MIN_COVERAGE: f64 = 0.9;
+
+/// Analyses a phase log with the default [`Options`] (95% intervals).
+pub fn analyze(phases: &[PhaseRecord], baseline: Option<&str>) -> Result<Analysis, AnalysisError> {
+    analyze_with(phases, baseline, &Options::default())
+}
+
+/// One metric's per-block values for one scenario.
+#[derive(Default)]
+struct Series {
+    blocks: Vec<f64>,
+    diffs: Vec<f64>,
+    base: Vec<f64>,
+    scen: Vec<f64>,
+    adjusted: bool,
+    coverage: Option<f64>,
+}
+
+impl Series {
+    fn new() -> Self {
+        Series {
+            adjusted: true,
+            ..Series::default()
+        }
+    }
+
+    fn push(&mut self, block: u64, diff: f64, base: Option<f64>, scen: Option<f64>) {
+        if !diff.is_finite() {
+            return;
+        }
+        self.blocks.push(block as f64);
+        self.diffs.push(diff);
+        self.base.extend(base);
+        self.scen.extend(scen);
+    }
+}
+
+pub fn analyze_with(
+    phases: &[PhaseRecord],
+    requested: Option<&str>,
+    options: &Options,
+) -> Result<Analysis, AnalysisError> {
+    if !(options.level > 0.0 && options.level < 1.0) {
+        return Err(AnalysisError::BadLevel(options.level));
+    }
+    let data = collect(phases);
+    if data.scheduled.is_empty() {
+        return Err(AnalysisError::NoPhases);
+    }
+    let (base_name, rule) = baseline::select(&data.scheduled, requested)?;
+    if data.scheduled.len() < 2 {
+        return Err(AnalysisError::NothingToCompare { only: base_name });
+    }
+    let mut warnings = data.warnings.clone();
+    if let Some(r) = requested.filter(|r| *r != base_name) {
+        warnings.push(format!(
+            "baseline {base_name} (scheduled) is used instead of the requested {r}"
+        ));
+    }
+    let blocks = data.blocks();
+    let complete = blocks
+        .iter()
+        .filter(|&&b| data.scheduled.iter().all(|s| data.get(s, b).is_some()))
+        .count();
+    if complete < blocks.len() {
+        warnings.push(format!(
+            "{} of {} block(s) incomplete (run stopped mid-block, or phases dropped); their \
+             pairs are still used",
+            blocks.len() - complete,
+            blocks.len()
+        ));
+    }
+
+    let mut estimates = Vec::new();
+    let mut drift = Vec::new();
+    for scenario in data.scheduled.iter().filter(|s| **s != base_name) {
+        let pairs = pair_blocks(&data, &blocks, &base_name, scenario);
+        if pairs.is_empty() {
+            warnings.push(format!(
+                "{scenario}: no block with usable phases of it and of {base_name}; not compared"
+            ));
+            continue;
+        }
+        let series = block_series(&pairs);
+        let cmp = Comparison {
+            scenario,
+            baseline: &base_name,
+            options,
+        };
+        let mut fewest = usize::MAX;
+        for (metric, s) in &series {
+            if s.diffs.is_empty() {
+                warnings.push(format!(
+                    "{scenario}: no block has enough data for {}",
+                    metric.label()
+                ));
+                continue;
+            }
+            fewest = fewest.min(s.diffs.len());
+            let e = cmp.estimate(*metric, s);
+            if e.digest_coverage.is_some_and(|c| c < MIN_COVERAGE)
+                && e.metric == Metric::MeanLatency
+            {
+                warnings.push(format!(
+                    "{scenario}: digests seen in both phases hold only {:.0}% of {base_name}'s \
+                     latency time in some block; latency compares that part",
+                    e.digest_coverage.unwrap_or(0.0) * 100.0
+                ));
+            }
+            estimates.push(e);
+            if matches!(metric, Metric::Throughput | Metric::MeanLatency) {
+                if let Some(d) = cmp.drift(*metric, s) {
+                    if d.flagged {
+                        warnings.push(format!(
+                            "{scenario}: {} ratio drifts by {:+.2}% per block (p = {:.3}); \
+                             the average hides a trend",
+                            metric.label(),
+                            d.slope_per_block * 100.0,
+                            d.p_value
+                        ));
+                    }
+                    drift.push(d);
+                }
+            }
+        }
+        if fewest < 2 {
+            warnings.push(format!(
+                "{scenario}: fewer than 2 paired blocks for some metrics: point estimates \
+                 without intervals, never significant"
+            ));
+        } else if fewest < 3 {
+            warnings.push(format!(
+                "{scenario}: fewer than 3 paired blocks: drift not checked"
+            ));
+        }
+    }
+    if estimates.is_empty() {
+        return Err(AnalysisError::NoPairedBlocks {
+            baseline: base_name,
+        });
+    }
+    Ok(Analysis {
+        baseline: base_name,
+        baseline_rule: rule,
+        scenarios: data.scheduled.clone(),
+        level: options.level,
+        blocks: blocks.len(),
+        complete_blocks: complete,
+        estimates,
+        drift,
+        warnings,
+    })
+}
+
+/// Every metric's per-block values for one scenario, from its (block, baseline, scenario)
+/// phases.
+fn block_series(pairs: &[(u64, &PhaseData, &PhaseData)]) -> Vec<(Metric, Series)> {
+    let mut out: Vec<(Metric, Series)> = Metric::ALL.iter().map(|m| (*m, Series::new())).collect();
+    let ln_ratio = |s: f64, b: f64| (s > 0.0 && b > 0.0).then(|| (s / b).ln());
+    for &(block, b, s) in pairs {
+        let latency = latency_pair(b, s);
+        for (metric, series) in &mut out {
+            match metric {
+                Metric::Throughput => {
+                    let (tb, ts) = (b.throughput(), s.throughput());
+                    if let Some(d) = tb.zip(ts).and_then(|(tb, ts)| ln_ratio(ts, tb)) {
+                        series.push(block, d, tb, ts);
+                    }
+                }
+                Metric::ErrorRate => {
+                    if let (Some(eb), Some(es)) = (b.error_rate(), s.error_rate()) {
+                        series.push(block, es - eb, Some(eb), Some(es));
+                    }
+                }
+                Metric::MeanLatency
+                | Metric::P50Latency
+                | Metric::P95Latency
+                | Metric::P99Latency => {
+                    let Some(pair) = &latency else { continue };
+                    let diff = match metric.quantile() {
+                        Some(q) => pair.quantile_log_ratio(q),
+                        None => pair.mean_log_ratio(),
+                    };
+                    let Some(diff) = diff else { continue };
+                    let raw = |p: &PhaseData| match metric.quantile() {
+                        Some(q) => weighted_hist::quantile_ns(&p.histogram, q),
+                        None => p.mean_latency_ns(),
+                    };
+                    series.push(block, diff, raw(b), raw(s));
+                    series.adjusted &= pair.coverage.is_some();
+                    if let Some(c) = pair.coverage {
+                        series.coverage = Some(series.coverage.map_or(c, |m: f64| m.min(c)));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+struct Comparison<'a> {
+    scenario: &'a str,
+    baseline: &'a str,
+    options: &'a Options,
+}
+
+impl Comparison<'_> {
+    fn estimate(&self, metric: Metric, s: &Series) -> Estimate {
+        let (method, scale) = match metric {
+            Metric::ErrorRate => (Method::T, Scale::Difference),
+            m if m.quantile().is_some() => (Method::Bootstrap, Scale::Ratio),
+            _ => (Method::T, Scale::Ratio),
+        };
+        let interval = match method {
+            Method::T => t_interval(&s.diffs, self.options.level),
+            Method::Bootstrap => {
+                let seed =
+                    self.options.seed ^ seed_of(&[self.scenario, self.baseline, metric.label()]);
+                bootstrap::percentile_interval(
+                    &s.diffs,
+                    self.options.level,
+                    self.options.resamples,
+                    seed,
+                )
+            }
+        };
+        let Interval {
+            center,
+            bounds,
+            p_value,
+            n,
+        } = interval.clone().expect("series is not empty");
+        let to_scale = |x: f64| match scale {
+            Scale::Ratio => x.exp_m1(),
+            Scale::Difference => x,
+        };
+        let latency = metric != Metric::Throughput && metric != Metric::ErrorRate;
+        Estimate {
+            metric,
+            scenario: self.scenario.to_string(),
+            baseline: self.baseline.to_string(),
+            scale,
+            ratio: to_scale(center),
+            ci_low: bounds.map(|b| to_scale(b.0)),
+            ci_high: bounds.map(|b| to_scale(b.1)),
+            significant: interval.is_some_and(|i| i.significant()),
+            p_value,
+            method,
+            n_blocks: n,
+            baseline_value: mean(&s.base).unwrap_or(f64::NAN),
+            scenario_value: mean(&s.scen).unwrap_or(f64::NAN),
+            mix_adjusted: latency && s.adjusted,
+            digest_coverage: if latency { s.coverage } else { None },
+        }
+    }
+
+    fn drift(&self, metric: Metric, s: &Series) -> Option<Drift> {
+        let t = trend(&s.blocks, &s.diffs, self.options.level)?;
+        Some(Drift {
+            scenario: self.scenario.to_string(),
+            baseline: self.baseline.to_string(),
+            metric,
+            slope_per_block: t.slope,
+            ci_low: t.bounds.0,
+            ci_high: t.bounds.1,
+            p_value: t.p_value,
+            flagged: t.flagged(),
+            n_blocks: t.n,
+        })
+    }
+}

@@ -1,0 +1,210 @@
+//! The analysis's public results: one [`Estimate`] per (scenario, metric) against the
+//! baseline, [`Drift`] checks, and the [`Analysis`] that holds them, all serialisable so a
+//! report can print them as JSON.
+
+use serde::Serialize;
+
+use super::baseline::BaselineRule;
+
+/// What is compared. Throughput is in statements per second, latencies in nanoseconds, the
+/// error rate a fraction of statements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    Throughput,
+    /// Mix-adjusted mean statement latency.
+    MeanLatency,
+    /// Mix-adjusted latency percentiles.
+    P50Latency,
+    P95Latency,
+    P99Latency,
+    ErrorRate,
+}
+
+impl Metric {
+    pub const ALL: [Metric; 6] = [
+        Metric::Throughput,
+        Metric::MeanLatency,
+        Metric::P50Latency,
+        Metric::P95Latency,
+        Metric::P99Latency,
+        Metric::ErrorRate,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Metric::Throughput => "throughput",
+            Metric::MeanLatency => "mean_latency",
+            Metric::P50Latency => "p50_latency",
+            Metric::P95Latency => "p95_latency",
+            Metric::P99Latency => "p99_latency",
+            Metric::ErrorRate => "error_rate",
+        }
+    }
+
+    /// The quantile a percentile metric reads.
+    pub fn quantile(self) -> Option<f64> {
+        match self {
+            Metric::P50Latency => Some(0.50),
+            Metric::P95Latency => Some(0.95),
+            Metric::P99Latency => Some(0.99),
+            _ => None,
+        }
+    }
+
+    /// Whether a rise of this metric is an improvement (only throughput).
+    pub fn higher_is_better(self) -> bool {
+        self == Metric::Throughput
+    }
+}
+
+/// How [`Estimate::ratio`] and its bounds read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scale {
+    /// Relative: scenario / baseline − 1 (−0.05 is 5% lower than the baseline).
+    Ratio,
+    /// Absolute: scenario − baseline (error rates, which are often zero, so a ratio would be
+    /// undefined); 0.001 is 0.1 percentage point more errors.
+    Difference,
+}
+
+/// How the interval was computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Method {
+    /// Student's t on the per-block log-ratios (or differences).
+    T,
+    /// Expanded-percentile block bootstrap of the per-block log-ratios, never narrower than
+    /// the t interval.
+    Bootstrap,
+}
+
+/// One scenario's difference from the baseline in one metric, paired by block.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Estimate {
+    pub metric: Metric,
+    pub scenario: String,
+    pub baseline: String,
+    pub scale: Scale,
+    /// Scenario vs baseline: `S/B − 1` (the geometric mean over blocks of the per-block
+    /// ratios, minus one) for [`Scale::Ratio`], `S − B` for [`Scale::Difference`]. For
+    /// throughput a negative value is a loss; for latency a positive value is overhead.
+    pub ratio: f64,
+    /// Bounds of the interval at [`Analysis::level`], on the same scale; `None` with fewer
+    /// than two paired blocks (a point estimate only, never significant).
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    /// The interval excludes zero.
+    pub significant: bool,
+    /// Two-sided p-value (for the bootstrap, the share of resampled means across zero).
+    pub p_value: Option<f64>,
+    pub method: Method,
+    /// Blocks that contributed a pair.
+    pub n_blocks: usize,
+    /// Plain means over those blocks of the phases' own values (not paired, not
+    /// mix-adjusted), for tables: statements/s, ns or a fraction.
+    pub baseline_value: f64,
+    pub scenario_value: f64,
+    /// Latency compared at the baseline's query mix (every block had per-digest data).
+    pub mix_adjusted: bool,
+    /// Smallest share, over the blocks, of the baseline's latency time held by digests seen in
+    /// both phases (latency metrics with per-digest data only).
+    pub digest_coverage: Option<f64>,
+}
+
+impl Estimate {
+    /// `ratio` as a percentage, for display.
+    pub fn percent(&self) -> f64 {
+        self.ratio * 100.0
+    }
+}
+
+/// A trend, over blocks, of a scenario's paired log-ratios (throughput, mean latency).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Drift {
+    pub scenario: String,
+    pub baseline: String,
+    pub metric: Metric,
+    /// Change of the log-ratio per block (≈ change of the relative difference per block).
+    pub slope_per_block: f64,
+    pub ci_low: f64,
+    pub ci_high: f64,
+    pub p_value: f64,
+    /// The slope's interval excludes zero: the average hides a trend.
+    pub flagged: bool,
+    pub n_blocks: usize,
+}
+
+/// Everything the analysis found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Analysis {
+    pub baseline: String,
+    pub baseline_rule: BaselineRule,
+    /// Scenarios in the log, in order of first appearance.
+    pub scenarios: Vec<String>,
+    /// Confidence level of every interval (0.95).
+    pub level: f64,
+    /// Blocks with at least one usable phase, and those in which every scenario has one.
+    pub blocks: usize,
+    pub complete_blocks: usize,
+    pub estimates: Vec<Estimate>,
+    pub drift: Vec<Drift>,
+    pub warnings: Vec<String>,
+}
+
+impl Analysis {
+    pub fn estimate(&self, scenario: &str, metric: Metric) -> Option<&Estimate> {
+        self.estimates
+            .iter()
+            .find(|e| e.scenario == scenario && e.metric == metric)
+    }
+
+    pub fn drift_of(&self, scenario: &str, metric: Metric) -> Option<&Drift> {
+        self.drift
+            .iter()
+            .find(|d| d.scenario == scenario && d.metric == metric)
+    }
+
+    pub fn flagged_drift(&self) -> impl Iterator<Item = &Drift> {
+        self.drift.iter().filter(|d| d.flagged)
+    }
+}
+
+/// Knobs of the analysis; the defaults are what reports use.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// Confidence level of the intervals.
+    pub level: f64,
+    /// Bootstrap resamples for the percentiles.
+    pub resamples: usize,
+    /// Base seed of the bootstrap (mixed with the scenario and metric names).
+    pub seed: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            level: 0.95,
+            resamples: super::bootstrap::DEFAULT_RESAMPLES,
+            seed: 0x7073_7072_6f62_6521, // "psprobe!"
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum AnalysisError {
+    #[error("the phase log holds no phases")]
+    NoPhases,
+    #[error("baseline {name:?} is not in the phase log (scenarios: {})", scheduled.join(", "))]
+    BaselineNotScheduled {
+        name: String,
+        scheduled: Vec<String>,
+    },
+    #[error("the phase log holds only scenario {only:?}: nothing to compare it with")]
+    NothingToCompare { only: String },
+    #[error("no block has usable phases of both the baseline {baseline:?} and another scenario")]
+    NoPairedBlocks { baseline: String },
+    #[error("confidence level {0} is not between 0 and 1")]
+    BadLevel(f64),
+}

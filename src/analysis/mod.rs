@@ -1,0 +1,40 @@
+//! Overhead analysis: phase records → for each scenario against the baseline, throughput,
+//! mean latency, p50/p95/p99 latency and error rate, each as a paired estimate with a 95%
+//! interval and a significance verdict, plus a drift check. Pure: no I/O; the caller reads the
+//! phase log (`controller::phase_log::read_phases`) and prints the [`Analysis`].
+//!
+//! How it measures honestly (DESIGN.md, principle 4):
+//! - the sample is the phase, not the query: a phase's aggregate is one observation;
+//! - each scenario is paired with the baseline's phase of the same block, and the per-block
+//!   log-ratios are averaged, so load changing slowly over the run cancels out;
+//! - only the measured windows are used (the settle time after a switch is not in them);
+//! - intervals: Student's t on the per-block log-ratios (throughput, mean latency) or
+//!   differences (error rate); an expanded-percentile block bootstrap for the percentiles;
+//! - latency is mix-adjusted: compared at the baseline's per-digest mix, weighted by the
+//!   baseline's time share, so a shift in the traffic mix is not reported as overhead;
+//! - a trend of the paired log-ratios over blocks is flagged as drift.
+//!
+//! Files: [`phase_data`] (records → per-phase numbers), [`mix`] (mix adjustment), [`paired`]
+//! (pairing, t interval, drift), [`bootstrap`], [`baseline`] (which scenario is the
+//! reference), [`estimate`] (result types), `analyze` (the driver), and the numeric kit
+//! [`stats_math`], [`rng`], [`weighted_hist`].
+
+mod analyze;
+pub mod baseline;
+pub mod bootstrap;
+pub mod estimate;
+pub mod mix;
+pub mod paired;
+pub mod phase_data;
+pub mod rng;
+pub mod stats_math;
+pub mod weighted_hist;
+
+#[cfg(test)]
+mod synth;
+#[cfg(test)]
+mod tests;
+
+pub use analyze::{analyze, analyze_with};
+pub use baseline::BaselineRule;
+pub use estimate::{Analysis, AnalysisError, Drift, Estimate, Method, Metric, Options, Scale};

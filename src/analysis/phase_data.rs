@@ -1,0 +1,321 @@
+//! Phase records → one set of numbers per (scenario, block): the measured window, statement
+//! counts and errors, latency sums and merged histograms, and the same per digest.
+//!
+//! Definitions (see DESIGN.md, "Measurement definitions"):
+//! - **statements** are the commands that carry the workload's SQL: `query`, `stmt_execute`
+//!   and `stmt_bulk_execute` (the commands that get a digest). Connection chatter (prepare,
+//!   close, ping, quit, change_user, ...) is left out: a pooled and an unpooled client running
+//!   the same transactions would otherwise show different "throughput", and prepare/close
+//!   rates follow connection churn, not the server's speed.
+//! - **throughput** = statements finished in the measured window / the window's seconds;
+//! - **mean latency** = latency sum / timed statements; **error rate** = errors / statements;
+//! - percentiles come from the statements' merged histograms.
+//!
+//! The aggregates already cover only the measured window (the settle time after a switch is
+//! not in them). Records that cannot be trusted are dropped with a warning: not verified (the
+//! scenario was not confirmed in effect), an empty or inverted window, a newer format version.
+//! Records with the same (scenario, block, phase) come from several psprobes in front of one
+//! server (logs merged): their counts add up over one window. Records with the same (scenario,
+//! block) but different phase numbers (a log holding several runs) are pooled: counts and
+//! windows both add up.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::controller::phase_log::{Aggregate, PhaseRecord, PHASE_LOG_VERSION};
+
+use super::weighted_hist::{self, Hist};
+
+/// Command labels counted as statements.
+pub const STATEMENT_COMMANDS: [&str; 3] = ["query", "stmt_execute", "stmt_bulk_execute"];
+
+/// Latency aggregates of one digest in one phase.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DigestData {
+    pub timed: u64,
+    pub latency_sum_ns: f64,
+    pub histogram: Hist,
+}
+
+impl DigestData {
+    pub fn mean_ns(&self) -> Option<f64> {
+        (self.timed > 0).then(|| self.latency_sum_ns / self.timed as f64)
+    }
+}
+
+/// One scenario's numbers in one block.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PhaseData {
+    pub scenario: String,
+    pub block: u64,
+    pub window_s: f64,
+    pub statements: u64,
+    pub errors: u64,
+    pub timed: u64,
+    pub latency_sum_ns: f64,
+    pub histogram: Hist,
+    /// Digest id (or text when the id is missing) → its aggregates.
+    pub digests: BTreeMap<String, DigestData>,
+}
+
+impl PhaseData {
+    /// Statements per second.
+    pub fn throughput(&self) -> Option<f64> {
+        (self.window_s > 0.0).then(|| self.statements as f64 / self.window_s)
+    }
+
+    pub fn mean_latency_ns(&self) -> Option<f64> {
+        (self.timed > 0).then(|| self.latency_sum_ns / self.timed as f64)
+    }
+
+    pub fn error_rate(&self) -> Option<f64> {
+        (self.statements > 0).then(|| self.errors as f64 / self.statements as f64)
+    }
+
+    /// The q-quantile of statement latency, when enough statements were timed.
+    pub fn quantile_ns(&self, q: f64) -> Option<f64> {
+        weighted_hist::enough_for(weighted_hist::total(&self.histogram), q)
+            .then(|| weighted_hist::quantile_ns(&self.histogram, q))
+            .flatten()
+    }
+
+    fn add_counts(&mut self, record: &PhaseRecord) {
+        for agg in &record.commands {
+            if agg
+                .command
+                .as_deref()
+                .is_some_and(|c| STATEMENT_COMMANDS.contains(&c))
+            {
+                self.statements += agg.count;
+                self.errors += agg.errors;
+                self.timed += agg.timed;
+                self.latency_sum_ns += agg.latency_sum_ns as f64;
+                weighted_hist::add(&mut self.histogram, &agg.histogram, 1.0);
+            }
+        }
+        for agg in &record.digests {
+            let key = digest_key(agg);
+            let d = self.digests.entry(key).or_default();
+            d.timed += agg.timed;
+            d.latency_sum_ns += agg.latency_sum_ns as f64;
+            weighted_hist::add(&mut d.histogram, &agg.histogram, 1.0);
+        }
+    }
+
+    fn absorb(&mut self, other: PhaseData) {
+        self.window_s += other.window_s;
+        self.statements += other.statements;
+        self.errors += other.errors;
+        self.timed += other.timed;
+        self.latency_sum_ns += other.latency_sum_ns;
+        weighted_hist::merge(&mut self.histogram, &other.histogram, 1.0);
+        for (key, d) in other.digests {
+            let mine = self.digests.entry(key).or_default();
+            mine.timed += d.timed;
+            mine.latency_sum_ns += d.latency_sum_ns;
+            weighted_hist::merge(&mut mine.histogram, &d.histogram, 1.0);
+        }
+    }
+}
+
+fn digest_key(agg: &Aggregate) -> String {
+    agg.digest
+        .clone()
+        .or_else(|| agg.text.clone())
+        .unwrap_or_else(|| "other".to_string())
+}
+
+/// The phase log, reduced.
+#[derive(Debug, Clone, Default)]
+pub struct Collected {
+    /// Scenarios in order of first appearance (usable or not).
+    pub scheduled: Vec<String>,
+    /// One entry per (scenario, block) with at least one usable record, sorted by block, then
+    /// scenario.
+    pub phases: Vec<PhaseData>,
+    pub warnings: Vec<String>,
+}
+
+impl Collected {
+    pub fn get(&self, scenario: &str, block: u64) -> Option<&PhaseData> {
+        self.phases
+            .iter()
+            .find(|p| p.block == block && p.scenario == scenario)
+    }
+
+    pub fn blocks(&self) -> BTreeSet<u64> {
+        self.phases.iter().map(|p| p.block).collect()
+    }
+}
+
+/// Reduces phase records to one [`PhaseData`] per (scenario, block).
+pub fn collect(records: &[PhaseRecord]) -> Collected {
+    let mut out = Collected::default();
+    let (mut unverified, mut empty, mut newer, mut unsettled) = (0, 0, 0, 0);
+    // (scenario, block, phase) → (from, to, data).
+    let mut windows: BTreeMap<(String, u64, u64), (u64, u64, PhaseData)> = BTreeMap::new();
+    for r in records.iter().filter(|r| r.kind == "phase") {
+        if !out.scheduled.contains(&r.scenario) {
+            out.scheduled.push(r.scenario.clone());
+        }
+        if r.version > PHASE_LOG_VERSION {
+            newer += 1;
+            continue;
+        }
+        if !r.verified {
+            unverified += 1;
+            continue;
+        }
+        if r.measure_to_ms <= r.measure_from_ms {
+            empty += 1;
+            continue;
+        }
+        if r.measure_from_ms <= r.switched_at_ms {
+            unsettled += 1;
+        }
+        let key = (r.scenario.clone(), r.block, r.phase);
+        let entry = windows.entry(key).or_insert_with(|| {
+            let data = PhaseData {
+                scenario: r.scenario.clone(),
+                block: r.block,
+                ..PhaseData::default()
+            };
+            (r.measure_from_ms, r.measure_to_ms, data)
+        });
+        entry.0 = entry.0.min(r.measure_from_ms);
+        entry.1 = entry.1.max(r.measure_to_ms);
+        entry.2.add_counts(r);
+    }
+    let mut pooled: BTreeMap<(u64, String), (PhaseData, usize)> = BTreeMap::new();
+    for ((scenario, block, _), (from, to, mut data)) in windows {
+        data.window_s = (to - from) as f64 / 1000.0;
+        match pooled.entry((block, scenario)) {
+            std::collections::btree_map::Entry::Vacant(v) => {
+                v.insert((data, 1));
+            }
+            std::collections::btree_map::Entry::Occupied(mut o) => {
+                let (mine, n) = o.get_mut();
+                mine.absorb(data);
+                *n += 1;
+            }
+        }
+    }
+    let repeated = pooled.values().filter(|(_, n)| *n > 1).count();
+    out.phases = pooled.into_values().map(|(d, _)| d).collect();
+
+    let mut warn = |n: usize, what: &str| {
+        if n > 0 {
+            out.warnings.push(format!("{n} phase record(s) {what}"));
+        }
+    };
+    warn(newer, "of a newer log format ignored");
+    warn(
+        unverified,
+        "not verified (scenario not confirmed in effect) ignored",
+    );
+    warn(empty, "with an empty measured window ignored");
+    warn(
+        unsettled,
+        "measured from the switch on (no settle time): the transition is in the numbers",
+    );
+    warn(
+        repeated,
+        "share a (scenario, block) with a different phase number (several runs in one log?); \
+         pooled",
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn agg(command: Option<&str>, digest: Option<&str>, count: u64) -> Aggregate {
+        Aggregate {
+            command: command.map(str::to_string),
+            digest: digest.map(str::to_string),
+            text: None,
+            count,
+            errors: count / 10,
+            rows_sent: 0,
+            rows_affected: 0,
+            timed: count,
+            latency_sum_ns: count * 2_000_000,
+            latency_min_ns: 0,
+            latency_max_ns: 0,
+            histogram: vec![(150, count)],
+        }
+    }
+
+    fn record(scenario: &str, block: u64, phase: u64, from: u64, to: u64) -> PhaseRecord {
+        PhaseRecord {
+            version: 1,
+            kind: "phase".into(),
+            scenario: scenario.into(),
+            block,
+            phase,
+            switched_at_ms: from - 1000,
+            measure_from_ms: from,
+            measure_to_ms: to,
+            restarted: false,
+            verified: true,
+            commands: vec![
+                agg(Some("query"), None, 1000),
+                agg(Some("stmt_execute"), None, 500),
+                agg(Some("ping"), None, 300),
+                agg(Some("stmt_prepare"), None, 50),
+            ],
+            digests: vec![agg(None, Some("aa"), 1000), agg(None, Some("bb"), 500)],
+        }
+    }
+
+    #[test]
+    fn statements_define_throughput_latency_and_errors() {
+        let c = collect(&[record("a", 0, 0, 10_000, 20_000)]);
+        assert_eq!(c.scheduled, vec!["a"]);
+        let p = c.get("a", 0).unwrap();
+        assert_eq!(p.statements, 1500);
+        assert_eq!(p.throughput(), Some(150.0));
+        assert_eq!(p.error_rate(), Some(150.0 / 1500.0));
+        assert_eq!(p.mean_latency_ns(), Some(2_000_000.0));
+        assert_eq!(weighted_hist::total(&p.histogram), 1500.0);
+        assert!(p.quantile_ns(0.99).is_some());
+        assert_eq!(p.digests.len(), 2);
+        assert_eq!(p.digests["bb"].mean_ns(), Some(2_000_000.0));
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    }
+
+    #[test]
+    fn merges_proxies_pools_runs_and_drops_untrusted_records() {
+        let mut unverified = record("b", 0, 1, 30_000, 40_000);
+        unverified.verified = false;
+        let mut inverted = record("b", 1, 3, 50_000, 50_000);
+        inverted.scenario = "c".into();
+        let c = collect(&[
+            record("a", 0, 0, 10_000, 20_000),
+            // A second psprobe's view of the same phase: one window, counts add.
+            record("a", 0, 0, 10_100, 20_000),
+            unverified,
+            inverted,
+            // The same block number in a second run: pooled, windows add.
+            record("a", 0, 7, 90_000, 100_000),
+        ]);
+        assert_eq!(c.scheduled, vec!["a", "b", "c"]);
+        assert_eq!(c.phases.len(), 1);
+        let p = c.get("a", 0).unwrap();
+        assert_eq!(p.statements, 4500);
+        assert_eq!(p.window_s, 20.0);
+        assert_eq!(p.digests["aa"].timed, 3000);
+        assert_eq!(c.warnings.len(), 3, "{:?}", c.warnings);
+        assert!(c.get("b", 0).is_none());
+    }
+
+    #[test]
+    fn quantiles_need_enough_samples() {
+        let mut r = record("a", 0, 0, 10_000, 20_000);
+        r.commands = vec![agg(Some("query"), None, 50)];
+        let c = collect(&[r]);
+        let p = c.get("a", 0).unwrap();
+        assert!(p.quantile_ns(0.5).is_some());
+        assert!(p.quantile_ns(0.95).is_none());
+    }
+}

@@ -1,0 +1,192 @@
+//! `psprobe demo`: the whole study on a throwaway server in one command. Starts a mariadbd
+//! (performance_schema ON), runs the proxy with the controller cycling the six seed scenarios
+//! (pfsoff through a restart of the throwaway server), drives sysbench through the proxy,
+//! then writes the HTML report and prints the headline table.
+
+pub mod sysbench;
+pub mod throwaway;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::Args;
+
+use crate::app::launch;
+use crate::config::ProxyConfig;
+use crate::controller::{Catalog, ControllerDsn, ControllerSettings};
+use crate::proxy::ProxySettings;
+
+pub const SEED_SCENARIOS: [&str; 6] = [
+    "pfsoff",
+    "pfson_conoff_insoff",
+    "pfson_conon_insoff",
+    "pfson_conon_ins_sqlon",
+    "pfson_conoff_inson",
+    "pfson_conon_inson",
+];
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// About 2 minutes instead of about 8: shorter phases, 3 blocks.
+    #[arg(long)]
+    pub quick: bool,
+    /// Where to write the HTML report [default: ./psprobe-demo-report.html].
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// sysbench threads [default: 4].
+    #[arg(long, value_name = "N")]
+    pub threads: Option<u32>,
+}
+
+/// The schedule of a demo run.
+pub struct Plan {
+    pub phase: Duration,
+    pub settle: Duration,
+    pub restart_settle: Duration,
+    pub blocks: u64,
+}
+
+impl Plan {
+    pub fn new(quick: bool) -> Self {
+        if quick {
+            Plan {
+                phase: Duration::from_secs(6),
+                settle: Duration::from_millis(1500),
+                restart_settle: Duration::from_millis(2500),
+                blocks: 3,
+            }
+        } else {
+            Plan {
+                phase: Duration::from_secs(16),
+                settle: Duration::from_secs(4),
+                restart_settle: Duration::from_secs(6),
+                blocks: 4,
+            }
+        }
+    }
+
+    /// Expected length without restarts.
+    pub fn nominal(&self, scenarios: usize) -> Duration {
+        self.phase * (scenarios as u32) * (self.blocks as u32)
+    }
+}
+
+/// A proxy configuration listening on free local ports in front of `upstream`.
+pub fn local_proxy_config(upstream: &str) -> ProxyConfig {
+    ProxyConfig {
+        listen: ([127, 0, 0, 1], 0).into(),
+        metrics: ([127, 0, 0, 1], 0).into(),
+        settings: ProxySettings {
+            upstream: upstream.to_string(),
+            connect_timeout: Duration::from_secs(5),
+            shutdown_grace: Duration::from_secs(2),
+        },
+        max_digests: crate::stats::DEFAULT_MAX_DIGESTS,
+        metrics_top_digests: crate::metrics::DEFAULT_TOP_DIGESTS,
+        digest_fold_digits: false,
+        log: "warn".to_string(),
+    }
+}
+
+pub fn run(args: &DemoArgs) -> anyhow::Result<()> {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                // Clients refused while the server restarts for pfsoff are expected here.
+                .unwrap_or_else(|_| {
+                    tracing_subscriber::EnvFilter::new("warn,psprobe::proxy=error")
+                }),
+        )
+        .with_writer(std::io::stderr)
+        .try_init();
+    let plan = Plan::new(args.quick);
+    let threads = args.threads.unwrap_or(4);
+    let output = args
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("psprobe-demo-report.html"));
+    println!("demo: starting a throwaway mariadbd (performance_schema ON)");
+    let server = throwaway::Throwaway::start()?;
+    println!(
+        "demo: mariadbd on {} (data in {})",
+        server.addr(),
+        server.dir().display()
+    );
+    let tables = sysbench::Tables {
+        count: 4,
+        size: 10_000,
+    };
+    sysbench::prepare(&server.addr(), &tables)?;
+
+    let phase_log = server.dir().join("phases.jsonl");
+    let settings = ControllerSettings {
+        dsn: ControllerDsn::parse(&server.dsn(), "the demo server")?,
+        catalog: Catalog::builtin(),
+        scenarios: SEED_SCENARIOS.iter().map(|s| s.to_string()).collect(),
+        phase: plan.phase,
+        settle: plan.settle,
+        restart_settle: plan.restart_settle,
+        blocks: Some(plan.blocks),
+        seed: 20261129,
+        state_file: server.dir().join("ps-snapshot.json"),
+        phase_log: phase_log.clone(),
+        restart_cmd: Some(server.restart_cmd()),
+        restart_timeout: Duration::from_secs(120),
+        upstream: server.addr(),
+        identity: "psprobe-demo".to_string(),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let nominal = plan.nominal(SEED_SCENARIOS.len());
+    let sysbench_out = server.dir().join("sysbench.txt");
+    runtime.block_on(async {
+        let config = local_proxy_config(&server.addr());
+        let mut running = launch(&config, Some(settings)).await?;
+        println!(
+            "demo: psprobe on {} (metrics http://{}/metrics); {} scenarios x {} blocks, about {}s",
+            running.proxy_addr,
+            running.metrics_addr,
+            SEED_SCENARIOS.len(),
+            plan.blocks,
+            nominal.as_secs() + 30
+        );
+        // Longer than the schedule; stopped when the schedule is done.
+        let load = sysbench::Load::start(
+            &running.proxy_addr.to_string(),
+            &tables,
+            threads,
+            nominal + Duration::from_secs(600),
+            &sysbench_out,
+        )?;
+        let started = Instant::now();
+        if let Some(controller) = running.controller.as_mut() {
+            let mut ticker = tokio::time::interval(Duration::from_secs(10));
+            loop {
+                tokio::select! {
+                    _ = &mut *controller => break,
+                    _ = ticker.tick() => {
+                        let done = started.elapsed().as_secs();
+                        println!("demo: {done}s of about {}s", nominal.as_secs() + 30);
+                    }
+                }
+            }
+        }
+        running.controller = None;
+        load.stop();
+        running.shutdown().await;
+        anyhow::Ok(())
+    })?;
+    // Keep the phase log and sysbench's output beside the report (the server's directory goes).
+    let kept_log = output.with_extension("phases.jsonl");
+    std::fs::copy(&phase_log, &kept_log)
+        .with_context(|| format!("cannot copy the phase log to {}", kept_log.display()))?;
+    let _ = std::fs::copy(&sysbench_out, output.with_extension("sysbench.txt"));
+    println!("demo: phase log {}", kept_log.display());
+    let phases = crate::controller::phase_log::read_phases(&kept_log)
+        .with_context(|| format!("cannot read the phase log {}", kept_log.display()))?;
+    crate::report::write_demo_report(&phases, &output, &sysbench_out)?;
+    Ok(())
+}

@@ -1,0 +1,161 @@
+//! Driving the real sysbench 1.0.20 from psprobe (demo, experiment).
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+
+use super::throwaway::{DATABASE, PASSWORD, USER};
+
+pub struct Tables {
+    pub count: u32,
+    pub size: u32,
+}
+
+fn base(addr: &str, workload: &str, tables: &Tables) -> anyhow::Result<Command> {
+    let (host, port) = addr
+        .rsplit_once(':')
+        .with_context(|| format!("{addr} is not HOST:PORT"))?;
+    let mut cmd = Command::new("sysbench");
+    cmd.arg(workload)
+        .arg(format!("--mysql-host={host}"))
+        .arg(format!("--mysql-port={port}"))
+        .arg(format!("--mysql-user={USER}"))
+        .arg(format!("--mysql-password={PASSWORD}"))
+        .arg(format!("--mysql-db={DATABASE}"))
+        .arg(format!("--tables={}", tables.count))
+        .arg(format!("--table-size={}", tables.size));
+    Ok(cmd)
+}
+
+pub fn prepare(addr: &str, tables: &Tables) -> anyhow::Result<()> {
+    let out = base(addr, "oltp_read_write", tables)?
+        .arg("prepare")
+        .output()
+        .context("cannot run sysbench (install it: scripts/setup.sh)")?;
+    if !out.status.success() {
+        bail!(
+            "sysbench prepare failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+/// sysbench in the background for as long as the schedule runs. A server restart (pfsoff)
+/// drops every connection and sysbench 1.0.20 then stops with a fatal error (with
+/// `--mysql-ignore-errors=all` it keeps its dead prepared statements and stalls instead), so
+/// the load is a loop that starts sysbench again whenever it exits, until stopped.
+pub struct Load {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    child: std::sync::Arc<std::sync::Mutex<Option<Child>>>,
+    thread: Option<std::thread::JoinHandle<u32>>,
+}
+
+impl Load {
+    pub fn start(
+        addr: &str,
+        tables: &Tables,
+        threads: u32,
+        time: Duration,
+        output: &Path,
+    ) -> anyhow::Result<Self> {
+        Self::start_workload(addr, "oltp_read_write", tables, threads, time, output)
+    }
+
+    pub fn start_workload(
+        addr: &str,
+        workload: &str,
+        tables: &Tables,
+        threads: u32,
+        time: Duration,
+        output: &Path,
+    ) -> anyhow::Result<Self> {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::{Arc, Mutex};
+        let file = std::fs::File::create(output)
+            .with_context(|| format!("cannot create {}", output.display()))?;
+        let mut template = base(addr, workload, tables)?;
+        template
+            .arg(format!("--threads={threads}"))
+            .args(["--report-interval=1", "--percentile=99"]);
+        // Probe once that sysbench runs at all, so a missing binary is an error here.
+        Command::new("sysbench")
+            .arg("--version")
+            .output()
+            .context("cannot run sysbench (install it: scripts/setup.sh)")?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let child: Arc<Mutex<Option<Child>>> = Arc::new(Mutex::new(None));
+        let deadline = std::time::Instant::now() + time;
+        let args: Vec<std::ffi::OsString> = template.get_args().map(|a| a.to_os_string()).collect();
+        let (stop_flag, slot) = (Arc::clone(&stop), Arc::clone(&child));
+        let thread = std::thread::spawn(move || {
+            let mut runs = 0;
+            while !stop_flag.load(Ordering::SeqCst) {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                let (Ok(out), Ok(err)) = (file.try_clone(), file.try_clone()) else {
+                    break;
+                };
+                let spawned = Command::new("sysbench")
+                    .args(&args)
+                    .arg(format!("--time={}", left.as_secs().max(1)))
+                    .arg("run")
+                    .stdin(Stdio::null())
+                    .stdout(out)
+                    .stderr(err)
+                    .spawn();
+                let Ok(c) = spawned else { break };
+                runs += 1;
+                *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(c);
+                loop {
+                    let mut guard = slot.lock().unwrap_or_else(|e| e.into_inner());
+                    match guard.as_mut().map(|c| c.try_wait()) {
+                        Some(Ok(None)) => {}
+                        _ => break,
+                    }
+                    drop(guard);
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                // Give a restarting server a moment before reconnecting.
+                std::thread::sleep(Duration::from_millis(500));
+            }
+            runs
+        });
+        Ok(Load {
+            stop,
+            child,
+            thread: Some(thread),
+        })
+    }
+
+    /// Ends the load (the schedule it was measured under is over).
+    pub fn stop(mut self) {
+        self.halt();
+    }
+
+    fn halt(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(c) = self
+            .child
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+        {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}

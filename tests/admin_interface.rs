@@ -1,0 +1,622 @@
+//! The admin interface against the real `mariadb` CLI: exact rows for every table, ORDER BY /
+//! LIMIT, SHOW STATUS LIKE, the statements clients send on connect, and clear errors for a
+//! wrong password and for unsupported statements.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::process::{Command, Output};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use psprobe::admin::{self, AdminAuth, AdminData, ObserverData, OverheadRow, Table, Value};
+use psprobe::controller::phase_log::{Aggregate, PhaseRecord};
+use psprobe::digest::FingerprintOptions;
+use psprobe::metrics::ProxyMetrics;
+use psprobe::protocol::CommandKind;
+use psprobe::session::{CommandFinished, CommandStarted, EventSink, Outcome, Statement};
+use psprobe::stats::{ConnectionRecorder, DigestStore, Observer, Scenarios};
+
+use common::cli::run_with_timeout;
+
+const SECRET: &str = "s3cret-admin";
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// An admin server on a free port, on its own runtime (dropped with it).
+struct Admin {
+    addr: SocketAddr,
+    _runtime: tokio::runtime::Runtime,
+}
+
+impl Admin {
+    fn start(data: Arc<dyn AdminData>) -> Admin {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .expect("bind");
+        let addr = listener.local_addr().expect("address");
+        runtime.spawn(admin::serve(
+            listener,
+            data,
+            AdminAuth::new("admin", SECRET),
+        ));
+        Admin {
+            addr,
+            _runtime: runtime,
+        }
+    }
+
+    /// `mariadb --no-defaults -h 127.0.0.1 -P PORT -u USER -pPASSWORD ARGS`.
+    fn client(&self, user: &str, password: &str, args: &[&str], stdin: Option<&[u8]>) -> Output {
+        let mut cmd = Command::new("/usr/bin/mariadb");
+        cmd.arg("--no-defaults")
+            .arg("--protocol=TCP")
+            .args(["-h", "127.0.0.1", "-P", &self.addr.port().to_string()])
+            .args(["-u", user])
+            .arg(format!("-p{password}"))
+            .args(args);
+        run_with_timeout(cmd, stdin, TIMEOUT)
+    }
+
+    /// Batch output (`-B`: tab-separated, header line first) of `sql`; panics on failure.
+    fn query(&self, sql: &str) -> String {
+        let out = self.client("admin", SECRET, &["-B", "-e", sql], None);
+        assert!(
+            out.status.success(),
+            "{sql:?} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("UTF-8 output")
+    }
+
+    /// stderr of `sql`, which must fail.
+    fn error(&self, sql: &str) -> String {
+        let out = self.client("admin", SECRET, &["-B", "-e", sql], None);
+        assert!(
+            !out.status.success(),
+            "{sql:?} unexpectedly succeeded: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+}
+
+/// Expected `-B` output: one line per row, columns separated by tabs.
+fn lines(rows: &[&str]) -> String {
+    rows.iter()
+        .map(|r| format!("{}\n", r.split('|').collect::<Vec<_>>().join("\t")))
+        .collect()
+}
+
+/// Known rows, independent of psprobe's statistics.
+struct Fake;
+
+impl AdminData for Fake {
+    fn digests(&self) -> Table {
+        let mut t = admin::tables::digests_table();
+        let row = |scenario: &str, digest: &str, text: &str, count: u64, mean: Option<f64>| {
+            vec![
+                Value::from(scenario),
+                digest.into(),
+                text.into(),
+                count.into(),
+                Value::UInt(count / 10),
+                Value::UInt(count * 2),
+                Value::UInt(0),
+                mean.into(),
+                mean.into(),
+                mean.map(|m| m * 2.0).into(),
+                mean.map(|m| m * 3.0).into(),
+                mean.map(|m| m * 4.0).into(),
+            ]
+        };
+        t.rows = vec![
+            row(
+                "pfs_off",
+                "00000000000000A1",
+                "select c from sbtest1 where id = ?",
+                100,
+                Some(0.25),
+            ),
+            row(
+                "pfs_on",
+                "00000000000000A1",
+                "select c from sbtest1 where id = ?",
+                120,
+                Some(0.3125),
+            ),
+            row("pfs_on", "00000000000000B2", "commit", 30, None),
+        ];
+        t
+    }
+
+    fn phases(&self) -> Table {
+        let mut t = admin::tables::phases_table();
+        t.rows = vec![vec![
+            Value::UInt(0),
+            Value::UInt(1),
+            "pfs_off".into(),
+            "2025-11-29T18:34:56Z".into(),
+            Value::Float(60.0),
+            Value::UInt(6000),
+            Value::Float(100.0),
+            Value::Float(1.5),
+            Value::UInt(0),
+            false.into(),
+            true.into(),
+        ]];
+        t
+    }
+
+    fn overhead(&self) -> Table {
+        let mut t = admin::tables::overhead_table();
+        t.rows = vec![admin::tables::overhead_row(&OverheadRow {
+            scenario: "pfs_on".into(),
+            baseline: "pfs_off".into(),
+            metric: "mean_latency".into(),
+            change_pct: 4.25,
+            ci_low_pct: 1.5,
+            ci_high_pct: 7.0,
+            significant: true,
+            blocks: 6,
+        })];
+        t
+    }
+
+    fn status(&self) -> Table {
+        Table::variables(vec![
+            ("uptime_seconds", Value::UInt(42)),
+            ("connections_active", Value::Int(3)),
+            ("connections_total", Value::UInt(17)),
+            ("current_scenario", "pfs_on".into()),
+        ])
+    }
+}
+
+const DIGEST_HEADER: &str =
+    "scenario|digest|digest_text|count|errors|rows_sent|rows_affected|mean_ms|p50_ms|p95_ms|p99_ms|max_ms";
+const DIGEST_OFF: &str =
+    "pfs_off|00000000000000A1|select c from sbtest1 where id = ?|100|10|200|0|0.250|0.250|0.500|0.750|1.000";
+const DIGEST_ON: &str =
+    "pfs_on|00000000000000A1|select c from sbtest1 where id = ?|120|12|240|0|0.312|0.312|0.625|0.938|1.250";
+const DIGEST_COMMIT: &str = "pfs_on|00000000000000B2|commit|30|3|60|0|NULL|NULL|NULL|NULL|NULL";
+
+#[test]
+fn select_each_table() {
+    let admin = Admin::start(Arc::new(Fake));
+    assert_eq!(
+        admin.query("SELECT * FROM digests"),
+        lines(&[DIGEST_HEADER, DIGEST_OFF, DIGEST_ON, DIGEST_COMMIT])
+    );
+    assert_eq!(
+        admin.query("select * from phases;"),
+        lines(&[
+            "phase|block|scenario|measure_from|seconds|statements|qps|mean_ms|errors|restarted|verified",
+            "0|1|pfs_off|2025-11-29T18:34:56Z|60.000|6000|100.000|1.500|0|0|1",
+        ])
+    );
+    assert_eq!(
+        admin.query("  Select *  From  psprobe.OVERHEAD  "),
+        lines(&[
+            "scenario|baseline|metric|change_pct|ci_low_pct|ci_high_pct|significant|blocks",
+            "pfs_on|pfs_off|mean_latency|4.250|1.500|7.000|1|6",
+        ])
+    );
+}
+
+#[test]
+fn order_by_limit_where_and_columns() {
+    let admin = Admin::start(Arc::new(Fake));
+    assert_eq!(
+        admin.query("SELECT * FROM digests ORDER BY count DESC LIMIT 2"),
+        lines(&[DIGEST_HEADER, DIGEST_ON, DIGEST_OFF])
+    );
+    assert_eq!(
+        admin.query("SELECT * FROM digests ORDER BY mean_ms LIMIT 1, 5"),
+        lines(&[DIGEST_HEADER, DIGEST_OFF, DIGEST_ON])
+    );
+    assert_eq!(
+        admin.query("SELECT scenario, count FROM digests WHERE digest = '00000000000000a1' ORDER BY scenario DESC"),
+        lines(&["scenario|count", "pfs_on|120", "pfs_off|100"])
+    );
+    // The CLI prints nothing at all (not even the header) for an empty result in batch mode.
+    assert_eq!(
+        admin.query("SELECT * FROM digests ORDER BY count LIMIT 0"),
+        ""
+    );
+}
+
+#[test]
+fn show_status_like() {
+    let admin = Admin::start(Arc::new(Fake));
+    assert_eq!(
+        admin.query("SHOW STATUS LIKE 'conn%'"),
+        lines(&[
+            "Variable_name|Value",
+            "connections_active|3",
+            "connections_total|17",
+        ])
+    );
+    assert_eq!(
+        admin.query("show global status"),
+        lines(&[
+            "Variable_name|Value",
+            "uptime_seconds|42",
+            "connections_active|3",
+            "connections_total|17",
+            "current_scenario|pfs_on",
+        ])
+    );
+}
+
+#[test]
+fn what_clients_send_on_connect() {
+    let admin = Admin::start(Arc::new(Fake));
+    assert_eq!(
+        admin.query("SELECT @@version_comment LIMIT 1"),
+        lines(&["@@version_comment", "psprobe admin"])
+    );
+    assert_eq!(
+        admin.query("SET NAMES utf8mb4; SELECT DATABASE(); USE psprobe; SELECT DATABASE()"),
+        lines(&["DATABASE()", "NULL", "DATABASE()", "psprobe"])
+    );
+    assert_eq!(
+        admin.query("SHOW DATABASES"),
+        lines(&["Database", "psprobe"])
+    );
+    assert_eq!(
+        admin.query("SHOW TABLES"),
+        lines(&["Tables_in_psprobe", "digests", "phases", "overhead"])
+    );
+    // Database on the command line, statements on stdin (batch mode), table output.
+    let out = admin.client(
+        "admin",
+        SECRET,
+        &["-t", "psprobe"],
+        Some(b"select database();\nselect scenario from digests where scenario = 'pfs_off';\n"),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "+------------+\n| database() |\n+------------+\n| psprobe    |\n+------------+\n\
+         +----------+\n| scenario |\n+----------+\n| pfs_off  |\n+----------+\n"
+    );
+}
+
+#[test]
+fn wrong_password_and_user_get_1045() {
+    let admin = Admin::start(Arc::new(Fake));
+    let out = admin.client(
+        "admin",
+        "not-the-secret",
+        &["-e", "SELECT * FROM digests"],
+        None,
+    );
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "ERROR 1045 (28000): Access denied for user 'admin'@'127.0.0.1' (using password: YES)"
+        ),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+
+    let out = admin.client("root", SECRET, &["-e", "SHOW STATUS"], None);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("ERROR 1045 (28000): Access denied for user 'root'"),
+        "{stderr}"
+    );
+
+    let mut cmd = Command::new("/usr/bin/mariadb");
+    cmd.args(["--no-defaults", "--protocol=TCP", "-h", "127.0.0.1"])
+        .args([
+            "-P",
+            &admin.addr.port().to_string(),
+            "-u",
+            "admin",
+            "-e",
+            "SHOW STATUS",
+        ]);
+    let out = run_with_timeout(cmd, None, TIMEOUT);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("(using password: NO)"), "{stderr}");
+
+    // The server keeps serving after refusals.
+    assert_eq!(
+        admin.query("SHOW STATUS LIKE 'uptime%'"),
+        lines(&["Variable_name|Value", "uptime_seconds|42"])
+    );
+}
+
+#[test]
+fn unsupported_statements_get_a_clear_error() {
+    let admin = Admin::start(Arc::new(Fake));
+    let stderr = admin.error("DROP TABLE digests");
+    assert!(
+        stderr.contains(
+            "ERROR 1064 (42000) at line 1: psprobe admin does not support the statement \
+             'DROP TABLE digests'; supported: SELECT * FROM digests|phases|overhead"
+        ),
+        "{stderr}"
+    );
+    let stderr = admin.error("SELECT * FROM mysql.user");
+    assert!(
+        stderr.contains(
+            "ERROR 1146 (42S02) at line 1: Table 'mysql.user' doesn't exist: psprobe admin has \
+             the tables digests, phases, overhead"
+        ),
+        "{stderr}"
+    );
+    let stderr = admin.error("SELECT * FROM digests ORDER BY latency DESC");
+    assert!(
+        stderr.contains(
+            "ERROR 1054 (42S22) at line 1: Unknown column 'latency' in 'order clause': digests \
+             has the columns scenario, digest, digest_text, count,"
+        ),
+        "{stderr}"
+    );
+    let stderr = admin.error("SELECT * FROM digests LIMIT ten");
+    assert!(stderr.contains("ERROR 1064 (42000)"), "{stderr}");
+    assert!(stderr.contains("'ten' after LIMIT"), "{stderr}");
+
+    let out = admin.client("admin", SECRET, &["-B", "-e", "SELECT 1", "mysql"], None);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("ERROR 1049 (42000): Unknown database 'mysql'"),
+        "{stderr}"
+    );
+
+    // An error does not end the session: later statements still run (--force).
+    let out = admin.client(
+        "admin",
+        SECRET,
+        &["-B", "--force"],
+        Some(b"DELETE FROM digests;\nSHOW STATUS LIKE 'uptime_seconds';\n"),
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ERROR 1064"));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        lines(&["Variable_name|Value", "uptime_seconds|42"])
+    );
+}
+
+#[test]
+fn concurrent_clients() {
+    let admin = Arc::new(Admin::start(Arc::new(Fake)));
+    let clients: Vec<_> = (0..8)
+        .map(|_| {
+            let admin = Arc::clone(&admin);
+            std::thread::spawn(move || {
+                admin.query("SELECT * FROM digests ORDER BY count DESC LIMIT 1")
+            })
+        })
+        .collect();
+    for client in clients {
+        assert_eq!(
+            client.join().expect("client thread"),
+            lines(&[DIGEST_HEADER, DIGEST_ON])
+        );
+    }
+}
+
+fn record(
+    recorder: &mut ConnectionRecorder<'_>,
+    seq: u64,
+    sql: &str,
+    latency_ms: u64,
+    outcome: Outcome,
+) {
+    let at = Instant::now();
+    recorder.command_started(&CommandStarted {
+        seq,
+        kind: CommandKind::Query,
+        statement: Statement::Text {
+            sql: sql.as_bytes(),
+            truncated: false,
+        },
+        at,
+    });
+    recorder.command_finished(&CommandFinished {
+        seq,
+        kind: CommandKind::Query,
+        outcome,
+        rows: if outcome == Outcome::Rows { 1 } else { 0 },
+        affected_rows: 0,
+        request_bytes: 0,
+        response_bytes: 0,
+        latency: Some(Duration::from_millis(latency_ms)),
+    });
+}
+
+/// [`ObserverData`] over a real observer that recorded a few commands, a phase and an overhead
+/// row.
+#[test]
+fn observer_data_serves_recorded_statistics() {
+    let scenarios = Arc::new(Scenarios::default());
+    let observer = Arc::new(Observer {
+        metrics: ProxyMetrics::new(Arc::clone(&scenarios)).expect("metrics"),
+        digests: Arc::new(DigestStore::new(100)),
+        scenarios: Arc::clone(&scenarios),
+        fingerprint: FingerprintOptions::default(),
+    });
+    let pfs_on = scenarios.intern("pfs_on").expect("scenario");
+    scenarios.set_current(pfs_on);
+    {
+        let mut recorder = ConnectionRecorder::new(&observer);
+        record(
+            &mut recorder,
+            0,
+            "SELECT c FROM sbtest1 WHERE id = 5",
+            1,
+            Outcome::Rows,
+        );
+        record(
+            &mut recorder,
+            1,
+            "select c from sbtest1 where id = 77",
+            3,
+            Outcome::Rows,
+        );
+        record(&mut recorder, 2, "SELECT nope", 2, Outcome::Error(1054));
+    }
+    observer.metrics.connections_total.inc();
+    let phases = Arc::new(RwLock::new(Vec::new()));
+    let overhead = Arc::new(RwLock::new(Vec::new()));
+    let data = ObserverData::new(
+        Arc::clone(&observer),
+        Arc::clone(&phases),
+        Arc::clone(&overhead),
+    );
+    let admin = Admin::start(Arc::new(data));
+
+    let digests = admin.query("SELECT scenario, digest_text, count, errors, rows_sent, mean_ms, max_ms FROM digests ORDER BY count DESC");
+    assert_eq!(
+        digests,
+        lines(&[
+            "scenario|digest_text|count|errors|rows_sent|mean_ms|max_ms",
+            "pfs_on|select c from sbtest1 where id = ?|2|0|2|2.000|3.000",
+            "pfs_on|select nope|1|1|0|2.000|2.000",
+        ]),
+    );
+    // Quantiles come from log buckets (within 2.5%).
+    let p99 = admin.query("SELECT p99_ms FROM digests ORDER BY count DESC LIMIT 1");
+    let p99: f64 = p99
+        .lines()
+        .nth(1)
+        .expect("a row")
+        .parse()
+        .expect("a number");
+    assert!((p99 / 3.0 - 1.0).abs() <= 0.025, "{p99}");
+
+    assert_eq!(
+        admin.query("SHOW STATUS LIKE '%s_total'"),
+        lines(&[
+            "Variable_name|Value",
+            "connections_total|1",
+            "commands_total|3",
+        ])
+    );
+    assert_eq!(
+        admin.query(
+            "SHOW STATUS LIKE 'current_scenario'; SHOW STATUS LIKE 'digests_tracked'; \
+             SHOW STATUS LIKE 'version'"
+        ),
+        lines(&[
+            "Variable_name|Value",
+            "current_scenario|pfs_on",
+            "Variable_name|Value",
+            "digests_tracked|2",
+            "Variable_name|Value",
+            &format!("version|{}", env!("CARGO_PKG_VERSION")),
+        ])
+    );
+
+    // Phases and overhead rows appear as soon as they are published.
+    assert_eq!(admin.query("SELECT * FROM phases"), "");
+    let aggregate = |command: &str, count, latency_sum_ns| Aggregate {
+        command: Some(command.to_string()),
+        digest: None,
+        text: None,
+        count,
+        errors: 2,
+        rows_sent: 0,
+        rows_affected: 0,
+        timed: count,
+        latency_sum_ns,
+        latency_min_ns: 0,
+        latency_max_ns: 0,
+        histogram: vec![],
+    };
+    phases.write().unwrap().push(PhaseRecord {
+        version: 1,
+        kind: "phase".into(),
+        scenario: "pfs_on".into(),
+        block: 0,
+        phase: 1,
+        switched_at_ms: 1_764_441_290_000,
+        measure_from_ms: 1_764_441_296_000,
+        measure_to_ms: 1_764_441_326_000,
+        restarted: false,
+        verified: true,
+        commands: vec![
+            aggregate("query", 2400, 2_400_000_000),
+            aggregate("stmt_execute", 600, 1_800_000_000),
+            aggregate("ping", 50, 1_000),
+        ],
+        digests: vec![],
+    });
+    overhead.write().unwrap().push(OverheadRow {
+        scenario: "pfs_on".into(),
+        baseline: "pfs_off".into(),
+        metric: "throughput".into(),
+        change_pct: -3.456,
+        ci_low_pct: -5.0,
+        ci_high_pct: -1.25,
+        significant: true,
+        blocks: 4,
+    });
+    assert_eq!(
+        admin.query("SELECT * FROM phases"),
+        lines(&[
+            "phase|block|scenario|measure_from|seconds|statements|qps|mean_ms|errors|restarted|verified",
+            "1|0|pfs_on|2025-11-29T18:34:56Z|30.000|3000|100.000|1.400|4|0|1",
+        ])
+    );
+    assert_eq!(
+        admin.query("SELECT * FROM overhead WHERE significant = 1"),
+        lines(&[
+            "scenario|baseline|metric|change_pct|ci_low_pct|ci_high_pct|significant|blocks",
+            "pfs_on|pfs_off|throughput|-3.456|-5.000|-1.250|1|4",
+        ])
+    );
+}
+
+/// Interactive session on a terminal (`script` provides one): on `USE psprobe` the CLI reads
+/// table and column names for completion (SHOW DATABASES, SHOW TABLES, COM_FIELD_LIST per
+/// table), and `status` asks for several server variables; neither may hang or fail.
+#[test]
+fn interactive_cli_on_a_terminal() {
+    let admin = Admin::start(Arc::new(Fake));
+    let client = format!(
+        "/usr/bin/mariadb --no-defaults --protocol=TCP -h 127.0.0.1 -P {} -u admin -p{SECRET}",
+        admin.addr.port()
+    );
+    let mut cmd = Command::new("script");
+    cmd.args(["-q", "-e", "-c", &client, "/dev/null"]);
+    let out = run_with_timeout(
+        cmd,
+        Some(b"use psprobe\nselect database();\nstatus\nselect * from overhead;\nquit\n"),
+        TIMEOUT,
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(!text.contains("ERROR"), "{text}");
+    for expected in [
+        "Server version: 0.1.0-psprobe-admin psprobe admin",
+        "Database changed",
+        "| psprobe    |",
+        "Current user:\t\tadmin@127.0.0.1",
+        "| pfs_on   | pfs_off  | mean_latency |      4.250 |",
+        "Bye",
+    ] {
+        let expected = expected.replace("0.1.0", env!("CARGO_PKG_VERSION"));
+        assert!(
+            text.contains(&expected),
+            "{expected:?} missing from:\n{text}"
+        );
+    }
+}

@@ -9,7 +9,9 @@ use tokio::net::TcpListener;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
+use crate::admin::{self, AdminAuth, ObserverData};
 use crate::config::{ProxyArgs, ProxyConfig};
+use crate::live::LiveResults;
 
 use crate::controller::{runner, ControllerError, ControllerSettings};
 use crate::digest::FingerprintOptions;
@@ -49,9 +51,11 @@ fn init_logging(filter: &str) -> anyhow::Result<()> {
     let filter = tracing_subscriber::EnvFilter::try_new(filter)
         .with_context(|| format!("log filter {filter:?} is not valid (try info or debug)"))?;
     // A second initialisation (psprobe demo runs the proxy in-process) keeps the first.
+    use std::io::IsTerminal;
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .try_init();
     Ok(())
 }
@@ -67,6 +71,7 @@ pub struct Running {
     stop_proxy: oneshot::Sender<()>,
     proxy: JoinHandle<()>,
     metrics: JoinHandle<()>,
+    admin: Option<JoinHandle<()>>,
 }
 
 impl Running {
@@ -79,6 +84,9 @@ impl Running {
         let _ = self.stop_proxy.send(());
         let _ = self.proxy.await;
         self.metrics.abort();
+        if let Some(admin) = self.admin {
+            admin.abort();
+        }
     }
 }
 
@@ -105,14 +113,45 @@ pub async fn launch(
     let metrics_addr = metrics_listener
         .local_addr()
         .context("metrics listener has no address")?;
+    let admin_listener = match &config.admin {
+        Some(admin) => Some(TcpListener::bind(admin.listen).await.with_context(|| {
+            format!(
+                "cannot serve the admin interface on {} (pick another port with --admin)",
+                admin.listen
+            )
+        })?),
+        None => None,
+    };
+    let observer = Arc::new(observer(config).context("cannot register metrics")?);
+    let live = Arc::new(
+        LiveResults::new(observer.metrics.registry(), None)
+            .context("cannot register the overhead gauges")?,
+    );
     let controller = match controller {
-        Some(settings) => {
+        Some(mut settings) => {
+            let live = Arc::clone(&live);
+            settings.on_phase = Some(Arc::new(move |record| live.on_phase(record)));
             let started = runner::start(&settings).await?;
             Some((settings, started))
         }
         None => None,
     };
-    let observer = Arc::new(observer(config).context("cannot register metrics")?);
+    let admin = match (admin_listener, &config.admin) {
+        (Some(listener), Some(admin)) => {
+            tracing::info!("admin interface on {}", admin.listen);
+            let data = ObserverData::new(
+                Arc::clone(&observer),
+                Arc::clone(&live.phases),
+                Arc::clone(&live.overhead),
+            );
+            Some(tokio::spawn(admin::serve(
+                listener,
+                Arc::new(data),
+                AdminAuth::new(&admin.user, &admin.password),
+            )))
+        }
+        _ => None,
+    };
     tracing::info!(
         "forwarding {proxy_addr} -> {}; metrics at http://{metrics_addr}/metrics",
         config.settings.upstream
@@ -144,6 +183,7 @@ pub async fn launch(
         stop_proxy,
         proxy,
         metrics,
+        admin,
     })
 }
 

@@ -76,6 +76,14 @@ pub struct ProxyArgs {
     /// digest, sbtest?). Off by default: different tables are different query shapes.
     #[arg(long)]
     pub digest_fold_digits: bool,
+    /// Serve the MySQL-protocol admin interface here (SELECT * FROM digests / phases /
+    /// overhead, SHOW STATUS). Its password comes from PSPROBE_ADMIN_PASSWORD or
+    /// `admin_password` in the config file, never from the command line.
+    #[arg(long, value_name = "IP:PORT")]
+    pub admin: Option<String>,
+    /// User name of the admin interface [default: admin].
+    #[arg(long, value_name = "NAME")]
+    pub admin_user: Option<String>,
     /// Log filter (error, warn, info, debug, trace, or a tracing filter) [default: info, or RUST_LOG].
     #[arg(long, value_name = "FILTER")]
     pub log: Option<String>,
@@ -95,6 +103,9 @@ pub struct ProxyFile {
     pub max_digests: Option<usize>,
     pub metrics_top_digests: Option<usize>,
     pub digest_fold_digits: Option<bool>,
+    pub admin: Option<String>,
+    pub admin_user: Option<String>,
+    pub admin_password: Option<String>,
     pub log: Option<String>,
 }
 
@@ -148,8 +159,28 @@ pub struct ProxyConfig {
     pub max_digests: usize,
     pub metrics_top_digests: usize,
     pub digest_fold_digits: bool,
+    pub admin: Option<AdminConfig>,
     pub log: String,
 }
+
+/// The admin interface's address and credentials.
+#[derive(Clone)]
+pub struct AdminConfig {
+    pub listen: SocketAddr,
+    pub user: String,
+    pub password: String,
+}
+
+impl std::fmt::Debug for AdminConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AdminConfig")
+            .field("listen", &self.listen)
+            .field("user", &self.user)
+            .finish_non_exhaustive()
+    }
+}
+
+pub const ADMIN_PASSWORD_ENV: &str = "PSPROBE_ADMIN_PASSWORD";
 
 impl ProxyConfig {
     pub fn from_args(args: &ProxyArgs) -> Result<Self, ConfigError> {
@@ -203,6 +234,31 @@ impl ProxyConfig {
                 "metrics_top_digests ({metrics_top_digests}) cannot exceed max_digests ({max_digests})"
             )));
         }
+        let admin = match args.admin.clone().or(file.admin) {
+            None => None,
+            Some(addr) => {
+                let listen = parse_addr("admin", &addr)?;
+                let password = std::env::var(ADMIN_PASSWORD_ENV)
+                    .ok()
+                    .or(file.admin_password)
+                    .filter(|p| !p.is_empty())
+                    .ok_or_else(|| {
+                        ConfigError::Invalid(format!(
+                            "--admin needs a password: set {ADMIN_PASSWORD_ENV} or admin_password in the config file"
+                        ))
+                    })?;
+                let user = args
+                    .admin_user
+                    .clone()
+                    .or(file.admin_user)
+                    .unwrap_or_else(|| crate::admin::DEFAULT_USER.to_string());
+                Some(AdminConfig {
+                    listen,
+                    user,
+                    password,
+                })
+            }
+        };
         let log = args
             .log
             .clone()
@@ -220,6 +276,7 @@ impl ProxyConfig {
             max_digests,
             metrics_top_digests,
             digest_fold_digits: args.digest_fold_digits || file.digest_fold_digits.unwrap_or(false),
+            admin,
             log,
         })
     }

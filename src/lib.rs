@@ -11,6 +11,7 @@ pub mod config;
 pub mod controller;
 pub mod demo;
 pub mod digest;
+pub mod live;
 pub mod metrics;
 pub mod protocol;
 pub mod proxy;

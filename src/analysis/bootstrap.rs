@@ -17,14 +17,21 @@
 //! the t interval: the t interval is the floor, and the bootstrap widens the side where the
 //! per-block ratios are skewed.
 //!
-//! The seed is fixed per comparison, so the same phase log always gives the same interval.
+//! With up to [`EXACT_MAX_BLOCKS`] blocks the bootstrap distribution is computed exactly (every
+//! distinct resample, C(2n − 1, n) of them, with its multinomial probability): no Monte Carlo
+//! error in the far tails the expanded interval reads, and faster than resampling. Beyond that,
+//! resampling with a seed fixed per comparison, so the same phase log always gives the same
+//! interval.
 
 use super::paired::{t_interval, Interval};
 use super::rng::Rng;
-use super::stats_math::{mean, normal_cdf, select_quantile, t_quantile};
+use super::stats_math::{ln_gamma, mean, normal_cdf, select_quantile, t_quantile};
 
-/// Resamples of the blocks.
+/// Resamples of the blocks (when not exhaustive).
 pub const DEFAULT_RESAMPLES: usize = 2000;
+
+/// Up to this many blocks every distinct resample is enumerated (6435 for 8 blocks).
+pub const EXACT_MAX_BLOCKS: usize = 8;
 
 /// Expanded-percentile bootstrap interval of the mean of `diffs` (one value per block) at
 /// confidence `level`; `None` when empty, no bounds with a single block.
@@ -40,6 +47,74 @@ pub fn mean_interval(diffs: &[f64], level: f64, resamples: usize, seed: u64) -> 
         });
     }
     let nf = n as f64;
+    let tail = normal_cdf(-(nf / (nf - 1.0)).sqrt() * t_quantile(0.5 + level / 2.0, nf - 1.0));
+    let (lo, hi, p) = if n <= EXACT_MAX_BLOCKS {
+        exact_tails(diffs, tail)
+    } else {
+        resampled_tails(diffs, tail, resamples, seed)
+    };
+    Some(Interval {
+        center,
+        bounds: Some((lo, hi)),
+        p_value: Some(p),
+        n,
+    })
+}
+
+/// (lower, upper) quantiles at `tail` and `1 − tail` of the exact bootstrap distribution of the
+/// mean, and the two-sided share across zero.
+fn exact_tails(diffs: &[f64], tail: f64) -> (f64, f64, f64) {
+    let n = diffs.len();
+    let ln_fact: Vec<f64> = (0..=n).map(|k| ln_gamma(k as f64 + 1.0)).collect();
+    let mut dist = Vec::new();
+    let start = ln_fact[n] - n as f64 * (n as f64).ln();
+    enumerate(diffs, &ln_fact, 0, n, 0.0, start, &mut dist);
+    dist.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let total: f64 = dist.iter().map(|d| d.1).sum();
+    let quantile_from = |iter: &mut dyn Iterator<Item = &(f64, f64)>| {
+        let mut cum = 0.0;
+        let mut last = 0.0;
+        for &(value, p) in iter {
+            cum += p / total;
+            last = value;
+            if cum >= tail - 1e-12 {
+                break;
+            }
+        }
+        last
+    };
+    let lo = quantile_from(&mut dist.iter());
+    let hi = quantile_from(&mut dist.iter().rev());
+    let below: f64 = dist.iter().filter(|d| d.0 <= 0.0).map(|d| d.1).sum();
+    let above: f64 = dist.iter().filter(|d| d.0 >= 0.0).map(|d| d.1).sum();
+    (lo, hi, (2.0 * below.min(above) / total).min(1.0))
+}
+
+/// Every way to draw `left` more blocks from `diffs[i..]`: pushes (mean, probability).
+fn enumerate(
+    diffs: &[f64],
+    ln_fact: &[f64],
+    i: usize,
+    left: usize,
+    sum: f64,
+    ln_p: f64,
+    out: &mut Vec<(f64, f64)>,
+) {
+    let n = diffs.len() as f64;
+    if i + 1 == diffs.len() {
+        let mean = (sum + left as f64 * diffs[i]) / n;
+        out.push((mean, (ln_p - ln_fact[left]).exp()));
+        return;
+    }
+    for k in 0..=left {
+        let sum = sum + k as f64 * diffs[i];
+        enumerate(diffs, ln_fact, i + 1, left - k, sum, ln_p - ln_fact[k], out);
+    }
+}
+
+/// The same from `resamples` random resamples.
+fn resampled_tails(diffs: &[f64], tail: f64, resamples: usize, seed: u64) -> (f64, f64, f64) {
+    let n = diffs.len();
     let mut rng = Rng::new(seed);
     let mut means = Vec::with_capacity(resamples.max(1));
     for _ in 0..resamples.max(1) {
@@ -47,21 +122,14 @@ pub fn mean_interval(diffs: &[f64], level: f64, resamples: usize, seed: u64) -> 
         for _ in 0..n {
             sum += diffs[rng.below(n)];
         }
-        means.push(sum / nf);
+        means.push(sum / n as f64);
     }
-    let tail = normal_cdf(-(nf / (nf - 1.0)).sqrt() * t_quantile(0.5 + level / 2.0, nf - 1.0));
-    let lo = select_quantile(&mut means, tail)?;
-    let hi = select_quantile(&mut means, 1.0 - tail)?;
-    // Share of resampled means on the far side of zero: a rough two-sided p-value.
     let below = means.iter().filter(|&&m| m <= 0.0).count() as f64;
     let above = means.iter().filter(|&&m| m >= 0.0).count() as f64;
     let p = (2.0 * below.min(above) / means.len() as f64).min(1.0);
-    Some(Interval {
-        center,
-        bounds: Some((lo, hi)),
-        p_value: Some(p),
-        n,
-    })
+    let lo = select_quantile(&mut means, tail).unwrap_or(f64::NAN);
+    let hi = select_quantile(&mut means, 1.0 - tail).unwrap_or(f64::NAN);
+    (lo, hi, p)
 }
 
 /// The interval reported for percentile ratios: the hull of the expanded-percentile bootstrap
@@ -96,12 +164,45 @@ mod tests {
 
     #[test]
     fn reproducible_and_seed_dependent() {
-        let d = [0.01, 0.03, -0.01, 0.05, 0.02, 0.00];
+        let d = [0.01, 0.03, -0.01, 0.05, 0.02, 0.00, 0.04, -0.02, 0.01, 0.03];
         let a = mean_interval(&d, 0.95, 2000, 42).unwrap();
         assert_eq!(a, mean_interval(&d, 0.95, 2000, 42).unwrap());
         let b = mean_interval(&d, 0.95, 2000, 43).unwrap();
         assert_ne!(a.bounds, b.bounds);
         assert_eq!(a.center, mean(&d).unwrap());
+        // Few blocks: exact, the seed does not matter.
+        let e = mean_interval(&d[..6], 0.95, 2000, 42).unwrap();
+        assert_eq!(e, mean_interval(&d[..6], 0.95, 2000, 43).unwrap());
+    }
+
+    #[test]
+    fn exact_distribution_matches_resampling() {
+        let d = [0.3, -0.1, 0.05, 0.2, 0.0, -0.05, 0.1];
+        let mut dist = Vec::new();
+        let ln_fact: Vec<f64> = (0..=7).map(|k| ln_gamma(k as f64 + 1.0)).collect();
+        enumerate(
+            &d,
+            &ln_fact,
+            0,
+            7,
+            0.0,
+            ln_fact[7] - 7.0 * 7f64.ln(),
+            &mut dist,
+        );
+        assert_eq!(dist.len(), 1716, "C(13, 7) distinct resamples");
+        let total: f64 = dist.iter().map(|x| x.1).sum();
+        assert!((total - 1.0).abs() < 1e-9, "{total}");
+        let m: f64 = dist.iter().map(|x| x.0 * x.1).sum();
+        assert!((m - mean(&d).unwrap()).abs() < 1e-12);
+        for tail in [0.0024, 0.025, 0.2] {
+            let (elo, ehi, ep) = exact_tails(&d, tail);
+            let (rlo, rhi, rp) = resampled_tails(&d, tail, 200_000, 3);
+            assert!(
+                (elo - rlo).abs() < 0.01 && (ehi - rhi).abs() < 0.01,
+                "{tail}"
+            );
+            assert!((ep - rp).abs() < 0.01);
+        }
     }
 
     #[test]

@@ -76,8 +76,8 @@ pub enum ControllerError {
 
     #[error(
         "scenario '{name}' needs a server restart with performance_schema=OFF (a startup-only \
-         setting); applying it needs --restart-cmd, which this psprobe does not support yet. \
-         Nothing was changed"
+         setting): schedule it in `psprobe proxy --scenarios ...` with --restart-cmd 'CMD {{pfs}}' \
+         (`psprobe ps apply` cannot restart the server). Nothing was changed"
     )]
     NeedsRestart { name: String },
 

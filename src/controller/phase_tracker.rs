@@ -7,7 +7,7 @@ use crate::stats::{Observer, ScenarioId, StoreSnapshot};
 
 use super::error::{ControllerError, Result};
 use super::phase_log::{window_aggregates, PhaseLog, PhaseRecord, PHASE_LOG_VERSION};
-use super::runner::now_ms;
+use super::runner::{now_ms, PhaseHook};
 
 struct Open {
     scenario: String,
@@ -23,13 +23,15 @@ struct Open {
 pub struct PhaseTracker {
     observer: Arc<Observer>,
     open: Option<Open>,
+    on_phase: Option<PhaseHook>,
 }
 
 impl PhaseTracker {
-    pub fn new(observer: Arc<Observer>) -> Self {
+    pub fn new(observer: Arc<Observer>, on_phase: Option<PhaseHook>) -> Self {
         PhaseTracker {
             observer,
             open: None,
+            on_phase,
         }
     }
 
@@ -92,6 +94,10 @@ impl PhaseTracker {
         log.append(&record).map_err(|e| ControllerError::Config {
             path: log.path().to_path_buf(),
             reason: e.to_string(),
-        })
+        })?;
+        if let Some(hook) = &self.on_phase {
+            hook(&record);
+        }
+        Ok(())
     }
 }

@@ -36,7 +36,12 @@ pub async fn restart_server(
     };
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
-        let last = stderr.lines().last().unwrap_or("").trim();
+        let last = stderr
+            .lines()
+            .last()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .unwrap_or("no output on stderr");
         return Err(ControllerError::Restart {
             reason: format!("`{line}` failed ({}): {last}", output.status),
         });

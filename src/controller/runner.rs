@@ -42,7 +42,11 @@ pub struct ControllerSettings {
     pub upstream: String,
     /// Name this psprobe gives itself in `psprobe.phase.leader`.
     pub identity: String,
+    /// Called with each phase record once it is written (live estimates, admin interface).
+    pub on_phase: Option<PhaseHook>,
 }
+
+pub type PhaseHook = Arc<dyn Fn(&super::phase_log::PhaseRecord) + Send + Sync>;
 
 pub fn now_ms() -> u64 {
     SystemTime::now()
@@ -71,7 +75,9 @@ pub async fn start(settings: &ControllerSettings) -> Result<Started> {
     // connection may not be gone from the server yet: wait a little for its lock.
     if let Some(snapshot) = Snapshot::load_if_exists(&settings.state_file)? {
         snapshot.check_server(&ctl.info().identity, &settings.state_file)?;
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        // (A killed process's connection is gone within milliseconds; a live leader sharing
+        // this state directory keeps the lock, and then this psprobe follows.)
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
         while !lead.try_acquire().await? && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
@@ -112,12 +118,15 @@ pub async fn run(
         path: settings.phase_log.clone(),
         reason: e.to_string(),
     })?;
-    let mut tracker = PhaseTracker::new(Arc::clone(&observer));
+    let mut tracker = PhaseTracker::new(Arc::clone(&observer), settings.on_phase.clone());
+    // (block, phase) to start from: after a takeover, the ones after the last seen.
+    let mut start_at = (0u64, 0u64);
     loop {
         if lead.try_acquire().await? {
             observer.metrics.controller_leader.set(1);
             write_run_record(&mut log, &settings, "leader")?;
             let result = lead_schedule(
+                start_at,
                 &settings,
                 &mut ctl,
                 &mut lead,
@@ -143,14 +152,15 @@ pub async fn run(
             return result.map(|_| ()).and(restored);
         }
         write_run_record(&mut log, &settings, "follower")?;
-        let became_leader = follow(&mut lead, &observer, &mut tracker, &mut log, &mut stop).await?;
-        if !became_leader {
+        let Some(resume) = follow(&mut lead, &observer, &mut tracker, &mut log, &mut stop).await?
+        else {
             observer.scenarios.set_current(NO_SCENARIO);
             lead.release().await;
             ctl.disconnect().await;
             return Ok(());
-        }
+        };
         tracing::info!("the leading psprobe is gone; taking over the schedule");
+        start_at = resume;
     }
 }
 
@@ -190,6 +200,7 @@ async fn wait(d: Duration, stop: &mut watch::Receiver<bool>) -> bool {
 
 #[allow(clippy::too_many_arguments)]
 async fn lead_schedule(
+    (first_block, first_phase): (u64, u64),
     s: &ControllerSettings,
     ctl: &mut Controller,
     lead: &mut Leadership,
@@ -213,8 +224,8 @@ async fn lead_schedule(
     lead.save_snapshot(&snapshot).await?;
 
     let mut ps_on = true;
-    let mut phase_no = 0u64;
-    let mut block = 0u64;
+    let mut phase_no = first_phase;
+    let mut block = first_block;
     while s.blocks.is_none_or(|n| block < n) {
         for i in block_order(s.scenarios.len(), block, s.seed) {
             let name = &s.scenarios[i];
@@ -346,23 +357,26 @@ async fn leave_as_found(
     }
 }
 
-/// Labels commands with the leader's phase until this psprobe takes the lead (true) or stops.
+/// Labels commands with the leader's phase until this psprobe takes the lead (then returns the
+/// block and phase to go on from) or stops (`None`).
 async fn follow(
     lead: &mut Leadership,
     observer: &Observer,
     tracker: &mut PhaseTracker,
     log: &mut PhaseLog,
     stop: &mut watch::Receiver<bool>,
-) -> Result<bool> {
+) -> Result<Option<(u64, u64)>> {
     let mut last: Option<PhaseRow> = None;
     loop {
         if !wait(FOLLOW_POLL, stop).await {
             tracker.abandon();
-            return Ok(false);
+            return Ok(None);
         }
         if lead.try_acquire().await? {
             tracker.abandon();
-            return Ok(true);
+            // Go on with a fresh block after the last one the old leader started.
+            let resume = last.as_ref().map_or((0, 0), |l| (l.block + 1, l.phase + 1));
+            return Ok(Some(resume));
         }
         let Some(current) = lead.read().await? else {
             continue;
@@ -381,7 +395,7 @@ async fn follow(
             // "done" already there when we started is an earlier run's.)
             "done" if last.is_some() => {
                 observer.scenarios.set_current(NO_SCENARIO);
-                return Ok(false);
+                return Ok(None);
             }
             "idle" | "done" => observer.scenarios.set_current(NO_SCENARIO),
             _ => {

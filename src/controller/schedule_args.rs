@@ -151,6 +151,7 @@ impl ScheduleArgs {
             restart_timeout,
             upstream: upstream.to_string(),
             identity: format!("{host}:{}", std::process::id()),
+            on_phase: None,
         }))
     }
 }

@@ -85,6 +85,7 @@ pub fn local_proxy_config(upstream: &str) -> ProxyConfig {
         max_digests: crate::stats::DEFAULT_MAX_DIGESTS,
         metrics_top_digests: crate::metrics::DEFAULT_TOP_DIGESTS,
         digest_fold_digits: false,
+        admin: None,
         log: "warn".to_string(),
     }
 }
@@ -135,6 +136,7 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<()> {
         restart_timeout: Duration::from_secs(120),
         upstream: server.addr(),
         identity: "psprobe-demo".to_string(),
+        on_phase: None,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

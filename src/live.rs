@@ -1,0 +1,81 @@
+//! Results kept up to date while the schedule runs: every finished phase is added to the
+//! in-memory phase list, the analysis is run again, and its estimates are published as
+//! Prometheus gauges (`psprobe_overhead_ratio{scenario,metric}` with `_ci_low` / `_ci_high`)
+//! and as the admin interface's `overhead` table.
+
+use std::sync::{Arc, RwLock};
+
+use prometheus::{GaugeVec, Opts, Registry};
+
+use crate::admin::OverheadRow;
+use crate::analysis::analyze;
+use crate::controller::phase_log::PhaseRecord;
+
+pub struct LiveResults {
+    pub phases: Arc<RwLock<Vec<PhaseRecord>>>,
+    pub overhead: Arc<RwLock<Vec<OverheadRow>>>,
+    baseline: Option<String>,
+    ratio: GaugeVec,
+    ci_low: GaugeVec,
+    ci_high: GaugeVec,
+}
+
+fn gauge(registry: &Registry, name: &str, help: &str) -> prometheus::Result<GaugeVec> {
+    let g = GaugeVec::new(Opts::new(name, help), &["scenario", "metric"])?;
+    registry.register(Box::new(g.clone()))?;
+    Ok(g)
+}
+
+impl LiveResults {
+    pub fn new(registry: &Registry, baseline: Option<String>) -> prometheus::Result<Self> {
+        Ok(LiveResults {
+            phases: Arc::default(),
+            overhead: Arc::default(),
+            baseline,
+            ratio: gauge(
+                registry,
+                "psprobe_overhead_ratio",
+                "Scenario vs baseline, paired by block: S/B - 1 (throughput: negative is a loss; latency: positive is overhead).",
+            )?,
+            ci_low: gauge(registry, "psprobe_overhead_ratio_ci_low", "Lower bound of the 95% interval of psprobe_overhead_ratio.")?,
+            ci_high: gauge(registry, "psprobe_overhead_ratio_ci_high", "Upper bound of the 95% interval of psprobe_overhead_ratio.")?,
+        })
+    }
+
+    /// Adds a finished phase and refreshes the estimates (off the hot path: once per phase).
+    pub fn on_phase(&self, record: &PhaseRecord) {
+        let phases = {
+            let mut all = self.phases.write().unwrap_or_else(|e| e.into_inner());
+            all.push(record.clone());
+            all.clone()
+        };
+        let analysis = match analyze(&phases, self.baseline.as_deref()) {
+            Ok(a) => a,
+            // Too early (one scenario so far, no pair yet): nothing to publish.
+            Err(e) => {
+                tracing::debug!("no overhead estimate yet: {e}");
+                return;
+            }
+        };
+        let mut rows = Vec::new();
+        for e in &analysis.estimates {
+            let labels = [e.scenario.as_str(), e.metric.label()];
+            self.ratio.with_label_values(&labels).set(e.ratio);
+            if let (Some(lo), Some(hi)) = (e.ci_low, e.ci_high) {
+                self.ci_low.with_label_values(&labels).set(lo);
+                self.ci_high.with_label_values(&labels).set(hi);
+            }
+            rows.push(OverheadRow {
+                scenario: e.scenario.clone(),
+                baseline: e.baseline.clone(),
+                metric: e.metric.label().to_string(),
+                change_pct: e.ratio * 100.0,
+                ci_low_pct: e.ci_low.map_or(f64::NAN, |v| v * 100.0),
+                ci_high_pct: e.ci_high.map_or(f64::NAN, |v| v * 100.0),
+                significant: e.significant,
+                blocks: e.n_blocks as u64,
+            });
+        }
+        *self.overhead.write().unwrap_or_else(|e| e.into_inner()) = rows;
+    }
+}

@@ -1,0 +1,543 @@
+//! The scheduled controller never leaves a server changed: SIGTERM mid-phase restores every
+//! row; after a SIGKILL the next start restores before it serves; of two psprobes one leads,
+//! the other follows and takes over when the leader dies; the restart hook turns
+//! performance_schema OFF and back under load; bad input fails with one line, changing nothing.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use common::cli::{self, run_with_timeout, PASSWORD};
+use common::mariadb::{MariaDb, Options};
+use common::probe::Probe;
+use serde_json::Value;
+
+const SETUP_DUMP: &str =
+    "SELECT NAME, ENABLED FROM performance_schema.setup_consumers ORDER BY NAME; \
+     SELECT NAME, ENABLED, TIMED FROM performance_schema.setup_instruments ORDER BY NAME";
+const DSN_ENV: &str = "PSPROBE_CONTROLLER_DSN";
+const COMMANDS: &str = "psprobe_commands_total";
+const TWO: &str = "--scenarios pfson_conon_inson,pfson_conoff_insoff";
+const SWITCH_ON_OFF: &str = "--scenarios pfsoff,pfson_conon_inson --blocks 1";
+
+/// Polls `f` every 50 ms until it yields a value; panics after `secs` seconds.
+fn poll<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "no {what} within {secs}s");
+        std::thread::sleep(Duration::from_millis(50)); // poll interval
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+fn has_state_file(dir: &Path, db: &MariaDb) -> bool {
+    dir.join(format!("ps-snapshot-127.0.0.1-{}.json", db.port()))
+        .exists()
+}
+
+/// The setup tables as a test found them.
+struct Found<'a>(&'a MariaDb, String);
+
+impl<'a> Found<'a> {
+    fn new(db: &'a MariaDb) -> Self {
+        Found(db, db.sql(SETUP_DUMP))
+    }
+
+    fn changed(&self) -> Option<()> {
+        (self.0.sql(SETUP_DUMP) != self.1).then_some(())
+    }
+
+    /// Every row as found (else shows a few that differ) and no state file left in `dir`.
+    #[track_caller]
+    fn check(&self, dir: Option<&Path>, when: &str) {
+        let now = self.0.sql(SETUP_DUMP);
+        let diff: Vec<_> = self
+            .1
+            .lines()
+            .zip(now.lines())
+            .filter(|(a, b)| a != b)
+            .collect();
+        let some = &diff[..diff.len().min(3)];
+        assert!(
+            now == self.1,
+            "{when}: {} rows differ: {some:?}",
+            diff.len()
+        );
+        let left = dir.is_some_and(|d| has_state_file(d, self.0));
+        assert!(!left, "{when}: state file left behind");
+    }
+}
+
+/// `spec` (controller flags) plus the phase log and the state file in `dir`.
+fn flags(spec: &str, dir: &Path) -> Vec<String> {
+    let d = dir.display();
+    let all = format!("{spec} --phase-log {d}/phases.jsonl --state-dir {d}");
+    all.split_whitespace().map(String::from).collect()
+}
+
+fn start(db: &MariaDb, args: &[String]) -> Probe {
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    Probe::start_with_env(&db.addr(), &args, &[(DSN_ENV, &db.dsn())])
+}
+
+/// SIGTERM; psprobe must exit 0. Returns how long that took.
+fn terminate(probe: &mut Probe) -> Duration {
+    let t = Instant::now();
+    probe.signal(libc::SIGTERM);
+    let status = probe.wait_exit(Duration::from_secs(15));
+    let ok = status.is_some_and(|s| s.success());
+    assert!(ok, "after SIGTERM: {status:?}\n{}", probe.stderr_text());
+    t.elapsed()
+}
+
+/// Every record (kind run or phase) of the phase log in `dir`; empty until it exists.
+fn records(dir: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(dir.join("phases.jsonl")).unwrap_or_default();
+    let json = |l: &str| serde_json::from_str(l).unwrap();
+    text.lines().map(json).collect()
+}
+
+fn phases(dir: &Path) -> Vec<Value> {
+    let mut all = records(dir);
+    all.retain(|r| r["kind"] == "phase");
+    all
+}
+
+fn key(p: &Value) -> (u64, u64, String) {
+    let n = |f: &str| p[f].as_u64().unwrap();
+    (
+        n("block"),
+        n("phase"),
+        p["scenario"].as_str().unwrap().into(),
+    )
+}
+
+fn leader(p: &Probe) -> f64 {
+    p.scrape().get("psprobe_controller_leader", &[])
+}
+
+/// Short `mariadb` CLI sessions through a proxy, one after another, until finished.
+struct Load(Arc<AtomicBool>, Option<JoinHandle<(u64, u64)>>);
+
+impl Load {
+    fn start(addr: &str) -> Load {
+        let (stop, addr) = (Arc::new(AtomicBool::new(false)), addr.to_string());
+        let halt = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let (ok, failed) = (AtomicU64::new(0), AtomicU64::new(0));
+            while !halt.load(Relaxed) {
+                let sql = "SELECT 1; SELECT COUNT(*) FROM information_schema.PLUGINS";
+                let out = cli::mariadb(&addr, &["-e", sql], None);
+                [&ok, &failed][usize::from(!out.status.success())].fetch_add(1, Relaxed);
+            }
+            (ok.into_inner(), failed.into_inner())
+        });
+        Load(stop, Some(thread))
+    }
+
+    /// Stops; returns (sessions that succeeded, sessions that failed).
+    fn finish(mut self) -> (u64, u64) {
+        self.0.store(true, Relaxed);
+        self.1.take().unwrap().join().unwrap()
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        self.0.store(true, Relaxed);
+    }
+}
+
+/// A root session holding psprobe.phase's row FOR UPDATE: a new leader blocks on it when it
+/// publishes its first phase, which it does before applying any scenario.
+struct PhaseRowLock(Child);
+
+impl PhaseRowLock {
+    fn take(db: &MariaDb) -> PhaseRowLock {
+        let mut child = Command::new("mariadb")
+            .args("--no-defaults --protocol=TCP -h127.0.0.1 -uroot -NB -n".split(' '))
+            .arg(format!("-P{}", db.port()))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let sql = "BEGIN; SELECT id FROM psprobe.phase WHERE id = 1 FOR UPDATE; SELECT 'locked';\n";
+        let stdin = child.stdin.as_mut().unwrap();
+        stdin.write_all(sql.as_bytes()).unwrap();
+        let (tx, rx) = mpsc::channel();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let lines = stdout.lines().map_while(Result::ok);
+        std::thread::spawn(move || lines.for_each(|l| drop(tx.send(l))));
+        let lock = PhaseRowLock(child);
+        while rx.recv_timeout(Duration::from_secs(20)).unwrap() != "locked" {}
+        lock
+    }
+
+    fn release(mut self) {
+        let mut stdin = self.0.stdin.take().unwrap();
+        stdin.write_all(b"ROLLBACK;\n").unwrap();
+        drop(stdin); // EOF: the client exits
+        poll("the lock holder to exit", 20, || self.0.try_wait().unwrap());
+    }
+}
+
+impl Drop for PhaseRowLock {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn sigterm_mid_phase_restores_every_row_and_removes_the_state_file() {
+    let db = MariaDb::start_default();
+    let found = Found::new(&db);
+    let dir = tempfile::tempdir().unwrap();
+    let spec = format!("{TWO} --phase 30s --settle 1s");
+    let mut probe = start(&db, &flags(&spec, dir.path()));
+    poll("a scenario applied", 20, || found.changed());
+    assert!(has_state_file(dir.path(), &db) && leader(&probe) == 1.0);
+    let took = terminate(&mut probe);
+    assert!(took < Duration::from_secs(5), "exit took {took:?}");
+    found.check(Some(dir.path()), "after SIGTERM");
+    assert!(
+        phases(dir.path()).is_empty(),
+        "an unfinished phase is logged"
+    );
+    println!("sigterm: restore and exit took {took:?}");
+}
+
+#[test]
+fn after_sigkill_the_next_start_restores_before_serving() {
+    let db = MariaDb::start_default();
+    let found = Found::new(&db);
+    let dir = tempfile::tempdir().unwrap();
+    let args = flags(&format!("{TWO} --phase 30s --settle 1s"), dir.path());
+    let mut first = start(&db, &args);
+    poll("a scenario applied", 20, || found.changed());
+    first.signal(libc::SIGKILL);
+    assert!(first.wait_exit(Duration::from_secs(5)).is_some(), "SIGKILL");
+    let crashed = found.changed().is_some() && has_state_file(dir.path(), &db);
+    assert!(crashed, "the crash left a scenario and the state file");
+
+    // Holding psprobe.phase's row stops the new run before it applies anything, so what the
+    // server has now is what start() left before the listening line.
+    let lock = PhaseRowLock::take(&db);
+    let t = Instant::now();
+    let mut second = start(&db, &args);
+    let startup = t.elapsed();
+    found.check(None, "at the restarted psprobe's listening line");
+    let waiting = "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
+                   WHERE INFO LIKE 'REPLACE INTO psprobe.phase%'";
+    poll("the new leader to wait on the row", 20, || {
+        (db.sql(waiting).trim() == "1").then_some(())
+    });
+    found.check(None, "while the new leader waits on the row");
+    let err = second.stderr_text();
+    assert!(err.contains("did not finish; restoring them"), "{err}");
+    lock.release();
+    poll("the schedule to resume", 20, || found.changed());
+    let took = terminate(&mut second);
+    found.check(Some(dir.path()), "after SIGTERM of the second run");
+    println!("sigkill: start to listening, crash restore included, {startup:?}; exit {took:?}");
+}
+
+#[test]
+fn two_psprobes_one_leads_the_other_follows_and_takes_over() {
+    let db = MariaDb::start_default();
+    let found = Found::new(&db);
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let spec = format!("{TWO} --phase 2s --settle 500ms --seed 7");
+    let start_in = |d: &tempfile::TempDir| start(&db, &flags(&spec, d.path()));
+    let mut probes: Vec<Probe> = dirs.iter().map(start_in).collect();
+    let l = poll("exactly one leader", 15, || {
+        match (leader(&probes[0]), leader(&probes[1])) {
+            (1.0, 0.0) => Some(0),
+            (0.0, 1.0) => Some(1),
+            _ => None,
+        }
+    });
+    let (f, survivor) = (1 - l, dirs[1 - l].path());
+    let load = |p: &Probe| Some(Load::start(p.proxy_addr()));
+    let mut loads: Vec<_> = probes.iter().map(load).collect();
+    poll("each scenario's commands in both psprobes", 30, || {
+        let labelled = |p: &Probe, s: &str| p.scrape().get(COMMANDS, &[("scenario", s)]) > 0.0;
+        let both = |s: &&str| labelled(&probes[0], s) && labelled(&probes[1], s);
+        ["pfson_conon_inson", "pfson_conoff_insoff"]
+            .iter()
+            .all(both)
+            .then_some(())
+    });
+    let logged = || (phases(survivor).len() >= 2).then_some(());
+    poll("2 phases in the follower's log", 30, logged);
+    assert_eq!(leader(&probes[f]), 0.0, "still following");
+
+    probes[l].signal(libc::SIGKILL);
+    let t = Instant::now();
+    assert!(probes[l].wait_exit(Duration::from_secs(5)).is_some());
+    let via_leader = loads[l].take().unwrap().finish();
+    let leads = || (leader(&probes[f]) == 1.0).then_some(());
+    poll("the follower to take over", 30, leads);
+    let takeover = t.elapsed();
+    assert!(takeover <= Duration::from_secs(6), "takeover {takeover:?}");
+
+    // What the follower logged before taking over is what the leader logged.
+    let led: Vec<_> = phases(dirs[l].path()).iter().map(key).collect();
+    let took_over = |r: &Value| r["kind"] == "run" && r["role"] == "leader";
+    let log = records(survivor);
+    let followed = log.iter().take_while(|r| !took_over(r));
+    let followed: Vec<_> = followed.filter(|r| r["kind"] == "phase").map(key).collect();
+    let same = followed.len() >= 2 && followed.iter().all(|p| led.contains(p));
+    assert!(same, "follower {followed:?}, leader {led:?}");
+    // The survivor keeps switching as the new leader.
+    let new = poll("2 phases led by the survivor", 30, || {
+        let log = records(survivor);
+        let new = log[log.iter().position(took_over)?..].iter();
+        let new: Vec<_> = new.filter(|r| r["kind"] == "phase").map(key).collect();
+        (new.len() >= 2).then_some(new)
+    });
+    let via_survivor = loads[f].take().unwrap().finish();
+    assert!(via_leader.0 > 0 && via_survivor.0 > 0 && via_survivor.1 == 0);
+    let took = terminate(&mut probes[f]);
+    found.check(Some(survivor), "after SIGTERM of the survivor");
+    println!(
+        "two psprobes: takeover {takeover:?}; followed {followed:?}; then led {new:?}; \
+         cli sessions (ok, failed) via leader {via_leader:?}, via survivor {via_survivor:?}; \
+         survivor exit {took:?}"
+    );
+}
+
+fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// Writes `restart.sh ON|OFF`: stops the mariadbd of the harness's pid file (SIGTERM), waits
+/// until it is gone, and starts it again detached, with the same arguments (read from /proc)
+/// but `--performance-schema=$1`. Appends each pid it starts to `DIR/pids`.
+fn restart_script(db: &MariaDb, dir: &Path) -> PathBuf {
+    let cmdline = std::fs::read_to_string(format!("/proc/{}/cmdline", db.pid())).unwrap();
+    let args: Vec<&str> = cmdline.split('\0').filter(|a| !a.is_empty()).collect();
+    let pid_file = args
+        .iter()
+        .find_map(|a| a.strip_prefix("--pid-file="))
+        .unwrap();
+    let keep = |a: &&&str| !a.starts_with("--performance-schema=");
+    let kept: Vec<String> = args.iter().filter(keep).map(|a| sh_quote(a)).collect();
+    let file = |name: &str| sh_quote(&dir.join(name).display().to_string());
+    let text = format!(
+        "#!/bin/sh\nset -eu\nold=$(cat {})\nkill -TERM \"$old\"\n\
+         while [ -e /proc/$old ] && ! grep -q '^State:.Z' /proc/$old/status; do sleep 0.05; done\n\
+         setsid nohup {} \"--performance-schema=$1\" </dev/null >>{} 2>&1 &\necho $! >>{}\n",
+        sh_quote(pid_file),
+        kept.join(" "),
+        file("restarted.log"),
+        file("pids"),
+    );
+    std::fs::write(dir.join("restart.sh"), text).unwrap();
+    dir.join("restart.sh")
+}
+
+/// Kills the mariadbds the restart script started (the harness kills only its own child).
+struct Reaper(PathBuf);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        let pids = std::fs::read_to_string(self.0.join("pids")).unwrap_or_default();
+        for pid in pids.lines() {
+            let proc_file = |f: &str| std::fs::read_to_string(format!("/proc/{pid}/{f}"));
+            if !proc_file("cmdline").is_ok_and(|c| c.contains("mariadbd")) {
+                continue;
+            }
+            // SAFETY: kill(2) on a mariadbd our script started, still running.
+            unsafe { libc::kill(pid.parse().unwrap(), libc::SIGKILL) };
+            poll("a restarted mariadbd to die", 10, || {
+                proc_file("status").map_or(Some(()), |s| s.contains("State:\tZ").then_some(()))
+            });
+        }
+    }
+}
+
+#[test]
+fn restart_hook_turns_performance_schema_off_and_back_under_load() {
+    let db = MariaDb::start_default();
+    let found = Found::new(&db);
+    let dir = tempfile::tempdir().unwrap();
+    let cmd = format!("sh {} {{pfs}}", restart_script(&db, dir.path()).display());
+    let _reaper = Reaper(dir.path().to_path_buf());
+    // Seed 2 runs pfson_conon_inson first, then pfsoff; the final restore restarts with ON.
+    let spec = format!("{SWITCH_ON_OFF} --phase 6s --settle 1s --restart-settle 2s --seed 2");
+    let mut args = flags(&spec, dir.path());
+    args.extend(["--restart-cmd".into(), cmd]);
+    let mut probe = start(&db, &args);
+    // sysbench 1.0.20 with libmariadb segfaults when it reconnects (akopytov/sysbench#527),
+    // with or without psprobe: short CLI sessions are the load that survives restarts.
+    let load = Load::start(probe.proxy_addr());
+    let (stop, ps) = (AtomicBool::new(false), "SELECT @@performance_schema");
+    let samples = std::thread::scope(|s| {
+        let poller = s.spawn(|| {
+            let mut seen = Vec::new();
+            while !stop.load(Relaxed) {
+                seen.push((now_ms(), db.try_sql(ps).ok().map(|v| v.trim().to_string())));
+                std::thread::sleep(Duration::from_millis(100)); // sampling interval
+            }
+            seen
+        });
+        let done = catch_unwind(AssertUnwindSafe(|| {
+            poll("the schedule to end, settings restored", 120, || {
+                let on = db.try_sql(ps).is_ok_and(|v| v.trim() == "1");
+                let restored = on && !has_state_file(dir.path(), &db);
+                (phases(dir.path()).len() == 2 && restored).then_some(())
+            })
+        }));
+        stop.store(true, Relaxed);
+        done.unwrap_or_else(|e| resume_unwind(e));
+        poller.join().unwrap()
+    });
+    let sessions = load.finish();
+    let m = probe.scrape();
+    let phases = phases(dir.path());
+    let (on, off) = (&phases[0], &phases[1]);
+    let names = (key(on).2, key(off).2);
+    assert_eq!(names, ("pfson_conon_inson".into(), "pfsoff".into()));
+    let flags = (&on["restarted"], &off["restarted"], &off["verified"]);
+    assert!(
+        flags == (&false.into(), &true.into(), &true.into()),
+        "{phases:?}"
+    );
+    // What the poller read during each measured window (failed reads say nothing).
+    let ms = |p: &Value, f: &str| p[f].as_u64().unwrap();
+    let window = |p: &Value| -> Vec<String> {
+        let during = |t: &u64| (ms(p, "measure_from_ms")..=ms(p, "measure_to_ms")).contains(t);
+        let read = samples.iter().filter(|(t, _)| during(t));
+        read.filter_map(|(_, v)| v.clone()).collect()
+    };
+    let (seen_on, seen_off) = (window(on), window(off));
+    let all = |seen: &[String], v: &str| !seen.is_empty() && seen.iter().all(|s| s == v);
+    assert!(
+        all(&seen_off, "0") && all(&seen_on, "1"),
+        "{seen_off:?} {seen_on:?}"
+    );
+    let off_commands = m.get(COMMANDS, &[("scenario", "pfsoff")]);
+    assert!(off_commands > 0.0, "{}", m.text);
+    found.check(None, "after the schedule");
+    // Outages the poller saw, as (start, length) in ms from the first sample.
+    let (mut outages, mut down) = (Vec::new(), None);
+    for (t, v) in &samples {
+        match (v, down) {
+            (None, None) => down = Some(*t),
+            (Some(_), Some(d)) => (outages.push((d - samples[0].0, t - d)), down = None).1,
+            _ => {}
+        }
+    }
+    let switch = ms(off, "measure_from_ms") - ms(off, "switched_at_ms") - 2000;
+    let keys = [
+        "aborted",
+        "errors_total",
+        "connect_errors",
+        "connections_total",
+    ];
+    let shown = |l: &&str| !l.ends_with(" 0") && keys.iter().any(|k| l.contains(k));
+    let metrics: Vec<&str> = m.text.lines().filter(|l| !l.starts_with('#')).collect();
+    let metrics: Vec<&str> = metrics.into_iter().filter(shown).collect();
+    println!(
+        "restart hook: switch to pfsoff incl. restart {switch} ms; outages (start, ms) \
+         {outages:?}; cli sessions (ok, failed) {sessions:?}; {} reads in pfsoff; metrics:\n  {}",
+        seen_off.len(),
+        metrics.join("\n  ")
+    );
+    terminate(&mut probe);
+}
+
+/// Runs `psprobe proxy` expecting it to refuse to start; returns its one line of stderr.
+fn refused(upstream: &str, dsn: &str, args: &[String]) -> String {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_psprobe"));
+    cmd.env(DSN_ENV, dsn)
+        .args("proxy --listen 127.0.0.1:0 --metrics 127.0.0.1:0 --upstream".split(' '))
+        .arg(upstream)
+        .args(args);
+    let out = run_with_timeout(cmd, None, Duration::from_secs(60));
+    let err = String::from_utf8_lossy(&out.stderr).trim().to_string();
+    let failed = !out.status.success() && out.stdout.is_empty();
+    assert!(
+        failed && err.lines().count() == 1,
+        "{args:?}: {:?}\n{err}",
+        out.status
+    );
+    err
+}
+
+#[test]
+fn bad_input_is_one_clear_line_and_changes_nothing() {
+    let db = MariaDb::start_default();
+    let found = Found::new(&db);
+    let dir = tempfile::tempdir().unwrap();
+    let (addr, dsn) = (db.addr(), db.dsn());
+    let args = |spec: &str| flags(&format!("--phase 2s --seed 1 {spec}"), dir.path());
+    let on = "--scenarios pfson_conon_inson --settle 500ms";
+
+    let e = refused(&addr, &dsn, &args("--scenarios pfson_conon_inson,nosuch"));
+    let valid = e.contains("unknown scenario 'nosuch'; valid scenarios: ");
+    assert!(valid && e.contains("pfsoff, "), "{e}");
+    let wrong = dsn.replace(PASSWORD, "Not-The-Pass-42");
+    let e = refused(&addr, &wrong, &args(on));
+    assert!(e.contains("access denied for psprobe@127.0.0.1"), "{e}");
+    assert!(
+        !e.contains("Not-The-Pass") && !e.contains(PASSWORD),
+        "password: {e}"
+    );
+    let e = refused(&addr, &dsn, &args(&format!("{SWITCH_ON_OFF} --settle 1s")));
+    let hint = e.contains("'pfsoff' needs a server restart") && e.contains("--restart-cmd");
+    assert!(hint, "{e}");
+    let e = refused(&addr, &dsn, &args("--scenarios pfsoff --settle 5s"));
+    assert!(
+        e.contains("--settle (5s) must be shorter than --phase (2s)"),
+        "{e}"
+    );
+    let no_ps = Options {
+        performance_schema: false,
+        ..Options::default()
+    };
+    let off = MariaDb::start(no_ps);
+    let e = refused(&off.addr(), &off.dsn(), &args(on));
+    let ps_off = e.contains("performance_schema is OFF") && e.contains("my.cnf");
+    assert!(ps_off, "{e}");
+    assert_eq!(off.sql("SELECT @@performance_schema").trim(), "0");
+    found.check(Some(dir.path()), "after the refused starts");
+
+    // A failing restart hook stops the controller, not the proxy (fail-open), and leaves
+    // nothing changed. Seed 1 runs pfsoff first.
+    let mut hook = args(&format!("{SWITCH_ON_OFF} --settle 1s --restart-settle 1s"));
+    hook.extend(["--restart-cmd".into(), "false {pfs}".into()]);
+    let mut probe = start(&db, &hook);
+    let line = poll("the controller to report the failed hook", 30, || {
+        let err = probe.stderr_text();
+        let line = err.lines().find(|l| l.contains("controller stopped"));
+        line.map(String::from)
+    });
+    assert!(line.contains("restart hook: `false OFF` failed"), "{line}");
+    let answer = cli::mariadb_ok(probe.proxy_addr(), &["-N", "-e", "SELECT 6*7"], None);
+    assert_eq!(
+        (answer.trim(), leader(&probe)),
+        ("42", 0.0),
+        "serving, not leading"
+    );
+    found.check(Some(dir.path()), "after the failed restart hook");
+    terminate(&mut probe);
+    println!("bad input: failed hook reported as {line:?}");
+}

@@ -125,6 +125,12 @@ pub fn analyze_with(
             }
             estimates.push(e);
             if matches!(metric, Metric::Throughput | Metric::MeanLatency) {
+                if s.diffs.len() == 2 {
+                    warnings.push(format!(
+                        "{scenario}: 2 paired blocks for {}: drift not checked",
+                        metric.label()
+                    ));
+                }
                 if let Some(d) = cmp.drift(*metric, s) {
                     if d.flagged {
                         warnings.push(format!(
@@ -141,12 +147,8 @@ pub fn analyze_with(
         }
         if fewest < 2 {
             warnings.push(format!(
-                "{scenario}: fewer than 2 paired blocks for some metrics: point estimates \
-                 without intervals, never significant"
-            ));
-        } else if fewest < 3 {
-            warnings.push(format!(
-                "{scenario}: fewer than 3 paired blocks: drift not checked"
+                "{scenario}: a single paired block for some metrics: point estimates without \
+                 intervals, never significant"
             ));
         }
     }

@@ -339,6 +339,21 @@ fn errors_and_degenerate_logs() {
         a.warnings
     );
 
+    // Two blocks: intervals (t with 1 degree of freedom), but no drift check.
+    let two: Vec<_> = log.iter().filter(|r| r.block < 2).cloned().collect();
+    let a = analyze(&two, None).unwrap();
+    assert!(a.estimates.iter().all(|e| e.ci_low.is_some()));
+    assert!(a.drift.is_empty());
+    assert_eq!(
+        a.warnings
+            .iter()
+            .filter(|w| w.contains("drift not checked"))
+            .count(),
+        2,
+        "{:?}",
+        a.warnings
+    );
+
     // A run stopped mid-block: the partial block still pairs what it has.
     let mut partial = log.clone();
     partial.push({

@@ -58,14 +58,18 @@ fn tables_from_markdown(md: &str) -> String {
 }
 
 pub fn html(r: &Report) -> String {
+    // One bar per scenario; the baseline's is zero by definition and has no whisker.
     let bars: Vec<Bar> = r
         .headline
         .iter()
-        .filter(|h| !h.is_baseline)
         .map(|h| {
             let c = h.qps_change;
             Bar {
-                label: h.scenario.clone(),
+                label: if h.is_baseline {
+                    format!("{} (baseline)", h.scenario)
+                } else {
+                    h.scenario.clone()
+                },
                 value: c.map_or(0.0, |c| c.percent),
                 low: c.and_then(|c| c.low),
                 high: c.and_then(|c| c.high),

@@ -27,13 +27,16 @@ pub fn bars_with_whiskers(title: &str, unit: &str, bars: &[Bar]) -> String {
     let (left, right, top) = (230.0, 40.0, 40.0);
     let width = 760.0;
     let height = top + row * bars.len() as f64 + 40.0;
+    // The axis fits the values and, within reason, their intervals: a huge interval (few
+    // blocks) is clipped at the edge rather than squashing every bar to nothing.
+    let values = bars.iter().fold(1.0f64, |m, b| m.max(b.value.abs()));
     let extent = bars
         .iter()
-        .flat_map(|b| [b.value, b.low.unwrap_or(b.value), b.high.unwrap_or(b.value)])
-        .fold(1.0f64, |m, v| m.max(v.abs()))
+        .flat_map(|b| [b.low.unwrap_or(b.value), b.high.unwrap_or(b.value)])
+        .fold(values, |m, v| m.max(v.abs().min(values * 3.0)))
         * 1.15;
     let plot = width - left - right;
-    let x = |v: f64| left + plot / 2.0 + v / extent * plot / 2.0;
+    let x = |v: f64| left + plot / 2.0 + v.clamp(-extent, extent) / extent * plot / 2.0;
     let mut s = String::new();
     let _ = write!(
         s,

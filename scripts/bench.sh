@@ -1,0 +1,370 @@
+#!/usr/bin/env bash
+# End-to-end benchmark of issue 6, on one machine. Starts a throwaway mariadbd, HAProxy (TCP
+# mode, config generated here) and psprobe (release build, full observation, metrics on,
+# controller idle), then runs sysbench against each of them in interleaved rounds:
+#   for each workload, for each thread count, for each round: direct, haproxy, psprobe.
+# Prints one markdown table (ratios, median of rounds and min..max), writes the raw numbers as
+# CSV and JSON under target/bench/ (the path is printed). Everything it starts is stopped on exit.
+#
+#   scripts/bench.sh                 # full: 3 rounds x 20 s, 1/16/64 threads, read_only + point_select
+#   scripts/bench.sh --quick         # CI variant: 1 round x 3 s, 1/16 threads, point_select only
+#   scripts/bench.sh --memory        # 10,000 idle connections, and 1 GiB of 17 MiB rows
+#   scripts/bench.sh --record        # re-record scripts/bench/traffic/*.bin for benches/session.rs
+#   scripts/bench.sh --profile       # psprobe and HAProxy under callgrind: instructions per query
+#   options: --rounds N --seconds S --threads "1 16 64" --workloads "oltp_point_select ..."
+#            --out DIR   (env: BENCH_ROUNDS, BENCH_SECONDS, BENCH_THREADS, BENCH_WORKLOADS,
+#            BENCH_OUT, PSPROBE_BIN = a psprobe binary to use instead of building one,
+#            BENCH_IDLE_CONNECTIONS = connections for --memory, default 10000)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo="$(pwd)"
+
+mode=throughput
+rounds="${BENCH_ROUNDS:-3}"
+seconds="${BENCH_SECONDS:-20}"
+threads_list="${BENCH_THREADS:-1 16 64}"
+workloads="${BENCH_WORKLOADS:-oltp_read_only oltp_point_select}"
+out="${BENCH_OUT:-}"
+idle_connections="${BENCH_IDLE_CONNECTIONS:-10000}"
+
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
+while (($#)); do
+  case "$1" in
+    --quick)
+      mode=throughput
+      rounds=1 seconds=3 threads_list="1 16" workloads=oltp_point_select ;;
+    --memory) mode=memory ;;
+    --record) mode=record ;;
+    --profile) mode=profile ;;
+    --rounds) rounds="$2"; shift ;;
+    --seconds) seconds="$2"; shift ;;
+    --threads) threads_list="$2"; shift ;;
+    --workloads) workloads="$2"; shift ;;
+    --out) out="$2"; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "bench: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+say() { echo "bench: $*" >&2; }
+
+# --- tools -----------------------------------------------------------------------------------
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+if ! command -v mariadbd >/dev/null 2>&1 && [ ! -x /usr/sbin/mariadbd ] \
+  || ! command -v sysbench >/dev/null 2>&1; then
+  say "mariadbd or sysbench missing: running scripts/setup.sh"
+  scripts/setup.sh
+fi
+if ! command -v haproxy >/dev/null 2>&1 && [ ! -x /usr/sbin/haproxy ]; then
+  say "installing haproxy (Debian package; its service is not used)"
+  as_root apt-get update -q >&2
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -q --no-install-recommends haproxy >&2
+fi
+export PATH="$PATH:/usr/sbin"
+if [ -n "${PSPROBE_BIN:-}" ]; then
+  psprobe_bin="$PSPROBE_BIN"
+else
+  say "building psprobe (release)"
+  cargo build --release --locked --bin psprobe >&2
+  psprobe_bin="$repo/target/release/psprobe"
+fi
+
+# --- limits, directories, cleanup ------------------------------------------------------------
+# 10,000 client connections plus their upstreams need ~20,000 descriptors in psprobe alone.
+# Raising the hard limit needs CAP_SYS_RESOURCE; without it the soft limit goes up to the hard
+# one and --memory holds as many connections as that allows (and says so).
+want_fds=65536
+ulimit -Hn "$want_fds" 2>/dev/null || true
+ulimit -n "$want_fds" 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+
+[ -n "$out" ] || out="$repo/target/bench/$(date +%Y%m%d-%H%M%S)-$mode"
+mkdir -p "$out/raw"
+out="$(cd "$out" && pwd)"
+work="$(mktemp -d /tmp/psprobe-bench-XXXXXX)"
+pids=()
+cleanup() {
+  local status=$?
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$work"
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+user_flag=()
+[ "$(id -u)" -ne 0 ] || user_flag=(--user=root)
+db_user=bench db_pass=bench
+
+# --- mariadbd --------------------------------------------------------------------------------
+# Throwaway server: own datadir and port, performance_schema OFF (the proxies are measured,
+# not the server's instrumentation), binary log off, buffer pool holding the whole data set.
+start_mariadb() {
+  db_port="$(free_port)"
+  mariadb-install-db --no-defaults --datadir="$work/data" --auth-root-authentication-method=normal \
+    --skip-test-db --innodb-log-file-size=48M "${user_flag[@]}" >"$work/install.log" 2>&1
+  mariadbd --no-defaults --datadir="$work/data" --port="$db_port" --bind-address=127.0.0.1 \
+    --socket="$work/mysqld.sock" --pid-file="$work/mysqld.pid" --log-error="$work/mysqld.err" \
+    --performance-schema=OFF --skip-log-bin --skip-name-resolve --innodb-log-file-size=48M \
+    --innodb-buffer-pool-size=512M --max-allowed-packet=1G "$@" "${user_flag[@]}" \
+    >"$work/mysqld.out" 2>&1 &
+  db_pid=$!
+  pids+=("$db_pid")
+  for _ in $(seq 1 600); do
+    mariadb-admin --no-defaults --protocol=TCP -h127.0.0.1 -P"$db_port" -uroot ping >/dev/null 2>&1 && break
+    kill -0 "$db_pid" 2>/dev/null || { tail -20 "$work/mysqld.err" >&2; say "mariadbd exited"; exit 1; }
+    sleep 0.1
+  done
+  mariadb --no-defaults --protocol=TCP -h127.0.0.1 -P"$db_port" -uroot -e \
+    "CREATE DATABASE sbtest; CREATE USER $db_user@'%' IDENTIFIED BY '$db_pass'; GRANT ALL ON *.* TO $db_user@'%'"
+  say "mariadbd $(mariadbd --version | awk '{print $3}') on 127.0.0.1:$db_port (pid $db_pid)"
+}
+
+# --- HAProxy ---------------------------------------------------------------------------------
+# TCP mode, one backend (the mariadbd), as many threads as psprobe has workers (tokio's
+# multi-thread runtime starts one per CPU), maxconn above anything the benchmark opens.
+start_haproxy() {
+  local maxconn=$1
+  ha_port="$(free_port)"
+  write_haproxy_cfg "$maxconn" "$ha_port"
+  haproxy -db -f "$out/haproxy.cfg" >"$work/haproxy.log" 2>&1 &
+  ha_pid=$!
+  pids+=("$ha_pid")
+  for _ in $(seq 1 300); do
+    mariadb-admin --no-defaults --protocol=TCP -h127.0.0.1 -P"$ha_port" -u"$db_user" -p"$db_pass" \
+      ping >/dev/null 2>&1 && break
+    kill -0 "$ha_pid" 2>/dev/null || { cat "$work/haproxy.log" >&2; say "haproxy exited"; exit 1; }
+    sleep 0.1
+  done
+  say "$(haproxy -v | head -1 | cut -d' ' -f1-3) on 127.0.0.1:$ha_port (pid $ha_pid, nbthread $(nproc))"
+}
+
+# Writes and checks $out/haproxy.cfg: write_haproxy_cfg MAXCONN PORT.
+write_haproxy_cfg() {
+  local maxconn=$1 port=$2
+  cat >"$out/haproxy.cfg" <<EOF
+# Generated by scripts/bench.sh
+global
+    nbthread $(nproc)
+    maxconn $maxconn
+defaults
+    mode tcp
+    timeout connect 5s
+    timeout client 1h
+    timeout server 1h
+frontend mysql
+    bind 127.0.0.1:$port
+    maxconn $maxconn
+    default_backend mariadb
+backend mariadb
+    server db1 127.0.0.1:$db_port maxconn $maxconn
+EOF
+  haproxy -c -q -f "$out/haproxy.cfg" >&2
+}
+
+# --- psprobe ---------------------------------------------------------------------------------
+# Full observation (every command parsed, timed, fingerprinted), metrics endpoint on, no
+# --scenarios (controller idle).
+start_psprobe() {
+  local tag=$1
+  "$psprobe_bin" proxy --listen 127.0.0.1:0 --upstream "127.0.0.1:$db_port" \
+    --metrics 127.0.0.1:0 >"$work/psprobe-$tag.out" 2>"$work/psprobe-$tag.log" &
+  pp_pid=$!
+  pids+=("$pp_pid")
+  for _ in $(seq 1 300); do
+    grep -q '^psprobe listening' "$work/psprobe-$tag.out" 2>/dev/null && break
+    kill -0 "$pp_pid" 2>/dev/null || { cat "$work/psprobe-$tag.log" >&2; say "psprobe exited"; exit 1; }
+    sleep 0.1
+  done
+  read -r pp_addr pp_metrics < <(sed -n 's/^psprobe listening proxy=\(.*\) metrics=\(.*\)$/\1 \2/p' "$work/psprobe-$tag.out")
+  pp_port="${pp_addr##*:}"
+  say "psprobe $("$psprobe_bin" --version 2>/dev/null | awk '{print $2}') on $pp_addr, metrics http://$pp_metrics/metrics (pid $pp_pid)"
+}
+
+stop_pid() {
+  local pid=$1
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}
+
+describe_machine() {
+  python3 "$repo/scripts/bench/machine.py" >"$out/machine.json"
+  say "machine: $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"])' "$out/machine.json")"
+}
+
+# --- throughput mode -------------------------------------------------------------------------
+run_throughput() {
+  describe_machine
+  start_mariadb --max-connections=1000
+  start_haproxy 4096
+  start_psprobe bench
+  {
+    echo "{\"rounds\": $rounds, \"seconds\": $seconds, \"threads\": \"$threads_list\","
+    echo " \"workloads\": \"$workloads\", \"direct_port\": $db_port, \"haproxy_port\": $ha_port,"
+    echo " \"psprobe_port\": $pp_port, \"psprobe_metrics\": \"$pp_metrics\","
+    echo " \"haproxy_version\": \"$(haproxy -v | head -1)\","
+    echo " \"mariadb_version\": \"$(mariadbd --version)\", \"sysbench_version\": \"$(sysbench --version)\","
+    echo " \"psprobe_commit\": \"$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)\"}"
+  } >"$out/setup.json"
+
+  local sb=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-user="$db_user" --mysql-password="$db_pass"
+    --mysql-db=sbtest --tables=4 --table-size=10000)
+  say "sysbench prepare (4 tables x 10,000 rows), directly"
+  sysbench oltp_read_only "${sb[@]}" --mysql-port="$db_port" --threads=4 prepare >"$out/raw/prepare.txt"
+  # Warm the buffer pool and each path once (not measured).
+  for port in "$db_port" "$ha_port" "$pp_port"; do
+    sysbench oltp_read_only "${sb[@]}" --mysql-port="$port" --threads=4 --time=1 run >/dev/null
+  done
+
+  : >"$out/results.jsonl"
+  local total=0 n=0
+  for _ in $workloads; do for _ in $threads_list; do total=$((total + rounds * 3)); done; done
+  for workload in $workloads; do
+    for threads in $threads_list; do
+      for round in $(seq 1 "$rounds"); do
+        # Interleaved: a b c, a b c, ... so drift on a shared machine hits all three alike.
+        for target in direct haproxy psprobe; do
+          n=$((n + 1))
+          case "$target" in
+            direct) port=$db_port proxy_pid=0 ;;
+            haproxy) port=$ha_port proxy_pid=$ha_pid ;;
+            psprobe) port=$pp_port proxy_pid=$pp_pid ;;
+          esac
+          say "[$n/$total] $workload threads=$threads round=$round $target (${seconds}s)"
+          python3 "$repo/scripts/bench/run_one.py" --results "$out/results.jsonl" --raw "$out/raw" \
+            --workload "$workload" --threads "$threads" --round "$round" --target "$target" \
+            --proxy-pid "$proxy_pid" --server-pid "$db_pid" -- \
+            sysbench "$workload" "${sb[@]}" --mysql-port="$port" --threads="$threads" \
+            --time="$seconds" --percentile=99 --histogram=on --report-interval=0 run
+        done
+      done
+    done
+  done
+  curl -fsS "http://$pp_metrics/metrics" >"$out/psprobe-metrics.txt" 2>/dev/null || true
+  python3 "$repo/scripts/bench/report.py" --dir "$out" | tee "$out/table.md"
+  echo
+  echo "raw numbers: $out/results.csv, $out/summary.json (per run: $out/results.jsonl, sysbench output: $out/raw/)"
+}
+
+# --- memory mode -----------------------------------------------------------------------------
+run_memory() {
+  describe_machine
+  local n=$idle_connections
+  local have_fds
+  have_fds="$(ulimit -n)"
+  # A proxy holds 2 descriptors per connection (client + upstream), plus a few of its own.
+  if [ "$have_fds" != unlimited ] && [ "$have_fds" -lt $((2 * n + 100)) ]; then
+    say "only $have_fds file descriptors allowed (hard limit $(ulimit -Hn)); holding $(((have_fds - 100) / 2)) idle connections instead of $n"
+    n=$(((have_fds - 100) / 2))
+  fi
+  # pool-of-threads: 10,000 idle sessions without 10,000 server threads.
+  start_mariadb --max-connections=$((n + 100)) --thread-handling=pool-of-threads \
+    --open-files-limit=$((n + 2000)) --back-log=1000
+  start_haproxy $((n + 10))
+  start_psprobe idle
+  : >"$out/memory.jsonl"
+  local common=(--results "$out/memory.jsonl" --user "$db_user" --password "$db_pass"
+    --server-port "$db_port")
+  say "idle connections: $n through psprobe"
+  python3 "$repo/scripts/bench/memory.py" idle "${common[@]}" --target psprobe --port "$pp_port" \
+    --pid "$pp_pid" --metrics "$pp_metrics" --connections "$n" --target-connections "$idle_connections"
+  say "idle connections: $n through HAProxy (for comparison)"
+  python3 "$repo/scripts/bench/memory.py" idle "${common[@]}" --target haproxy --port "$ha_port" \
+    --pid "$ha_pid" --connections "$n" --target-connections "$idle_connections"
+  stop_pid "$pp_pid"
+
+  start_psprobe stream
+  for target in direct haproxy psprobe; do
+    case "$target" in
+      direct) port=$db_port pid=0 metrics="" ;;
+      haproxy) port=$ha_port pid=$ha_pid metrics="" ;;
+      psprobe) port=$pp_port pid=$pp_pid metrics=$pp_metrics ;;
+    esac
+    say "stream: 64 rows of 17 MiB (1088 MiB) through $target"
+    python3 "$repo/scripts/bench/memory.py" stream "${common[@]}" --target "$target" --port "$port" \
+      --pid "$pid" ${metrics:+--metrics "$metrics"}
+  done
+  python3 "$repo/scripts/bench/memory.py" report --results "$out/memory.jsonl" | tee "$out/memory.md"
+  echo
+  echo "raw numbers: $out/memory.jsonl"
+}
+
+# --- record mode -----------------------------------------------------------------------------
+# Real sysbench traffic for the session micro-benchmark, captured with a TCP tee (one
+# connection, --threads=1), into scripts/bench/traffic/.
+run_record() {
+  start_mariadb --max-connections=100
+  local sb=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-user="$db_user" --mysql-password="$db_pass"
+    --mysql-db=sbtest --tables=4 --table-size=10000)
+  sysbench oltp_read_only "${sb[@]}" --mysql-port="$db_port" --threads=4 prepare >/dev/null
+  mkdir -p "$repo/scripts/bench/traffic"
+  local name workload events extra tee_port tee_pid
+  while read -r name workload events extra; do
+    tee_port="$(free_port)"
+    python3 "$repo/scripts/bench/record_traffic.py" --listen-port "$tee_port" --upstream-port "$db_port" \
+      --out "$repo/scripts/bench/traffic/$name.bin" >"$work/tee.out" &
+    tee_pid=$!
+    pids+=("$tee_pid")
+    for _ in $(seq 1 100); do grep -q recording "$work/tee.out" 2>/dev/null && break; sleep 0.1; done
+    # shellcheck disable=SC2086 # $extra holds options
+    sysbench "$workload" "${sb[@]}" --mysql-port="$tee_port" --threads=1 --events="$events" --time=0 \
+      $extra run >"$work/record-$name.txt"
+    kill -TERM "$tee_pid"
+    wait "$tee_pid"
+  done <<'EOF2'
+sysbench_point_select_ps oltp_point_select 1000
+sysbench_point_select_text oltp_point_select 1000 --db-ps-mode=disable
+sysbench_read_only_ps oltp_read_only 10
+EOF2
+  ls -l "$repo/scripts/bench/traffic/"
+}
+
+# --- profile mode ----------------------------------------------------------------------------
+# Each proxy under valgrind --tool=callgrind (user-space instructions only: kernel time is not
+# seen), driven by sysbench oltp_point_select, 1 thread, a fixed number of events. Prints the
+# instructions per query of each and psprobe's top functions.
+run_profile() {
+  command -v valgrind >/dev/null || { say "valgrind is needed (apt-get install valgrind)"; exit 1; }
+  local events="${BENCH_PROFILE_EVENTS:-20000}"
+  start_mariadb --max-connections=100
+  local sb=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-user="$db_user" --mysql-password="$db_pass"
+    --mysql-db=sbtest --tables=4 --table-size=10000)
+  sysbench oltp_point_select "${sb[@]}" --mysql-port="$db_port" --threads=4 prepare >/dev/null
+  local port pid
+  for target in psprobe haproxy; do
+    port="$(free_port)"
+    if [ "$target" = psprobe ]; then
+      valgrind --tool=callgrind --callgrind-out-file="$out/callgrind.psprobe" \
+        "$psprobe_bin" proxy --listen "127.0.0.1:$port" --upstream "127.0.0.1:$db_port" \
+        --metrics 127.0.0.1:0 >"$work/profile-$target.out" 2>"$work/profile-$target.log" &
+    else
+      write_haproxy_cfg 4096 "$port"
+      valgrind --tool=callgrind --callgrind-out-file="$out/callgrind.haproxy" \
+        haproxy -db -f "$out/haproxy.cfg" >"$work/profile-$target.out" 2>"$work/profile-$target.log" &
+    fi
+    pid=$!
+    pids+=("$pid")
+    for _ in $(seq 1 600); do
+      mariadb-admin --no-defaults --protocol=TCP -h127.0.0.1 -P"$port" -u"$db_user" -p"$db_pass" \
+        ping >/dev/null 2>&1 && break
+      kill -0 "$pid" 2>/dev/null || { cat "$work/profile-$target.log" >&2; say "$target exited"; exit 1; }
+      sleep 0.2
+    done
+    say "$target under callgrind: sysbench oltp_point_select, 1 thread, $events events"
+    sysbench oltp_point_select "${sb[@]}" --mysql-port="$port" --threads=1 --events="$events" \
+      --time=0 run >"$out/raw/profile-$target.txt"
+    kill -TERM "$pid"
+    wait "$pid" 2>/dev/null || true
+  done
+  python3 "$repo/scripts/bench/profile_report.py" --dir "$out" --events "$events" | tee "$out/profile.md"
+}
+
+case "$mode" in
+  throughput) run_throughput ;;
+  memory) run_memory ;;
+  record) run_record ;;
+  profile) run_profile ;;
+esac

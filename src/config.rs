@@ -42,6 +42,9 @@ pub enum Command {
     Report(crate::report::ReportArgs),
     /// The whole study on a throwaway mariadbd: six scenarios under sysbench, HTML report.
     Demo(crate::demo::DemoArgs),
+    /// The seed study automated: every workload x concurrency, scenarios cycled, one table
+    /// per workload.
+    Experiment(crate::demo::experiment::ExperimentArgs),
 }
 
 #[derive(Debug, Args)]

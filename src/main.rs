@@ -13,6 +13,7 @@ fn main() -> ExitCode {
         Command::Ps(args) => psprobe::controller::cli::run(&args),
         Command::Report(args) => psprobe::report::run(&args),
         Command::Demo(args) => psprobe::demo::run(&args),
+        Command::Experiment(args) => psprobe::demo::experiment::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -3,6 +3,7 @@
 //! (pfsoff through a restart of the throwaway server), drives sysbench through the proxy,
 //! then writes the HTML report and prints the headline table.
 
+pub mod experiment;
 pub mod sysbench;
 pub mod throwaway;
 
@@ -72,6 +73,88 @@ impl Plan {
     }
 }
 
+/// One schedule under one sysbench load, on a throwaway server.
+pub struct ScheduledRun {
+    pub workload: &'static str,
+    pub threads: u32,
+    pub scenarios: Vec<String>,
+    pub phase_log: PathBuf,
+    pub sysbench_out: PathBuf,
+}
+
+/// Runs psprobe in-process in front of `server` with the controller cycling `run.scenarios`,
+/// and sysbench through it until the schedule is done. The phase log is in `run.phase_log`.
+pub fn run_schedule(
+    server: &throwaway::Throwaway,
+    tables: &sysbench::Tables,
+    plan: &Plan,
+    run: &ScheduledRun,
+    who: &str,
+) -> anyhow::Result<()> {
+    let _ = std::fs::remove_file(&run.phase_log);
+    let settings = ControllerSettings {
+        dsn: ControllerDsn::parse(&server.dsn(), "the throwaway server")?,
+        catalog: Catalog::builtin(),
+        scenarios: run.scenarios.clone(),
+        phase: plan.phase,
+        settle: plan.settle,
+        restart_settle: plan.restart_settle,
+        blocks: Some(plan.blocks),
+        seed: 20261129,
+        state_file: server.dir().join("ps-snapshot.json"),
+        phase_log: run.phase_log.clone(),
+        restart_cmd: Some(server.restart_cmd()),
+        restart_timeout: Duration::from_secs(120),
+        upstream: server.addr(),
+        identity: format!("psprobe-{who}"),
+        on_phase: None,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let nominal = plan.nominal(run.scenarios.len());
+    runtime.block_on(async {
+        let config = local_proxy_config(&server.addr());
+        let mut running = launch(&config, Some(settings)).await?;
+        println!(
+            "{who}: {} x {} threads through psprobe {}: {} scenarios x {} blocks, about {}s",
+            run.workload,
+            run.threads,
+            running.proxy_addr,
+            run.scenarios.len(),
+            plan.blocks,
+            nominal.as_secs() + 15
+        );
+        // Longer than the schedule; stopped when the schedule is done.
+        let load = sysbench::Load::start_workload(
+            &running.proxy_addr.to_string(),
+            run.workload,
+            tables,
+            run.threads,
+            nominal + Duration::from_secs(600),
+            &run.sysbench_out,
+        )?;
+        let started = Instant::now();
+        if let Some(controller) = running.controller.as_mut() {
+            let mut ticker = tokio::time::interval(Duration::from_secs(10));
+            loop {
+                tokio::select! {
+                    _ = &mut *controller => break,
+                    _ = ticker.tick() => {
+                        let done = started.elapsed().as_secs();
+                        println!("{who}: {done}s of about {}s", nominal.as_secs() + 15);
+                    }
+                }
+            }
+        }
+        running.controller = None;
+        load.stop();
+        running.shutdown().await;
+        anyhow::Ok(())
+    })
+}
+
 /// A proxy configuration listening on free local ports in front of `upstream`.
 pub fn local_proxy_config(upstream: &str) -> ProxyConfig {
     ProxyConfig {
@@ -121,66 +204,15 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<()> {
     sysbench::prepare(&server.addr(), &tables)?;
 
     let phase_log = server.dir().join("phases.jsonl");
-    let settings = ControllerSettings {
-        dsn: ControllerDsn::parse(&server.dsn(), "the demo server")?,
-        catalog: Catalog::builtin(),
-        scenarios: SEED_SCENARIOS.iter().map(|s| s.to_string()).collect(),
-        phase: plan.phase,
-        settle: plan.settle,
-        restart_settle: plan.restart_settle,
-        blocks: Some(plan.blocks),
-        seed: 20261129,
-        state_file: server.dir().join("ps-snapshot.json"),
-        phase_log: phase_log.clone(),
-        restart_cmd: Some(server.restart_cmd()),
-        restart_timeout: Duration::from_secs(120),
-        upstream: server.addr(),
-        identity: "psprobe-demo".to_string(),
-        on_phase: None,
-    };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    let nominal = plan.nominal(SEED_SCENARIOS.len());
     let sysbench_out = server.dir().join("sysbench.txt");
-    runtime.block_on(async {
-        let config = local_proxy_config(&server.addr());
-        let mut running = launch(&config, Some(settings)).await?;
-        println!(
-            "demo: psprobe on {} (metrics http://{}/metrics); {} scenarios x {} blocks, about {}s",
-            running.proxy_addr,
-            running.metrics_addr,
-            SEED_SCENARIOS.len(),
-            plan.blocks,
-            nominal.as_secs() + 30
-        );
-        // Longer than the schedule; stopped when the schedule is done.
-        let load = sysbench::Load::start(
-            &running.proxy_addr.to_string(),
-            &tables,
-            threads,
-            nominal + Duration::from_secs(600),
-            &sysbench_out,
-        )?;
-        let started = Instant::now();
-        if let Some(controller) = running.controller.as_mut() {
-            let mut ticker = tokio::time::interval(Duration::from_secs(10));
-            loop {
-                tokio::select! {
-                    _ = &mut *controller => break,
-                    _ = ticker.tick() => {
-                        let done = started.elapsed().as_secs();
-                        println!("demo: {done}s of about {}s", nominal.as_secs() + 30);
-                    }
-                }
-            }
-        }
-        running.controller = None;
-        load.stop();
-        running.shutdown().await;
-        anyhow::Ok(())
-    })?;
+    let run = ScheduledRun {
+        workload: "oltp_read_write",
+        threads,
+        scenarios: SEED_SCENARIOS.iter().map(|s| s.to_string()).collect(),
+        phase_log: phase_log.clone(),
+        sysbench_out: sysbench_out.clone(),
+    };
+    run_schedule(&server, &tables, &plan, &run, "demo")?;
     // Keep the phase log and sysbench's output beside the report (the server's directory goes).
     let kept_log = output.with_extension("phases.jsonl");
     std::fs::copy(&phase_log, &kept_log)

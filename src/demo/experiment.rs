@@ -1,0 +1,207 @@
+//! `psprobe experiment`: the seed study, automated. For each workload and each concurrency,
+//! sysbench runs through psprobe while the controller cycles the scenarios; the result is one
+//! table per workload shaped like the seed study's tables (rows: concurrency; columns:
+//! scenarios; QPS, then the change against the baseline with its interval).
+
+use std::fmt::Write;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use clap::Args;
+
+use super::{run_schedule, sysbench, throwaway, Plan, ScheduledRun, SEED_SCENARIOS};
+use crate::config::parse_duration;
+use crate::controller::phase_log::read_phases;
+use crate::report::report_of;
+
+const WORKLOADS: [&str; 3] = ["oltp_read_only", "oltp_read_write", "oltp_write_only"];
+
+#[derive(Debug, Args)]
+pub struct ExperimentArgs {
+    /// sysbench workloads, comma-separated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "oltp_read_only,oltp_read_write,oltp_write_only"
+    )]
+    pub workloads: Vec<String>,
+    /// Concurrencies (sysbench --threads), comma-separated; the seed study used
+    /// 1,2,4,...,1024.
+    #[arg(long, value_delimiter = ',', default_value = "1,8")]
+    pub threads: Vec<u32>,
+    /// Scenarios to compare [default: the six of the seed study].
+    #[arg(long, value_delimiter = ',')]
+    pub scenarios: Vec<String>,
+    /// Phase length (settle + measure) [default: 12s].
+    #[arg(long, value_name = "DURATION")]
+    pub phase: Option<String>,
+    /// Settle time after a switch [default: 3s].
+    #[arg(long, value_name = "DURATION")]
+    pub settle: Option<String>,
+    /// Blocks per run [default: 3].
+    #[arg(long, default_value_t = 3)]
+    pub blocks: u64,
+    /// Markdown report [default: ./psprobe-experiment.md]; phase logs and sysbench output go
+    /// beside it.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
+    for w in &args.workloads {
+        if !WORKLOADS.contains(&w.as_str()) {
+            bail!("unknown workload {w}; use {}", WORKLOADS.join(", "));
+        }
+    }
+    if args.threads.is_empty() || args.threads.contains(&0) {
+        bail!("--threads needs positive numbers, e.g. 1,8,64");
+    }
+    let scenarios: Vec<String> = if args.scenarios.is_empty() {
+        SEED_SCENARIOS.iter().map(|s| s.to_string()).collect()
+    } else {
+        args.scenarios.clone()
+    };
+    if scenarios.len() < 2 {
+        bail!("--scenarios needs at least two scenarios to compare");
+    }
+    let phase = parse_duration("phase", args.phase.as_deref().unwrap_or("12s"))?;
+    let settle = parse_duration("settle", args.settle.as_deref().unwrap_or("3s"))?;
+    if settle >= phase {
+        bail!("--settle must be shorter than --phase");
+    }
+    let plan = Plan {
+        phase,
+        settle,
+        restart_settle: settle * 2,
+        blocks: args.blocks.max(1),
+    };
+    let output = args
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("psprobe-experiment.md"));
+    let stem = output.with_extension("");
+    let runs = args.workloads.len() * args.threads.len();
+    let total = plan.nominal(scenarios.len()).as_secs() * runs as u64;
+    println!(
+        "experiment: {runs} runs, about {} minutes; starting a throwaway mariadbd",
+        total / 60 + 1
+    );
+    let server = throwaway::Throwaway::start()?;
+    let tables = sysbench::Tables {
+        count: 4,
+        size: 10_000,
+    };
+    sysbench::prepare(&server.addr(), &tables)?;
+
+    let mut doc = String::from("# performance_schema overhead by workload and concurrency\n\n");
+    let _ = writeln!(
+        doc,
+        "Each cell is the mean QPS psprobe measured in that scenario's phases; the row below it the change against the baseline with its 95% interval (`*` = significant). sysbench's own QPS for the whole run is in the last column. {} blocks of {}s phases ({}s settle) per run.\n",
+        plan.blocks,
+        plan.phase.as_secs(),
+        plan.settle.as_secs()
+    );
+    let mut run_no = 0;
+    for workload in &args.workloads {
+        let workload: &'static str = WORKLOADS
+            .iter()
+            .find(|w| **w == workload.as_str())
+            .copied()
+            .context("workload")?;
+        let mut rows = Vec::new();
+        for &threads in &args.threads {
+            run_no += 1;
+            println!("experiment: run {run_no}/{runs}: {workload}, {threads} threads");
+            let phase_log = PathBuf::from(format!(
+                "{}-{workload}-{threads}.phases.jsonl",
+                stem.display()
+            ));
+            let sysbench_out = PathBuf::from(format!(
+                "{}-{workload}-{threads}.sysbench.txt",
+                stem.display()
+            ));
+            let run = ScheduledRun {
+                workload,
+                threads,
+                scenarios: scenarios.clone(),
+                phase_log: phase_log.clone(),
+                sysbench_out: sysbench_out.clone(),
+            };
+            run_schedule(&server, &tables, &plan, &run, "experiment")?;
+            let phases = read_phases(&phase_log)
+                .with_context(|| format!("cannot read {}", phase_log.display()))?;
+            let report = report_of(&phases, None)?;
+            let sysbench_qps =
+                sysbench_mean_qps(&std::fs::read_to_string(&sysbench_out).unwrap_or_default());
+            rows.push((threads, report, sysbench_qps));
+        }
+        let _ = writeln!(doc, "## {workload}\n");
+        let _ = write!(doc, "| threads |");
+        for s in &scenarios {
+            let _ = write!(doc, " {s} |");
+        }
+        let _ = writeln!(doc, " sysbench QPS |");
+        let _ = writeln!(doc, "|{}", " ---: |".repeat(scenarios.len() + 2));
+        for (threads, report, sysbench_qps) in &rows {
+            let _ = write!(doc, "| {threads} |");
+            for s in &scenarios {
+                let qps = report
+                    .headline
+                    .iter()
+                    .find(|h| &h.scenario == s)
+                    .map_or(0.0, |h| h.qps);
+                let _ = write!(doc, " {qps:.0} |");
+            }
+            let _ = writeln!(doc, " {sysbench_qps:.0} |");
+            let _ = write!(doc, "| {threads} |");
+            for s in &scenarios {
+                let cell = report
+                    .headline
+                    .iter()
+                    .find(|h| &h.scenario == s)
+                    .map_or_else(String::new, |h| match &h.qps_change {
+                        Some(c) => c.text(),
+                        None => format!("baseline ({})", report.analysis.baseline),
+                    });
+                let _ = write!(doc, " {cell} |");
+            }
+            let _ = writeln!(doc, " |");
+        }
+        let _ = writeln!(doc);
+    }
+    std::fs::write(&output, &doc).with_context(|| format!("cannot write {}", output.display()))?;
+    println!("\n{doc}");
+    println!("report: {}", output.display());
+    Ok(())
+}
+
+/// Mean of sysbench's per-interval `qps:` figures (over every respawned run).
+pub fn sysbench_mean_qps(text: &str) -> f64 {
+    let values: Vec<f64> = text
+        .lines()
+        .filter(|l| l.starts_with('['))
+        .filter_map(|l| {
+            l.split("qps: ")
+                .nth(1)?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect();
+    if values.is_empty() {
+        0.0
+    } else {
+        values.iter().sum::<f64>() / values.len() as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sysbench_interval_qps() {
+        let text = "[ 1s ] thds: 4 tps: 10.0 qps: 200.00 (r/w/o: 1/1/1) lat\n[ 2s ] thds: 4 tps: 10.0 qps: 100.00 (r/w/o)\nSQL statistics:\n";
+        assert_eq!(super::sysbench_mean_qps(text), 150.0);
+        assert_eq!(super::sysbench_mean_qps(""), 0.0);
+    }
+}

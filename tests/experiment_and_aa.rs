@@ -149,3 +149,144 @@ fn aa_schedule_reports_no_significant_difference() {
         "{throughput}"
     );
 }
+
+/// sysbench's QPS over `[from, to]` (seconds since it started), from its 1-second interval
+/// lines, each weighted by how much of it falls in the window.
+fn sysbench_qps_in(intervals: &[(f64, f64)], from: f64, to: f64) -> f64 {
+    let (mut sum, mut weight) = (0.0, 0.0);
+    for &(end, qps) in intervals {
+        let overlap = (end.min(to) - (end - 1.0).max(from)).max(0.0);
+        sum += qps * overlap;
+        weight += overlap;
+    }
+    sum / weight.max(1e-9)
+}
+
+#[test]
+fn throughput_change_agrees_with_sysbench_per_phase_qps() {
+    let db = MariaDb::start_default();
+    let tables = ["--tables=2", "--table-size=2000"];
+    sysbench::run(&db.addr(), "oltp_read_only", "prepare", &tables);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("phases.jsonl");
+    let args = [
+        "--scenarios",
+        "pfson_conoff_insoff,pfson_conon_inson",
+        "--phase",
+        "6s",
+        "--settle",
+        "2s",
+        "--blocks",
+        "3",
+        "--seed",
+        "9",
+        "--phase-log",
+        log.to_str().unwrap(),
+        "--state-dir",
+        dir.path().to_str().unwrap(),
+    ];
+    let dsn = db.dsn();
+    let probe = Probe::start_with_env(&db.addr(), &args, &[("PSPROBE_CONTROLLER_DSN", &dsn)]);
+    // sysbench's interval lines are stamped with the wall clock as they arrive (sysbench
+    // flushes each one), so they line up with the phase log's windows.
+    let now_ms = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock")
+            .as_millis() as f64
+    };
+    let (host, port) = common::cli::split_addr(probe.proxy_addr());
+    let mut child = Command::new("sysbench")
+        .arg("oltp_read_only")
+        .args([
+            format!("--mysql-host={host}"),
+            format!("--mysql-port={port}"),
+        ])
+        .args([
+            "--mysql-user=psprobe",
+            "--mysql-password=psprobe-pass",
+            "--mysql-db=psprobe_test",
+        ])
+        .args(tables)
+        // Longer than the 36 s schedule, which must end while sysbench still runs.
+        .args(["--threads=2", "--time=48", "--report-interval=1", "run"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run sysbench");
+    let stdout = child.stdout.take().expect("piped");
+    let mut intervals: Vec<(f64, f64)> = Vec::new();
+    for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)).map_while(Result::ok) {
+        let at = now_ms();
+        if let Some(qps) = line
+            .strip_prefix('[')
+            .and_then(|l| l.split("qps: ").nth(1))
+            .and_then(|q| q.split_whitespace().next())
+            .and_then(|q| q.parse::<f64>().ok())
+        {
+            intervals.push((at / 1000.0, qps));
+        }
+    }
+    assert!(child.wait().expect("sysbench").success());
+    assert!(intervals.len() >= 30, "{intervals:?}");
+    assert_eq!(
+        probe.scrape().get("psprobe_controller_leader", &[]),
+        0.0,
+        "the schedule was still running when sysbench stopped:\n{}",
+        probe.stderr_text()
+    );
+    let phases: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .expect("phase log")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .filter(|v: &serde_json::Value| v["kind"] == "phase")
+        .collect();
+    assert_eq!(phases.len(), 6);
+    // Per block: sysbench's QPS ratio of pfson_conon_inson to pfson_conoff_insoff.
+    let mut log_ratios = Vec::new();
+    for block in 0..3u64 {
+        let qps = |scenario: &str| {
+            let p = phases
+                .iter()
+                .find(|p| p["block"] == block && p["scenario"] == scenario)
+                .expect("phase of the block");
+            let rel = |key: &str| p[key].as_f64().unwrap() / 1000.0;
+            let sb = sysbench_qps_in(&intervals, rel("measure_from_ms"), rel("measure_to_ms"));
+            let statements: f64 = p["commands"]
+                .as_array()
+                .expect("commands")
+                .iter()
+                .filter(|c| c["command"] == "query" || c["command"] == "stmt_execute")
+                .map(|c| c["count"].as_f64().unwrap_or(0.0))
+                .sum();
+            let seconds = rel("measure_to_ms") - rel("measure_from_ms");
+            eprintln!(
+                "block {block} {scenario}: {:.2} s, psprobe {:.0} qps, sysbench {sb:.0} qps",
+                seconds,
+                statements / seconds
+            );
+            sb
+        };
+        log_ratios.push((qps("pfson_conon_inson") / qps("pfson_conoff_insoff")).ln());
+    }
+    let sysbench_change = (log_ratios.iter().sum::<f64>() / 3.0).exp() - 1.0;
+
+    let out = psprobe(&["report", log.to_str().unwrap(), "--format", "json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let probe_change = report["analysis"]["estimates"]
+        .as_array()
+        .expect("estimates")
+        .iter()
+        .find(|e| e["scenario"] == "pfson_conon_inson" && e["metric"] == "throughput")
+        .and_then(|e| e["ratio"].as_f64())
+        .expect("throughput estimate");
+    let gap = (probe_change - sysbench_change).abs() * 100.0;
+    eprintln!(
+        "throughput change: psprobe {:+.2}%, sysbench {:+.2}%",
+        probe_change * 100.0,
+        sysbench_change * 100.0
+    );
+    assert!(
+        gap <= 2.0,
+        "psprobe {probe_change:+.4} vs sysbench {sysbench_change:+.4}: {gap:.2} points apart"
+    );
+}

@@ -50,6 +50,9 @@ const METRICS: &[(&str, bool)] = &[
     ("psprobe_digest_latency_seconds_sum", true),
     ("psprobe_digest_latency_seconds_count", true),
     ("psprobe_scenario_active", true),
+    ("psprobe_overhead_ratio", true),
+    ("psprobe_overhead_ratio_ci_low", true),
+    ("psprobe_overhead_ratio_ci_high", true),
 ];
 
 /// Grafana unit ids the dashboard may use (a subset of grafana-data's valueFormats).
@@ -1442,7 +1445,26 @@ fn dashboard_queries_return_data_from_real_prometheus() {
     let dash = dashboard();
     let db = MariaDb::start_default();
     sysbench::run(&db.addr(), "oltp_read_write", "prepare", &TABLE_OPTS);
-    let probe = Probe::start(&db.addr(), &[]);
+    // A short schedule runs during the load, so the live overhead estimates exist too.
+    let state = tempfile::tempdir().expect("state dir");
+    let schedule = [
+        "--scenarios",
+        "pfson_conoff_insoff,pfson_conon_inson",
+        "--phase",
+        "2s",
+        "--settle",
+        "500ms",
+        "--blocks",
+        "3",
+        "--state-dir",
+        state.path().to_str().expect("utf-8 path"),
+    ];
+    let dsn = db.dsn();
+    let probe = Probe::start_with_env(
+        &db.addr(),
+        &schedule,
+        &[("PSPROBE_CONTROLLER_DSN", dsn.as_str())],
+    );
     let prom = Prometheus::start(&[probe.metrics_addr()], SCRAPE_INTERVAL);
 
     // One ERR through the proxy so that psprobe_errors_total exists.

@@ -42,6 +42,22 @@ fn demo_quick_then_reports_and_html_in_chromium() {
         );
     }
     assert!(stdout.contains("QPS change vs pfsoff"), "{stdout}");
+    // The throwaway server runs here, so each phase recorded mysqld's CPU time.
+    assert!(stdout.contains("server CPU µs/statement"), "{stdout}");
+    let with_cpu = stdout
+        .lines()
+        .filter(|l| SCENARIOS.iter().any(|s| l.starts_with(&format!("| {s} |"))))
+        .filter(|l| {
+            l.trim_end_matches(" |")
+                .rsplit(" | ")
+                .next()
+                .is_some_and(|c| c.parse::<f64>().is_ok())
+        })
+        .count();
+    assert_eq!(
+        with_cpu, 6,
+        "server CPU per statement for every scenario:\n{stdout}"
+    );
 
     // The phase log kept beside the report: 6 scenarios x 3 blocks.
     let log = dir.path().join("report.phases.jsonl");

@@ -520,6 +520,7 @@ mod tests {
                 agg("ping", 1000, 1),
             ],
             digests: vec![],
+            server_cpu_ms: None,
         };
         let row = phase_row(&record);
         assert_eq!(

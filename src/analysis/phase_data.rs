@@ -265,6 +265,7 @@ mod tests {
                 agg(Some("stmt_prepare"), None, 50),
             ],
             digests: vec![agg(None, Some("aa"), 1000), agg(None, Some("bb"), 500)],
+            server_cpu_ms: None,
         }
     }
 

@@ -216,6 +216,7 @@ pub fn simulate(rng: &mut Rng, sim: &Sim, arms: &[Arm]) -> Vec<PhaseRecord> {
                     aggregate(Some("query"), None, count, errors, sum, hist),
                 ],
                 digests,
+                server_cpu_ms: None,
             });
             phase += 1;
         }

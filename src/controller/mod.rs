@@ -26,6 +26,7 @@ pub mod scenario;
 pub mod schedule;
 pub mod schedule_args;
 pub mod server;
+pub mod server_cpu;
 pub mod setup_tables;
 pub mod show;
 pub mod snapshot;

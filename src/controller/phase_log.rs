@@ -75,6 +75,10 @@ pub struct PhaseRecord {
     pub verified: bool,
     pub commands: Vec<Aggregate>,
     pub digests: Vec<Aggregate>,
+    /// mysqld's CPU time (user + system) during the measured window, when `--mysqld-pid` was
+    /// given (same host only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cpu_ms: Option<u64>,
 }
 
 fn aggregate(stats: &DigestStats) -> Aggregate {
@@ -242,6 +246,7 @@ mod tests {
             verified: true,
             commands,
             digests,
+            server_cpu_ms: Some(12),
         };
         log.append(&record).unwrap();
         log.append(&record).unwrap();

@@ -8,6 +8,7 @@ use crate::stats::{Observer, ScenarioId, StoreSnapshot};
 use super::error::{ControllerError, Result};
 use super::phase_log::{window_aggregates, PhaseLog, PhaseRecord, PHASE_LOG_VERSION};
 use super::runner::{now_ms, PhaseHook};
+use super::server_cpu::{cpu_ms, PidSource};
 
 struct Open {
     scenario: String,
@@ -16,23 +17,38 @@ struct Open {
     phase: u64,
     switched_at_ms: u64,
     restarted: bool,
-    /// Set when the measured window began.
-    window: Option<(u64, StoreSnapshot)>,
+    /// Set when the measured window began (with mysqld's CPU time then, if known).
+    window: Option<(u64, StoreSnapshot, Option<u64>)>,
 }
 
 pub struct PhaseTracker {
     observer: Arc<Observer>,
     open: Option<Open>,
     on_phase: Option<PhaseHook>,
+    mysqld_pid: Option<PidSource>,
+    /// The pid the window's first CPU reading came from.
+    window_pid: Option<u32>,
 }
 
 impl PhaseTracker {
-    pub fn new(observer: Arc<Observer>, on_phase: Option<PhaseHook>) -> Self {
+    pub fn new(
+        observer: Arc<Observer>,
+        on_phase: Option<PhaseHook>,
+        mysqld_pid: Option<PidSource>,
+    ) -> Self {
         PhaseTracker {
             observer,
             open: None,
             on_phase,
+            mysqld_pid,
+            window_pid: None,
         }
+    }
+
+    /// (pid, its CPU time in ms) of mysqld now.
+    fn server_cpu(&self) -> Option<(u32, u64)> {
+        let pid = self.mysqld_pid.as_ref()?.pid()?;
+        Some((pid, cpu_ms(pid)?))
     }
 
     pub fn switched(
@@ -57,8 +73,10 @@ impl PhaseTracker {
 
     /// The settle time is over: the measured window starts now.
     pub fn measuring(&mut self) {
+        let cpu = self.server_cpu();
         if let Some(open) = self.open.as_mut().filter(|o| o.window.is_none()) {
-            open.window = Some((now_ms(), self.observer.digests.snapshot()));
+            self.window_pid = cpu.map(|c| c.0);
+            open.window = Some((now_ms(), self.observer.digests.snapshot(), cpu.map(|c| c.1)));
         }
     }
 
@@ -72,10 +90,15 @@ impl PhaseTracker {
         let Some(open) = self.open.take() else {
             return Ok(());
         };
-        let Some((from_ms, start)) = open.window else {
+        let Some((from_ms, start, cpu_from)) = open.window else {
             return Ok(());
         };
         let end = self.observer.digests.snapshot();
+        // A restart in between (new pid, or CPU time going back) makes the figure meaningless.
+        let server_cpu_ms = match (cpu_from, self.server_cpu()) {
+            (Some(a), Some((pid, b))) if Some(pid) == self.window_pid && b >= a => Some(b - a),
+            _ => None,
+        };
         let (commands, digests) = window_aggregates(&start, &end, open.id);
         let record = PhaseRecord {
             version: PHASE_LOG_VERSION,
@@ -90,6 +113,7 @@ impl PhaseTracker {
             verified,
             commands,
             digests,
+            server_cpu_ms,
         };
         log.append(&record).map_err(|e| ControllerError::Config {
             path: log.path().to_path_buf(),

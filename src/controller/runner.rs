@@ -44,6 +44,8 @@ pub struct ControllerSettings {
     pub identity: String,
     /// Called with each phase record once it is written (live estimates, admin interface).
     pub on_phase: Option<PhaseHook>,
+    /// mysqld's pid on this host, to record its CPU time per phase.
+    pub mysqld_pid: Option<super::server_cpu::PidSource>,
 }
 
 pub type PhaseHook = Arc<dyn Fn(&super::phase_log::PhaseRecord) + Send + Sync>;
@@ -118,7 +120,11 @@ pub async fn run(
         path: settings.phase_log.clone(),
         reason: e.to_string(),
     })?;
-    let mut tracker = PhaseTracker::new(Arc::clone(&observer), settings.on_phase.clone());
+    let mut tracker = PhaseTracker::new(
+        Arc::clone(&observer),
+        settings.on_phase.clone(),
+        settings.mysqld_pid.clone(),
+    );
     // (block, phase) to start from: after a takeover, the ones after the last seen.
     let mut start_at = (0u64, 0u64);
     loop {

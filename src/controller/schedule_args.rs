@@ -51,6 +51,10 @@ pub struct ScheduleArgs {
     /// Needed by the pfsoff scenario. Run with sh -c.
     #[arg(long, value_name = "CMD")]
     pub restart_cmd: Option<String>,
+    /// mysqld's process id, when it runs on this host: each phase then records the server's
+    /// CPU time, and reports show server CPU per statement by scenario.
+    #[arg(long, value_name = "PID")]
+    pub mysqld_pid: Option<u32>,
     /// How long the restart command and the server's return may take [default: 120s].
     #[arg(long, value_name = "DURATION")]
     pub restart_timeout: Option<String>,
@@ -152,6 +156,7 @@ impl ScheduleArgs {
             upstream: upstream.to_string(),
             identity: format!("{host}:{}", std::process::id()),
             on_phase: None,
+            mysqld_pid: self.mysqld_pid.map(super::server_cpu::PidSource::Fixed),
         }))
     }
 }

@@ -108,6 +108,10 @@ pub fn run_schedule(
         upstream: server.addr(),
         identity: format!("psprobe-{who}"),
         on_phase: None,
+        // The throwaway server runs here; its pid file follows it across restarts.
+        mysqld_pid: Some(crate::controller::server_cpu::PidSource::File(
+            server.pid_file(),
+        )),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -148,6 +148,11 @@ impl Throwaway {
         format!("sh {} restart {{pfs}}", self.script().display())
     }
 
+    /// mysqld's pid file (the pid changes when the server restarts).
+    pub fn pid_file(&self) -> PathBuf {
+        self.dir.path().join("mariadbd.pid")
+    }
+
     pub fn port(&self) -> u16 {
         self.port
     }

@@ -21,6 +21,8 @@ pub struct HeadlineRow {
     pub p99_ms: f64,
     pub p99_change: Option<Interval>,
     pub mean_change: Option<Interval>,
+    /// mysqld CPU time per statement (µs), from phases that recorded it (`--mysqld-pid`).
+    pub server_cpu_us_per_statement: Option<f64>,
 }
 
 /// A change in percent with its interval.
@@ -137,7 +139,14 @@ pub fn build(analysis: Analysis, phases: &[PhaseRecord]) -> Report {
                     p99.map_or(0.0, |e| e.scenario_value),
                 )
             };
+            let (cpu_ms, cpu_statements) = phases
+                .iter()
+                .filter(|p| &p.scenario == s)
+                .filter_map(|p| Some((p.server_cpu_ms?, statements(p).0)))
+                .fold((0u64, 0u64), |(c, n), (pc, pn)| (c + pc, n + pn));
             HeadlineRow {
+                server_cpu_us_per_statement: (cpu_statements > 0)
+                    .then(|| cpu_ms as f64 * 1000.0 / cpu_statements as f64),
                 scenario: s.clone(),
                 is_baseline,
                 qps,

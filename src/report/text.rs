@@ -11,14 +11,20 @@ fn opt(i: &Option<Interval>) -> String {
 
 /// The headline table alone (printed by `psprobe demo`).
 pub fn headline_markdown(r: &Report) -> String {
+    let cpu = r
+        .headline
+        .iter()
+        .any(|h| h.server_cpu_us_per_statement.is_some());
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "| scenario | QPS | QPS change vs {b} (95% CI) | p99 ms | p99 change (95% CI) | mean latency change (95% CI) |\n| --- | ---: | --- | ---: | --- | --- |",
+        "| scenario | QPS | QPS change vs {b} (95% CI) | p99 ms | p99 change (95% CI) | mean latency change (95% CI) |{}\n| --- | ---: | --- | ---: | --- | --- |{}",
+        if cpu { " server CPU µs/statement |" } else { "" },
+        if cpu { " ---: |" } else { "" },
         b = r.analysis.baseline
     );
     for h in &r.headline {
-        let _ = writeln!(
+        let _ = write!(
             s,
             "| {} | {:.0} | {} | {:.3} | {} | {} |",
             h.scenario,
@@ -28,6 +34,15 @@ pub fn headline_markdown(r: &Report) -> String {
             opt(&h.p99_change),
             opt(&h.mean_change)
         );
+        if cpu {
+            let _ = write!(
+                s,
+                " {} |",
+                h.server_cpu_us_per_statement
+                    .map_or_else(|| "-".to_string(), |v| format!("{v:.1}"))
+            );
+        }
+        s.push('\n');
     }
     s
 }

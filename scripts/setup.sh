@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(mariadb-server mariadb-client sysbench percona-toolkit prometheus chromium curl ca-certificates)
+packages=(mariadb-server mariadb-client sysbench percona-toolkit prometheus chromium haproxy curl ca-certificates)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -558,6 +558,7 @@ fn observer_data_serves_recorded_statistics() {
             aggregate("ping", 50, 1_000),
         ],
         digests: vec![],
+        server_cpu_ms: None,
     });
     overhead.write().unwrap().push(OverheadRow {
         scenario: "pfs_on".into(),

@@ -27,6 +27,23 @@ pub const SEED_SCENARIOS: [&str; 6] = [
     "pfson_conon_inson",
 ];
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_bar_fills_and_caps() {
+        let half = progress_bar(Duration::from_secs(60), Duration::from_secs(120));
+        assert!(
+            half.starts_with("[###############---------------]"),
+            "{half}"
+        );
+        assert!(half.contains(" 50%"));
+        let over = progress_bar(Duration::from_secs(200), Duration::from_secs(120));
+        assert!(over.contains("100%") && !over.contains('-'), "{over}");
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// About 2 minutes instead of about 8: shorter phases, 3 blocks.
@@ -146,8 +163,7 @@ pub fn run_schedule(
                 tokio::select! {
                     _ = &mut *controller => break,
                     _ = ticker.tick() => {
-                        let done = started.elapsed().as_secs();
-                        println!("{who}: {done}s of about {}s", nominal.as_secs() + 15);
+                        println!("{who}: {}", progress_bar(started.elapsed(), nominal + Duration::from_secs(15)));
                     }
                 }
             }
@@ -157,6 +173,21 @@ pub fn run_schedule(
         running.shutdown().await;
         anyhow::Ok(())
     })
+}
+
+/// `[#########-----------]  45%  54s of ~120s`: one line per tick (works in logs and CI too).
+pub fn progress_bar(elapsed: Duration, expected: Duration) -> String {
+    const WIDTH: usize = 30;
+    let fraction = (elapsed.as_secs_f64() / expected.as_secs_f64().max(1.0)).min(1.0);
+    let filled = (fraction * WIDTH as f64).round() as usize;
+    format!(
+        "[{}{}] {:3.0}%  {}s of ~{}s",
+        "#".repeat(filled),
+        "-".repeat(WIDTH - filled),
+        fraction * 100.0,
+        elapsed.as_secs(),
+        expected.as_secs()
+    )
 }
 
 /// A proxy configuration listening on free local ports in front of `upstream`.

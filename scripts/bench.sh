@@ -14,7 +14,9 @@
 #   options: --rounds N --seconds S --threads "1 16 64" --workloads "oltp_point_select ..."
 #            --out DIR   (env: BENCH_ROUNDS, BENCH_SECONDS, BENCH_THREADS, BENCH_WORKLOADS,
 #            BENCH_OUT, PSPROBE_BIN = a psprobe binary to use instead of building one,
-#            BENCH_IDLE_CONNECTIONS = connections for --memory, default 10000)
+#            BENCH_IDLE_CONNECTIONS = connections for --memory, default 10000,
+#            BENCH_EXTRA_PSPROBE="NAME=BINARY ..." = more psprobe builds to run as extra targets
+#            in each round, e.g. to A/B a relay change against the same HAProxy and direct runs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo="$(pwd)"
@@ -64,10 +66,14 @@ fi
 export PATH="$PATH:/usr/sbin"
 if [ -n "${PSPROBE_BIN:-}" ]; then
   psprobe_bin="$PSPROBE_BIN"
+  psprobe_label="${PSPROBE_LABEL:-$psprobe_bin}"
 else
   say "building psprobe (release)"
   cargo build --release --locked --bin psprobe >&2
   psprobe_bin="$repo/target/release/psprobe"
+  psprobe_label="$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  [ -z "$(git -C "$repo" status --porcelain -- src Cargo.toml Cargo.lock 2>/dev/null)" ] ||
+    psprobe_label="$psprobe_label with uncommitted changes"
 fi
 
 # --- limits, directories, cleanup ------------------------------------------------------------
@@ -169,8 +175,8 @@ EOF
 # Full observation (every command parsed, timed, fingerprinted), metrics endpoint on, no
 # --scenarios (controller idle).
 start_psprobe() {
-  local tag=$1
-  "$psprobe_bin" proxy --listen 127.0.0.1:0 --upstream "127.0.0.1:$db_port" \
+  local tag=$1 bin=${2:-$psprobe_bin}
+  "$bin" proxy --listen 127.0.0.1:0 --upstream "127.0.0.1:$db_port" \
     --metrics 127.0.0.1:0 >"$work/psprobe-$tag.out" 2>"$work/psprobe-$tag.log" &
   pp_pid=$!
   pids+=("$pp_pid")
@@ -201,13 +207,25 @@ run_throughput() {
   start_mariadb --max-connections=1000
   start_haproxy 4096
   start_psprobe bench
+  local main_pid=$pp_pid main_port=$pp_port main_metrics=$pp_metrics
+  local -A extra_port=() extra_pid=()
+  local extra_targets=() spec name
+  for spec in ${BENCH_EXTRA_PSPROBE:-}; do
+    name="${spec%%=*}"
+    start_psprobe "extra-$name" "${spec#*=}"
+    extra_port[$name]=$pp_port
+    extra_pid[$name]=$pp_pid
+    extra_targets+=("psprobe:$name")
+  done
+  pp_pid=$main_pid pp_port=$main_port pp_metrics=$main_metrics
   {
     echo "{\"rounds\": $rounds, \"seconds\": $seconds, \"threads\": \"$threads_list\","
     echo " \"workloads\": \"$workloads\", \"direct_port\": $db_port, \"haproxy_port\": $ha_port,"
+    echo " \"extra_psprobe\": \"${BENCH_EXTRA_PSPROBE:-}\","
     echo " \"psprobe_port\": $pp_port, \"psprobe_metrics\": \"$pp_metrics\","
     echo " \"haproxy_version\": \"$(haproxy -v | head -1)\","
     echo " \"mariadb_version\": \"$(mariadbd --version)\", \"sysbench_version\": \"$(sysbench --version)\","
-    echo " \"psprobe_commit\": \"$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)\"}"
+    echo " \"psprobe_commit\": \"$psprobe_label\"}"
   } >"$out/setup.json"
 
   local sb=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-user="$db_user" --mysql-password="$db_pass"
@@ -215,23 +233,25 @@ run_throughput() {
   say "sysbench prepare (4 tables x 10,000 rows), directly"
   sysbench oltp_read_only "${sb[@]}" --mysql-port="$db_port" --threads=4 prepare >"$out/raw/prepare.txt"
   # Warm the buffer pool and each path once (not measured).
-  for port in "$db_port" "$ha_port" "$pp_port"; do
+  for port in "$db_port" "$ha_port" "$pp_port" "${extra_port[@]}"; do
     sysbench oltp_read_only "${sb[@]}" --mysql-port="$port" --threads=4 --time=1 run >/dev/null
   done
 
   : >"$out/results.jsonl"
   local total=0 n=0
-  for _ in $workloads; do for _ in $threads_list; do total=$((total + rounds * 3)); done; done
+  local ntargets=$((3 + ${#extra_targets[@]}))
+  for _ in $workloads; do for _ in $threads_list; do total=$((total + rounds * ntargets)); done; done
   for workload in $workloads; do
     for threads in $threads_list; do
       for round in $(seq 1 "$rounds"); do
         # Interleaved: a b c, a b c, ... so drift on a shared machine hits all three alike.
-        for target in direct haproxy psprobe; do
+        for target in direct haproxy psprobe "${extra_targets[@]}"; do
           n=$((n + 1))
           case "$target" in
             direct) port=$db_port proxy_pid=0 ;;
             haproxy) port=$ha_port proxy_pid=$ha_pid ;;
             psprobe) port=$pp_port proxy_pid=$pp_pid ;;
+            psprobe:*) port=${extra_port[${target#psprobe:}]} proxy_pid=${extra_pid[${target#psprobe:}]} ;;
           esac
           say "[$n/$total] $workload threads=$threads round=$round $target (${seconds}s)"
           python3 "$repo/scripts/bench/run_one.py" --results "$out/results.jsonl" --raw "$out/raw" \
@@ -323,17 +343,52 @@ EOF2
 }
 
 # --- profile mode ----------------------------------------------------------------------------
-# Each proxy under valgrind --tool=callgrind (user-space instructions only: kernel time is not
-# seen), driven by sysbench oltp_point_select, 1 thread, a fixed number of events. Prints the
-# instructions per query of each and psprobe's top functions.
+# Where the proxies spend their time, on sysbench oltp_point_select:
+#  1. syscalls per query (strace -c -f attached to each proxy; 16 threads, 5 s),
+#  2. a CPU sample of kernel and user stacks (perf record -e cpu-clock; 16 threads, 10 s;
+#     skipped when perf cannot sample),
+#  3. user-space instructions per query and top functions (valgrind --tool=callgrind;
+#     1 thread, a fixed number of events).
 run_profile() {
   command -v valgrind >/dev/null || { say "valgrind is needed (apt-get install valgrind)"; exit 1; }
   local events="${BENCH_PROFILE_EVENTS:-20000}"
-  start_mariadb --max-connections=100
+  start_mariadb --max-connections=200
+  start_haproxy 4096
+  start_psprobe profile
   local sb=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-user="$db_user" --mysql-password="$db_pass"
     --mysql-db=sbtest --tables=4 --table-size=10000)
   sysbench oltp_point_select "${sb[@]}" --mysql-port="$db_port" --threads=4 prepare >/dev/null
-  local port pid
+  local run16=(oltp_point_select "${sb[@]}" --threads=16 --report-interval=0)
+  local port pid tracer
+  for target in psprobe haproxy; do
+    case "$target" in
+      psprobe) port=$pp_port pid=$pp_pid ;;
+      haproxy) port=$ha_port pid=$ha_pid ;;
+    esac
+    sysbench "${run16[@]}" --mysql-port="$port" --time=2 run >/dev/null # warm-up
+    if command -v strace >/dev/null; then
+      say "$target: syscalls (strace -c -f), oltp_point_select 16 threads, 5 s"
+      strace -c -f -q -o "$out/strace.$target" -p "$pid" &
+      tracer=$!
+      sleep 1
+      sysbench "${run16[@]}" --mysql-port="$port" --time=5 run >"$out/raw/strace-$target.txt"
+      kill -INT "$tracer"
+      wait "$tracer" 2>/dev/null || true
+    fi
+    if perf record -e cpu-clock -o "$work/perf-probe.data" -- true >/dev/null 2>&1; then
+      say "$target: CPU sample (perf record -e cpu-clock -g), oltp_point_select 16 threads, 10 s"
+      perf record -e cpu-clock -F 1999 -g -o "$out/perf.$target.data" -p "$pid" -- sleep 10 \
+        >"$work/perf-$target.log" 2>&1 &
+      tracer=$!
+      sysbench "${run16[@]}" --mysql-port="$port" --time=10 run >"$out/raw/perf-$target.txt"
+      wait "$tracer" 2>/dev/null || true
+      perf report -i "$out/perf.$target.data" --no-children --sort sym --stdio -g none \
+        --percent-limit 0.5 >"$out/perf.$target.txt" 2>/dev/null || true
+    fi
+  done
+  stop_pid "$pp_pid"
+  stop_pid "$ha_pid"
+
   for target in psprobe haproxy; do
     port="$(free_port)"
     if [ "$target" = psprobe ]; then
@@ -353,13 +408,15 @@ run_profile() {
       kill -0 "$pid" 2>/dev/null || { cat "$work/profile-$target.log" >&2; say "$target exited"; exit 1; }
       sleep 0.2
     done
-    say "$target under callgrind: sysbench oltp_point_select, 1 thread, $events events"
+    say "$target under callgrind: oltp_point_select, 1 thread, $events events"
     sysbench oltp_point_select "${sb[@]}" --mysql-port="$port" --threads=1 --events="$events" \
-      --time=0 run >"$out/raw/profile-$target.txt"
+      --time=0 run >"$out/raw/callgrind-$target.txt"
     kill -TERM "$pid"
     wait "$pid" 2>/dev/null || true
   done
-  python3 "$repo/scripts/bench/profile_report.py" --dir "$out" --events "$events" | tee "$out/profile.md"
+  python3 "$repo/scripts/bench/profile_report.py" --dir "$out" | tee "$out/profile.md"
+  echo
+  echo "raw profiles: $out (callgrind.*: callgrind_annotate; perf.*.data: perf report -i)"
 }
 
 case "$mode" in

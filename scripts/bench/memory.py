@@ -331,6 +331,8 @@ def run_report(args):
             result = f"{r['rows']} rows, {r['client_bytes'] / 1048576:.0f} MiB in {r['seconds']} s ({r['mib_per_s']} MiB/s)"
             if "rss_growth_mib" in r:
                 result += f"; RSS growth {r['rss_growth_mib']} MiB (peak {r['peak_rss_mib']} MiB)"
+            if r.get("proxy_server_to_client_bytes"):
+                result += f"; psprobe counted {r['proxy_server_to_client_bytes'] / 1048576:.0f} MiB server to client"
             if r["target"] == "psprobe":
                 ok = r["rss_growth_mib"] < STREAM_GROWTH_TARGET_MIB
                 goal = f"RSS growth < {STREAM_GROWTH_TARGET_MIB} MiB"

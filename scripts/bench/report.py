@@ -55,9 +55,19 @@ def ratio(a, b):
     return a / b
 
 
+def extra_targets(rows):
+    """Other psprobe builds run alongside (BENCH_EXTRA_PSPROBE), in order of appearance."""
+    seen = []
+    for r in rows:
+        if r["target"] not in TARGETS and r["target"] not in seen:
+            seen.append(r["target"])
+    return seen
+
+
 def summarise(rows):
     cells = defaultdict(lambda: defaultdict(dict))  # (workload, threads) -> round -> target -> row
     order = []
+    extras = extra_targets(rows)
     for r in rows:
         key = (r["workload"], r["threads"])
         if key not in cells:
@@ -68,7 +78,7 @@ def summarise(rows):
         rounds = cells[key]
         complete = [rd for rd in rounds.values() if all(t in rd for t in TARGETS)]
         per_target = {}
-        for t in TARGETS:
+        for t in TARGETS + tuple(extras):
             runs = [rd[t] for rd in rounds.values() if t in rd]
             per_target[t] = {
                 "qps": stats([r["qps"] for r in runs]),
@@ -79,6 +89,8 @@ def summarise(rows):
                 "proxy_sys_us_per_query": stats([r.get("proxy_sys_us_per_query") for r in runs]),
                 "proxy_ctxsw_per_query": stats([r.get("proxy_ctxsw_per_query") for r in runs]),
                 "server_cpu_us_per_query": stats([r.get("server_cpu_us_per_query") for r in runs]),
+                "sysbench_cpu_us_per_query": stats([r.get("sysbench_cpu_us_per_query") for r in runs]),
+                "sysbench_ctxsw_per_query": stats([r.get("sysbench_ctxsw_per_query") for r in runs]),
                 "proxy_peak_rss_mib": stats(
                     [
                         r["proxy_peak_rss_kib"] / 1024 if r.get("proxy_peak_rss_kib") else None
@@ -112,6 +124,29 @@ def summarise(rows):
                 )
             ),
         }
+        for t in extras:
+            ok = [rd for rd in complete if t in rd]
+            ratios[t] = {
+                "qps_vs_haproxy": stats([ratio(rd[t]["qps"], rd["haproxy"]["qps"]) for rd in ok]),
+                "qps_vs_psprobe": stats([ratio(rd[t]["qps"], rd["psprobe"]["qps"]) for rd in ok]),
+                "p99_vs_haproxy": stats(
+                    [ratio(rd[t]["lat_p99_ms"], rd["haproxy"]["lat_p99_ms"]) for rd in ok]
+                ),
+                "cpu_vs_haproxy": stats(
+                    [
+                        ratio(rd[t].get("proxy_cpu_us_per_query"),
+                              rd["haproxy"].get("proxy_cpu_us_per_query"))
+                        for rd in ok
+                    ]
+                ),
+                "cpu_vs_psprobe": stats(
+                    [
+                        ratio(rd[t].get("proxy_cpu_us_per_query"),
+                              rd["psprobe"].get("proxy_cpu_us_per_query"))
+                        for rd in ok
+                    ]
+                ),
+            }
         summary.append(
             {
                 "workload": key[0],
@@ -128,7 +163,7 @@ def verdict(s, limit, higher_is_better):
     if s is None:
         return "n/a"
     ok = s["median"] >= limit if higher_is_better else s["median"] <= limit
-    return f"{'met' if ok else 'MISSED'} ({s['median']:.2f})"
+    return f"{'met' if ok else 'MISSED'} ({s['median']:.3f})"
 
 
 def render(summary, machine, setup):
@@ -145,7 +180,7 @@ def render(summary, machine, setup):
             f"--db-ps-mode (prepared statements), 4 tables x 10,000 rows; "
             f"{setup['haproxy_version'].split(' - ')[0]} mode tcp; "
             f"psprobe {setup['psprobe_commit']} with full observation and metrics, controller idle; "
-            f"{setup['mariadb_version'].split(' for ')[0]}."
+            f"{' '.join(setup['mariadb_version'].split(' for ')[0].split())}."
         )
     w("Ratios: median over rounds of the per-round ratio, (min..max) over rounds. "
       "p99 from sysbench's latency histogram (per event: a query for point_select, a "
@@ -173,11 +208,12 @@ def render(summary, machine, setup):
     w(
         "| workload | threads | target | queries/s | p99 ms | avg ms | proxy CPU µs/query "
         "| proxy user / sys µs/query | proxy context switches/query "
-        "| mariadbd CPU µs/query | peak RSS MiB | errors | other processes' CPU % |"
+        "| mariadbd CPU µs/query | sysbench CPU µs/query | sysbench context switches/query "
+        "| peak RSS MiB | errors | other processes' CPU % |"
     )
-    w("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    w("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for c in summary:
-        for name in TARGETS:
+        for name in c["targets"]:
             t = c["targets"][name]
             w(
                 f"| {c['workload']} | {c['threads']} | {name} | {fmt(t['qps'], 0)} "
@@ -186,9 +222,30 @@ def render(summary, machine, setup):
                 f"| {user_sys(t) if name != 'direct' else '-'} "
                 f"| {fmt(t['proxy_ctxsw_per_query'], 2) if name != 'direct' else '-'} "
                 f"| {fmt(t['server_cpu_us_per_query'], 1)} "
+                f"| {fmt(t['sysbench_cpu_us_per_query'], 1)} "
+                f"| {fmt(t['sysbench_ctxsw_per_query'], 2)} "
                 f"| {peak(t) if name != 'direct' else '-'} | {t['errors'] + t['reconnects']} "
                 f"| {fmt(t['other_cpu_pct'], 0)} |"
             )
+    extras = [t for t in (summary[0]["targets"] if summary else {}) if t not in TARGETS]
+    if extras:
+        w("")
+        w("### Other psprobe builds (BENCH_EXTRA_PSPROBE), per-round ratios")
+        w("")
+        w(
+            "| workload | threads | build | q/s vs HAProxy | q/s vs psprobe | p99 vs HAProxy "
+            "| CPU µs/query | CPU vs HAProxy | CPU vs psprobe | peak RSS MiB |"
+        )
+        w("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+        for c in summary:
+            for name in extras:
+                r, t = c["ratios"][name], c["targets"][name]
+                w(
+                    f"| {c['workload']} | {c['threads']} | {name} | {fmt(r['qps_vs_haproxy'])} "
+                    f"| {fmt(r['qps_vs_psprobe'])} | {fmt(r['p99_vs_haproxy'])} "
+                    f"| {fmt(t['proxy_cpu_us_per_query'], 1)} | {fmt(r['cpu_vs_haproxy'])} "
+                    f"| {fmt(r['cpu_vs_psprobe'])} | {peak(t)} |"
+                )
     w("")
     w("### Issue 6 targets (checked on the medians; informational, never asserted)")
     w("")
@@ -225,7 +282,8 @@ CSV_FIELDS = [
     "lat_avg_ms", "lat_p99_ms", "lat_max_ms", "ignored_errors", "reconnects", "total_time_s",
     "wall_s", "proxy_cpu_us", "proxy_cpu_us_per_query", "proxy_user_us_per_query",
     "proxy_sys_us_per_query", "proxy_ctxsw_per_query", "proxy_peak_rss_kib", "proxy_rss_kib",
-    "server_cpu_us_per_query", "sysbench_cpu_us_per_query", "machine_busy_pct",
+    "server_cpu_us_per_query", "sysbench_cpu_us_per_query", "sysbench_ctxsw_per_query",
+    "machine_busy_pct",
     "machine_irq_pct", "machine_steal_pct", "other_cpu_pct_of_machine", "lat_p99_ms_sysbench",
 ]
 

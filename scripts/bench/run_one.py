@@ -97,6 +97,12 @@ def children_cpu_s():
     return r.ru_utime + r.ru_stime
 
 
+def children_ctxsw():
+    """Context switches of finished children (sysbench: all its threads)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_nvcsw + r.ru_nivcsw
+
+
 def histogram_percentile(text, q):
     """The q-quantile of sysbench's latency histogram (--histogram=on), in ms. sysbench's own
     "99th percentile" line comes from the same buckets but is printed with 2 decimals, which
@@ -166,10 +172,12 @@ def main():
     server0 = cpu_ticks(args.server_pid)
     m0 = machine_ticks()
     child0 = children_cpu_s()
+    child_ctx0 = children_ctxsw()
     t0 = time.monotonic()
     proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     wall = time.monotonic() - t0
     child1 = children_cpu_s()
+    child_ctx1 = children_ctxsw()
     m1 = machine_ticks()
     server1 = cpu_ticks(args.server_pid)
     proxy1 = cpu_ticks(pid)
@@ -216,6 +224,7 @@ def main():
     if server0 is not None:
         row["server_cpu_us_per_query"] = (server1 - server0) * to_us / queries
     row["sysbench_cpu_us_per_query"] = (child1 - child0) * 1e6 / queries
+    row["sysbench_ctxsw_per_query"] = (child_ctx1 - child_ctx0) / queries
     d = {k: m1[k] - m0[k] for k in m0}
     total = max(d["total"], 1)
     row["machine_busy_pct"] = round(100.0 * (d["tasks"] + d["irq"] + d["steal"]) / total, 1)

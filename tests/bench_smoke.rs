@@ -1,0 +1,149 @@
+//! CI variant of the end-to-end benchmark (issue 6): `scripts/bench.sh --quick` (one round,
+//! oltp_point_select at 1 and 16 threads, 3 s per run, against direct / HAProxy / psprobe)
+//! must run to the end and print its tables. Speed is never asserted: CI machines are shared
+//! and small; the point is that the benchmark keeps working.
+
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const TIMEOUT: Duration = Duration::from_secs(110);
+const RATIO_HEADER: &str = "| workload | threads | q/s psprobe/HAProxy | q/s psprobe/direct | p99 psprobe/HAProxy | p99 psprobe/direct | CPU µs/query psprobe | CPU µs/query HAProxy | CPU psprobe/HAProxy | peak RSS MiB psprobe | peak RSS MiB HAProxy |";
+
+struct Finished {
+    success: bool,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs the script; on timeout sends SIGTERM (the script's trap stops what it started), then
+/// SIGKILL. The script also gets SIGTERM if this test process dies.
+fn run_script(out_dir: &Path) -> Finished {
+    let repo = env!("CARGO_MANIFEST_DIR");
+    let mut cmd = Command::new("bash");
+    cmd.arg(format!("{repo}/scripts/bench.sh"))
+        .arg("--quick")
+        .env("PSPROBE_BIN", env!("CARGO_BIN_EXE_psprobe"))
+        .env("BENCH_OUT", out_dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: prctl is async-signal-safe and allocates nothing.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGTERM as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().expect("spawn scripts/bench.sh");
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = r.read_to_end(&mut buf);
+            String::from_utf8_lossy(&buf).into_owned()
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().expect("stdout piped")));
+    let err = drain(Box::new(child.stderr.take().expect("stderr piped")));
+    let deadline = Instant::now() + TIMEOUT;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            // SAFETY: plain kill(2) of our own child.
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+            let grace = Instant::now() + Duration::from_secs(20);
+            while child.try_wait().expect("try_wait").is_none() && Instant::now() < grace {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "scripts/bench.sh --quick took longer than {TIMEOUT:?}\n{}",
+                err.join().unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    Finished {
+        success: status.success(),
+        stdout: out.join().expect("stdout reader"),
+        stderr: err.join().expect("stderr reader"),
+    }
+}
+
+#[test]
+fn quick_benchmark_runs_and_prints_the_table() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = run_script(dir.path());
+    let context = format!(
+        "--- stdout ---\n{}\n--- stderr ---\n{}",
+        run.stdout, run.stderr
+    );
+    assert!(run.success, "scripts/bench.sh --quick failed\n{context}");
+
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    let header = lines
+        .iter()
+        .position(|l| *l == RATIO_HEADER)
+        .unwrap_or_else(|| panic!("no ratio table header\n{context}"));
+    // The ratio table: one row per thread count, every column filled with a number.
+    for (i, threads) in ["1", "16"].iter().enumerate() {
+        let row = lines.get(header + 2 + i).copied().unwrap_or("");
+        let cells: Vec<&str> = row.trim_matches('|').split('|').map(str::trim).collect();
+        assert_eq!(
+            cells.len(),
+            11,
+            "ratio row for {threads} threads: {row}\n{context}"
+        );
+        assert_eq!(
+            cells[..2],
+            ["oltp_point_select", threads],
+            "{row}\n{context}"
+        );
+        for cell in &cells[2..] {
+            let number = cell.split_whitespace().next().unwrap_or("");
+            assert!(
+                number.parse::<f64>().is_ok_and(|v| v > 0.0),
+                "ratio row for {threads} threads has {cell:?}: {row}\n{context}"
+            );
+        }
+    }
+    // The per-target table: a row for each target at each thread count.
+    for threads in ["1", "16"] {
+        for target in ["direct", "haproxy", "psprobe"] {
+            let prefix = format!("| oltp_point_select | {threads} | {target} | ");
+            assert!(
+                lines.iter().any(|l| l.starts_with(&prefix)),
+                "no row {prefix}\n{context}"
+            );
+        }
+    }
+    assert!(
+        run.stdout.contains("### Issue 6 targets"),
+        "no targets table\n{context}"
+    );
+
+    // Raw numbers next to it: 2 thread counts x 3 targets.
+    let out_dir = dir.path();
+    let csv = std::fs::read_to_string(out_dir.join("results.csv")).expect("results.csv");
+    assert_eq!(csv.lines().count(), 1 + 6, "{csv}");
+    assert!(out_dir.join("summary.json").exists());
+    assert!(
+        run.stdout
+            .contains(&format!("{}", out_dir.join("results.csv").display())),
+        "the path of the raw numbers is printed\n{context}"
+    );
+}

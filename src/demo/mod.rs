@@ -256,6 +256,6 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<()> {
     println!("demo: phase log {}", kept_log.display());
     let phases = crate::controller::phase_log::read_phases(&kept_log)
         .with_context(|| format!("cannot read the phase log {}", kept_log.display()))?;
-    crate::report::write_demo_report(&phases, &output, &sysbench_out)?;
+    crate::report::write_demo_report(&phases, &output)?;
     Ok(())
 }

@@ -4,7 +4,6 @@ mod connection;
 pub mod relay;
 pub mod upstream;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -75,9 +74,4 @@ pub async fn serve(
             while connections.join_next().await.is_some() {}
         }
     }
-}
-
-/// Binds the proxy listener with a message that says which address failed.
-pub async fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
-    TcpListener::bind(addr).await
 }

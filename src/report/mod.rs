@@ -85,11 +85,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
 }
 
 /// `psprobe demo`'s ending: the HTML report to `output`, the headline table to stdout.
-pub fn write_demo_report(
-    phases: &[PhaseRecord],
-    output: &Path,
-    _sysbench: &Path,
-) -> anyhow::Result<()> {
+pub fn write_demo_report(phases: &[PhaseRecord], output: &Path) -> anyhow::Result<()> {
     let report = report_of(phases, Some("pfsoff"))?;
     std::fs::write(output, html::html(&report))
         .with_context(|| format!("cannot write {}", output.display()))?;

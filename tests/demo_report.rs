@@ -98,6 +98,11 @@ fn demo_quick_then_reports_and_html_in_chromium() {
     let bad = psprobe(&["report", log, "--baseline", "nope"]);
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("nope"));
+    let md99 = psprobe(&["report", log, "--confidence", "0.99"]);
+    assert!(String::from_utf8_lossy(&md99.stdout).contains("QPS change vs pfsoff (99% CI)"));
+    let percent = psprobe(&["report", log, "--confidence", "95"]);
+    assert!(!percent.status.success());
+    assert!(String::from_utf8_lossy(&percent.stderr).contains("not 95"));
 
     let page = std::fs::read_to_string(&html).expect("html written");
     assert!(!page.contains("<script"), "self-contained, no scripts");

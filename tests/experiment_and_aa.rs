@@ -120,7 +120,17 @@ fn aa_schedule_reports_no_significant_difference() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    let out = psprobe(&["report", log.to_str().unwrap(), "--format", "json"]);
+    // At 95% a true A/A is called significant 5% of the time by construction (the synthetic
+    // estimator tests check that rate over 200 runs); one real run in CI is judged at 99% so
+    // that a correct estimator fails CI once in a hundred runs, not once in twenty.
+    let out = psprobe(&[
+        "report",
+        log.to_str().unwrap(),
+        "--format",
+        "json",
+        "--confidence",
+        "0.99",
+    ]);
     assert!(
         out.status.success(),
         "{}",
@@ -128,6 +138,7 @@ fn aa_schedule_reports_no_significant_difference() {
     );
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(report["analysis"]["baseline"], "pfson_conoff_insoff");
+    assert_eq!(report["analysis"]["level"], 0.99);
     assert!(
         report["analysis"]["complete_blocks"].as_u64() >= Some(4),
         "{}",
@@ -144,10 +155,13 @@ fn aa_schedule_reports_no_significant_difference() {
         throughput["significant"], false,
         "A/A called significant: {throughput}"
     );
-    assert!(
-        throughput["ratio"].as_f64().unwrap().abs() < 0.10,
-        "{throughput}"
+    // The point estimate's size is noise on a shared machine (-12% was seen with a -31..+12%
+    // interval); what must hold is that zero is inside the interval it reports.
+    let (low, high) = (
+        throughput["ci_low"].as_f64().expect("ci_low"),
+        throughput["ci_high"].as_f64().expect("ci_high"),
     );
+    assert!(low <= 0.0 && 0.0 <= high, "{throughput}");
 }
 
 /// sysbench's QPS over `[from, to]` (seconds since it started), from its 1-second interval

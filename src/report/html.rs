@@ -78,8 +78,9 @@ pub fn html(r: &Report) -> String {
         .collect();
     let overhead = bars_with_whiskers(
         &format!(
-            "Throughput change vs {} (95% interval)",
-            r.analysis.baseline
+            "Throughput change vs {} ({}% interval)",
+            r.analysis.baseline,
+            super::text::level_percent(r.analysis.level)
         ),
         "%",
         &bars,

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 
-use crate::analysis::analyze;
+use crate::analysis::{analyze_with, Options};
 use crate::controller::phase_log::{read_phases, PhaseRecord};
 
 pub use model::{build, Report};
@@ -39,6 +39,23 @@ pub struct ReportArgs {
     /// instrumented scheduled].
     #[arg(long, value_name = "SCENARIO")]
     pub baseline: Option<String>,
+    /// Confidence level of every interval, and so of every "significant" call: between 0.5
+    /// and 0.999. At 0.95 a scenario with no real effect is called significant 5% of the time.
+    #[arg(long, value_name = "LEVEL", default_value_t = 0.95, value_parser = parse_level)]
+    pub confidence: f64,
+}
+
+fn parse_level(s: &str) -> Result<f64, String> {
+    let level: f64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number; give a level such as 0.95"))?;
+    if (0.5..=0.999).contains(&level) {
+        Ok(level)
+    } else {
+        Err(format!(
+            "{level} is outside 0.5..0.999; give a level such as 0.95 (not 95)"
+        ))
+    }
 }
 
 fn format_of(args: &ReportArgs) -> Format {
@@ -67,14 +84,26 @@ pub fn render(report: &Report, format: Format) -> anyhow::Result<String> {
 }
 
 pub fn report_of(phases: &[PhaseRecord], baseline: Option<&str>) -> anyhow::Result<Report> {
-    let analysis = analyze(phases, baseline)?;
+    report_at(phases, baseline, &Options::default())
+}
+
+fn report_at(
+    phases: &[PhaseRecord],
+    baseline: Option<&str>,
+    options: &Options,
+) -> anyhow::Result<Report> {
+    let analysis = analyze_with(phases, baseline, options)?;
     Ok(build(analysis, phases))
 }
 
 pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
     let phases = read_phases(&args.phase_log)
         .with_context(|| format!("cannot read the phase log {}", args.phase_log.display()))?;
-    let report = report_of(&phases, args.baseline.as_deref())?;
+    let options = Options {
+        level: args.confidence,
+        ..Options::default()
+    };
+    let report = report_at(&phases, args.baseline.as_deref(), &options)?;
     let text = render(&report, format_of(args))?;
     match &args.output {
         Some(path) => std::fs::write(path, text)

@@ -9,6 +9,12 @@ fn opt(i: &Option<Interval>) -> String {
         .map_or_else(|| "baseline".to_string(), Interval::text)
 }
 
+/// A confidence level as people write it: 0.95 → "95", 0.999 → "99.9".
+pub fn level_percent(level: f64) -> String {
+    let p = format!("{:.3}", level * 100.0);
+    p.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 /// The headline table alone (printed by `psprobe demo`).
 pub fn headline_markdown(r: &Report) -> String {
     let cpu = r
@@ -18,10 +24,11 @@ pub fn headline_markdown(r: &Report) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "| scenario | QPS | QPS change vs {b} (95% CI) | p99 ms | p99 change (95% CI) | mean latency change (95% CI) |{}\n| --- | ---: | --- | ---: | --- | --- |{}",
+        "| scenario | QPS | QPS change vs {b} ({l}% CI) | p99 ms | p99 change ({l}% CI) | mean latency change ({l}% CI) |{}\n| --- | ---: | --- | ---: | --- | --- |{}",
         if cpu { " server CPU µs/statement |" } else { "" },
         if cpu { " ---: |" } else { "" },
-        b = r.analysis.baseline
+        b = r.analysis.baseline,
+        l = level_percent(r.analysis.level)
     );
     for h in &r.headline {
         let _ = write!(

@@ -1,6 +1,6 @@
 //! Statement texts of a connection's prepared statements, by statement id.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// Bounded like the server's own `max_prepared_stmt_count` (default 16382): past the cap new
 /// statements are still measured, only without their text.
@@ -11,7 +11,8 @@ pub const LAST_PREPARED_ID: u32 = 0xFFFF_FFFF;
 
 #[derive(Debug, Default)]
 pub struct PreparedStatements {
-    texts: HashMap<u32, Box<[u8]>>,
+    /// Fx: ids are the server's small sequential numbers, and this is looked up per execute.
+    texts: FxHashMap<u32, Box<[u8]>>,
     last_id: Option<u32>,
 }
 

@@ -3,7 +3,9 @@
 //! effect when it started. Hot path: atomics, the thread's shard lock, and a per-connection
 //! cache so the shared digest registry is consulted once per new digest per connection.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 use crate::digest::{FingerprintOptions, Fingerprinter};
@@ -41,9 +43,10 @@ pub struct ConnectionRecorder<'a> {
     observer: &'a Observer,
     pending: VecDeque<Pending>,
     /// Digest id → id recorded under (itself, or `other` past the cap).
-    admitted: HashMap<DigestId, DigestId>,
+    /// Fx (looked up per statement): keys are MD5-derived digest ids and the map is bounded.
+    admitted: FxHashMap<DigestId, DigestId>,
     /// Prepared statement id → digest of its text.
-    statements: HashMap<u32, DigestId>,
+    statements: FxHashMap<u32, DigestId>,
     /// Created on the connection's first statement (idle connections cost nothing).
     fingerprinter: Option<Fingerprinter>,
 }
@@ -53,8 +56,8 @@ impl<'a> ConnectionRecorder<'a> {
         ConnectionRecorder {
             observer,
             pending: VecDeque::new(),
-            admitted: HashMap::new(),
-            statements: HashMap::new(),
+            admitted: FxHashMap::default(),
+            statements: FxHashMap::default(),
             fingerprinter: None,
         }
     }

@@ -8,6 +8,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use rustc_hash::FxHashMap;
+
 pub use crate::digest::DigestId;
 
 use crate::protocol::CommandKind;
@@ -25,8 +27,9 @@ pub const MAX_STORED_TEXT: usize = 1024;
 
 #[derive(Debug, Default)]
 struct Shard {
-    entries: HashMap<(ScenarioId, DigestId), DigestStats>,
-    commands: HashMap<(ScenarioId, CommandKind), DigestStats>,
+    // Fx: two lookups per command; the keys are small ids, bounded by --max-digests.
+    entries: FxHashMap<(ScenarioId, DigestId), DigestStats>,
+    commands: FxHashMap<(ScenarioId, CommandKind), DigestStats>,
 }
 
 #[derive(Debug)]

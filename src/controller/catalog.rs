@@ -119,6 +119,16 @@ impl Catalog {
         self.scenarios.iter().map(|s| s.name.as_str())
     }
 
+    /// The six scenarios of the reference study, in the study's order.
+    pub fn seed_names() -> Vec<String> {
+        Self::builtin()
+            .scenarios
+            .into_iter()
+            .filter(|s| s.source == Source::Seed)
+            .map(|s| s.name)
+            .collect()
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = &Scenario> {
         self.scenarios.iter()
     }
@@ -237,6 +247,21 @@ mod tests {
 
     fn sql_of(name: &str) -> Vec<String> {
         Catalog::builtin().get(name).unwrap().sql().unwrap()
+    }
+
+    #[test]
+    fn seed_names_are_the_six_of_the_study_in_order() {
+        assert_eq!(
+            Catalog::seed_names(),
+            [
+                "pfsoff",
+                "pfson_conoff_insoff",
+                "pfson_conon_insoff",
+                "pfson_conon_ins_sqlon",
+                "pfson_conoff_inson",
+                "pfson_conon_inson",
+            ]
+        );
     }
 
     #[test]

@@ -9,9 +9,10 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use clap::Args;
 
-use super::{run_schedule, sysbench, throwaway, Plan, ScheduledRun, SEED_SCENARIOS};
+use super::{run_schedule, sysbench, throwaway, Plan, ScheduledRun};
 use crate::config::parse_duration;
 use crate::controller::phase_log::read_phases;
+use crate::controller::Catalog;
 use crate::report::report_of;
 
 const WORKLOADS: [&str; 3] = ["oltp_read_only", "oltp_read_write", "oltp_write_only"];
@@ -57,7 +58,7 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
         bail!("--threads needs positive numbers, e.g. 1,8,64");
     }
     let scenarios: Vec<String> = if args.scenarios.is_empty() {
-        SEED_SCENARIOS.iter().map(|s| s.to_string()).collect()
+        Catalog::seed_names()
     } else {
         args.scenarios.clone()
     };

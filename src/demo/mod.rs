@@ -18,15 +18,6 @@ use crate::config::ProxyConfig;
 use crate::controller::{Catalog, ControllerDsn, ControllerSettings};
 use crate::proxy::ProxySettings;
 
-pub const SEED_SCENARIOS: [&str; 6] = [
-    "pfsoff",
-    "pfson_conoff_insoff",
-    "pfson_conon_insoff",
-    "pfson_conon_ins_sqlon",
-    "pfson_conoff_inson",
-    "pfson_conon_inson",
-];
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -243,7 +234,7 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<()> {
     let run = ScheduledRun {
         workload: "oltp_read_write",
         threads,
-        scenarios: SEED_SCENARIOS.iter().map(|s| s.to_string()).collect(),
+        scenarios: Catalog::seed_names(),
         phase_log: phase_log.clone(),
         sysbench_out: sysbench_out.clone(),
     };

@@ -26,7 +26,8 @@ and any [[scenario]] tables of the --config file. Run `psprobe ps scenarios --sq
 Credentials: the controller connects with the DSN mysql://USER:PASS@HOST:PORT/ taken from the \
 PSPROBE_CONTROLLER_DSN environment variable or from `dsn` under [controller] in the --config file \
 (the environment wins). It is never accepted on the command line and never printed: messages \
-show USER@HOST:PORT only. The account needs: GRANT SELECT, UPDATE ON performance_schema.* TO ...
+show USER@HOST:PORT only. The account needs: GRANT SELECT, UPDATE ON performance_schema.* TO ... \
+(and, for `psprobe proxy --scenarios`: GRANT SELECT, CREATE, INSERT, DELETE ON psprobe.* TO ...)
 
 Leaving the server as found: before its first change `apply` saves every row of both setup tables \
 to a state file (JSON, written atomically), and `restore` writes them back, checks every row and \

@@ -40,7 +40,8 @@ pub enum ControllerError {
 
     #[error(
         "{target} may not {action} (MySQL error {code}: {message}); as an admin run: GRANT \
-         SELECT, UPDATE ON performance_schema.* TO {account};"
+         SELECT, UPDATE ON performance_schema.* TO {account}; GRANT SELECT, CREATE, INSERT, \
+         DELETE ON psprobe.* TO {account};"
     )]
     NoPrivilege {
         target: String,

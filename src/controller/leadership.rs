@@ -10,6 +10,7 @@ use mysql_async::{Conn, Row};
 
 use super::dsn::ControllerDsn;
 use super::error::{ControllerError, Result};
+use super::server::code;
 use super::snapshot::Snapshot;
 
 pub const LOCK_NAME: &str = "psprobe_controller";
@@ -33,10 +34,29 @@ pub struct Leadership {
 }
 
 fn sql_error(target: &str, what: &str, e: mysql_async::Error) -> ControllerError {
-    ControllerError::Connection {
-        target: target.to_string(),
-        action: what.to_string(),
-        reason: e.to_string(),
+    match e {
+        mysql_async::Error::Server(s) if code::is_missing_privilege(s.code) => {
+            // `target` is `user@host:port`; the account's host part is not known here.
+            let user = target.rsplit_once('@').map_or(target, |(user, _)| user);
+            ControllerError::NoPrivilege {
+                target: target.to_string(),
+                account: format!("'{user}'@'%'"),
+                action: what.to_string(),
+                code: s.code,
+                message: s.message,
+            }
+        }
+        mysql_async::Error::Server(s) => ControllerError::Sql {
+            target: target.to_string(),
+            action: what.to_string(),
+            code: s.code,
+            message: s.message,
+        },
+        other => ControllerError::Connection {
+            target: target.to_string(),
+            action: what.to_string(),
+            reason: other.to_string(),
+        },
     }
 }
 

@@ -20,7 +20,7 @@ use super::version::ServerVersion;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// MySQL error codes the controller explains.
-mod code {
+pub(super) mod code {
     pub const DBACCESS_DENIED: u16 = 1044;
     pub const ACCESS_DENIED: u16 = 1045;
     pub const TABLEACCESS_DENIED: u16 = 1142;
@@ -28,6 +28,14 @@ mod code {
     pub const UNKNOWN_SYSTEM_VARIABLE: u16 = 1193;
     pub const SPECIFIC_ACCESS_DENIED: u16 = 1227;
     pub const ACCESS_DENIED_NO_PASSWORD: u16 = 1698;
+
+    /// The account may log in but lacks a privilege on what it touched.
+    pub fn is_missing_privilege(code: u16) -> bool {
+        matches!(
+            code,
+            TABLEACCESS_DENIED | COLUMNACCESS_DENIED | SPECIFIC_ACCESS_DENIED | DBACCESS_DENIED
+        )
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -394,15 +402,7 @@ impl Controller {
 
     fn sql_error(&self, e: MyError, what: &str) -> ControllerError {
         match e {
-            MyError::Server(s)
-                if matches!(
-                    s.code,
-                    code::TABLEACCESS_DENIED
-                        | code::COLUMNACCESS_DENIED
-                        | code::SPECIFIC_ACCESS_DENIED
-                        | code::DBACCESS_DENIED
-                ) =>
-            {
+            MyError::Server(s) if code::is_missing_privilege(s.code) => {
                 ControllerError::NoPrivilege {
                     target: self.target.clone(),
                     account: self.info.account.clone(),

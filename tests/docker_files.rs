@@ -1,0 +1,335 @@
+//! docker/ cannot be run here (no Docker engine), so what can be checked is checked: the
+//! compose file is valid YAML whose services, mounts, ports and host names agree with each
+//! other and with psprobe.toml, prometheus.yml and the Grafana provisioning; Prometheus's own
+//! `promtool` accepts prometheus.yml; the Dockerfile copies what the crate needs and builds
+//! with a toolchain the crate accepts; and psprobe's compose command, with the controller
+//! account of docker/initdb, runs its schedule against a real mariadbd and restores it.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::mariadb::MariaDb;
+use common::probe::Probe;
+use yaml_rust2::{Yaml, YamlLoader};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn docker() -> PathBuf {
+    repo().join("docker")
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn compose() -> Yaml {
+    let text = read(&docker().join("compose.yaml"));
+    let mut docs = YamlLoader::load_from_str(&text).expect("compose.yaml is valid YAML");
+    assert_eq!(docs.len(), 1, "one YAML document");
+    docs.remove(0)
+}
+
+fn strings(y: &Yaml) -> Vec<String> {
+    y.as_vec()
+        .map(|v| {
+            v.iter()
+                .filter_map(|s| s.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn toml_proxy() -> toml::Table {
+    let text = read(&docker().join("psprobe.toml"));
+    let table: toml::Table = text.parse().expect("psprobe.toml is valid TOML");
+    table["proxy"].as_table().expect("[proxy]").clone()
+}
+
+fn port_of(addr: &str) -> &str {
+    addr.rsplit_once(':').expect("host:port").1
+}
+
+#[test]
+fn compose_services_mounts_and_addresses_agree() {
+    let c = compose();
+    let services = c["services"].as_hash().expect("services");
+    let names: Vec<&str> = services.keys().filter_map(Yaml::as_str).collect();
+    assert_eq!(
+        names,
+        ["mysqld", "psprobe", "prometheus", "grafana", "sysbench"]
+    );
+
+    // Every bind mount and build points at something in the repository.
+    for (name, service) in services {
+        let name = name.as_str().unwrap_or("?");
+        for volume in strings(&service["volumes"]) {
+            let source = volume.split(':').next().expect("source");
+            if source.starts_with('.') {
+                let path = docker().join(source);
+                assert!(path.exists(), "{name}: mount {source} does not exist");
+            }
+        }
+        if let Some(build) = service["build"].as_hash() {
+            let context = docker().join(build[&Yaml::from_str("context")].as_str().expect("ctx"));
+            let file = build[&Yaml::from_str("dockerfile")]
+                .as_str()
+                .expect("dockerfile");
+            assert!(context.join(file).is_file(), "{name}: {file} missing");
+        }
+    }
+
+    // psprobe.toml: where psprobe listens and what it forwards to.
+    let proxy = toml_proxy();
+    let listen = proxy["listen"].as_str().expect("listen");
+    let metrics = proxy["metrics"].as_str().expect("metrics");
+    let upstream = proxy["upstream"].as_str().expect("upstream");
+    assert!(listen.starts_with("0.0.0.0:") && metrics.starts_with("0.0.0.0:"));
+    assert_eq!(upstream, "mysqld:3306", "the mysqld service's port");
+    let ports = strings(&c["services"]["psprobe"]["ports"]);
+    for port in [port_of(listen), port_of(metrics)] {
+        assert!(
+            ports.iter().any(|p| p.ends_with(&format!(":{port}"))),
+            "{port} not published: {ports:?}"
+        );
+    }
+    let psprobe_cmd = strings(&c["services"]["psprobe"]["command"]);
+    assert_eq!(psprobe_cmd.first().map(String::as_str), Some("proxy"));
+    assert!(psprobe_cmd.windows(2).any(|w| w[0] == "--config"
+        && strings(&c["services"]["psprobe"]["volumes"])
+            .iter()
+            .any(|v| v.ends_with(&format!(":{}:ro", w[1])))));
+    let dsn = c["services"]["psprobe"]["environment"]["PSPROBE_CONTROLLER_DSN"]
+        .as_str()
+        .expect("controller DSN from the environment, never argv");
+    assert!(dsn.contains("@mysqld:3306/"));
+    assert!(!psprobe_cmd.iter().any(|a| a.contains("mysql://")));
+
+    // sysbench goes through psprobe, on the port psprobe listens on.
+    let load = strings(&c["services"]["sysbench"]["command"]).join(" ");
+    assert!(load.contains("--mysql-host=psprobe"), "{load}");
+    assert!(load.contains(&format!("--mysql-port={}", port_of(listen))));
+
+    // Prometheus scrapes psprobe's metrics port; Grafana reads Prometheus.
+    let prom = read(&docker().join("prometheus.yml"));
+    assert!(
+        prom.contains(&format!("\"psprobe:{}\"", port_of(metrics))),
+        "{prom}"
+    );
+    let datasource = read(&repo().join("grafana/provisioning/datasources/psprobe.yaml"));
+    assert!(datasource.contains("url: http://prometheus:9090"));
+    assert!(strings(&c["services"]["prometheus"]["ports"]).contains(&"9090:9090".into()));
+
+    // The dashboard provider looks where compose mounts the dashboards.
+    let provider = read(&repo().join("grafana/provisioning/dashboards/psprobe.yaml"));
+    let grafana_volumes = strings(&c["services"]["grafana"]["volumes"]);
+    let mounted = grafana_volumes
+        .iter()
+        .find(|v| v.starts_with("../grafana/dashboards:"))
+        .expect("dashboards mounted");
+    let target = mounted.split(':').nth(1).expect("target");
+    assert!(
+        provider.contains(&format!("path: {target}")),
+        "{target} vs {provider}"
+    );
+}
+
+#[test]
+fn promtool_accepts_prometheus_yml() {
+    let out = Command::new("promtool")
+        .args(["check", "config"])
+        .arg(docker().join("prometheus.yml"))
+        .output()
+        .unwrap_or_else(|e| panic!("promtool ({e}): scripts/setup.sh installs prometheus"));
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn dockerfile_builds_what_the_crate_needs() {
+    let dockerfile = read(&docker().join("Dockerfile"));
+    let cargo: toml::Table = read(&repo().join("Cargo.toml"))
+        .parse()
+        .expect("Cargo.toml");
+    let msrv = cargo["package"]["rust-version"]
+        .as_str()
+        .expect("rust-version");
+    assert!(
+        dockerfile.contains(&format!("FROM rust:{msrv}-")),
+        "the build stage uses the crate's rust-version {msrv}"
+    );
+    // Every COPY from the build context exists; together they hold every target of the crate.
+    let copied: Vec<&str> = dockerfile
+        .lines()
+        .filter(|l| l.starts_with("COPY ") && !l.contains("--from="))
+        .flat_map(|l| {
+            let parts: Vec<&str> = l.split_whitespace().collect();
+            parts[1..parts.len() - 1].to_vec()
+        })
+        .collect();
+    for source in &copied {
+        assert!(repo().join(source).exists(), "COPY {source}: missing");
+    }
+    for needed in ["Cargo.toml", "Cargo.lock", "src", "benches"] {
+        assert!(copied.contains(&needed), "{needed} is not copied");
+    }
+    assert!(dockerfile.contains("ENTRYPOINT [\"psprobe\"]"));
+    assert!(dockerfile.contains("EXPOSE 6033 9898 6034"));
+    let proxy = toml_proxy();
+    let metrics = proxy["metrics"].as_str().expect("metrics");
+    assert!(
+        dockerfile.contains(&format!("http://127.0.0.1:{}/healthz", port_of(metrics))),
+        "the health check asks psprobe's metrics port"
+    );
+}
+
+/// setup_consumers and a digest of setup_instruments, to compare before and after.
+fn ps_settings(db: &MariaDb) -> String {
+    db.sql(
+        "SELECT GROUP_CONCAT(NAME, '=', ENABLED ORDER BY NAME) FROM performance_schema.setup_consumers \
+         UNION ALL SELECT MD5(GROUP_CONCAT(NAME, ENABLED, TIMED ORDER BY NAME)) \
+         FROM performance_schema.setup_instruments",
+    )
+}
+
+fn phase_log(dir: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
+}
+
+#[test]
+fn compose_psprobe_command_runs_its_schedule_with_the_initdb_account() {
+    let db = MariaDb::start_default();
+    db.sql(&read(&docker().join("initdb/01-psprobe-controller.sql")));
+    let before = ps_settings(&db);
+    let state = tempfile::tempdir().expect("state dir");
+
+    // The compose command, with container paths and durations made local and short.
+    let c = compose();
+    let mut args = strings(&c["services"]["psprobe"]["command"]);
+    assert_eq!(args.remove(0), "proxy");
+    let config = docker().join("psprobe.toml");
+    for i in 1..args.len() {
+        let value = match args[i - 1].as_str() {
+            "--config" => config.to_str().expect("utf-8 path").to_string(),
+            "--state-dir" => state.path().to_str().expect("utf-8 path").to_string(),
+            "--phase" => "2s".into(),
+            "--settle" => "500ms".into(),
+            _ => continue,
+        };
+        args[i] = value;
+    }
+    let scenarios = args
+        .iter()
+        .position(|a| a == "--scenarios")
+        .map(|i| args[i + 1].split(',').count())
+        .expect("--scenarios");
+    args.extend(["--blocks".into(), "1".into()]);
+    let dsn = c["services"]["psprobe"]["environment"]["PSPROBE_CONTROLLER_DSN"]
+        .as_str()
+        .expect("dsn")
+        .replace("mysqld:3306", &db.addr());
+    let extra: Vec<&str> = args.iter().map(String::as_str).collect();
+    // The flags the harness adds (--listen/--upstream/--metrics) win over psprobe.toml's.
+    let probe = Probe::start_with_env(&db.addr(), &extra, &[("PSPROBE_CONTROLLER_DSN", &dsn)]);
+
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let phases = loop {
+        let text = phase_log(state.path())
+            .map(|p| read(&p))
+            .unwrap_or_default();
+        let phases: Vec<serde_json::Value> = text
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .filter(|v: &serde_json::Value| v["kind"] == "phase")
+            .collect();
+        // Logged once the schedule is over and the snapshot is back on the server.
+        let restored = probe
+            .stderr_text()
+            .contains("performance_schema settings restored");
+        if phases.len() == scenarios && restored {
+            break phases;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} of {scenarios} phases in 60 s:\n{}",
+            phases.len(),
+            probe.stderr_text()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    for phase in &phases {
+        assert_eq!(phase["verified"], true, "{phase}");
+    }
+    assert_eq!(
+        ps_settings(&db),
+        before,
+        "settings restored after the schedule"
+    );
+    assert!(
+        !probe.stderr_text().contains("psprobe-controller"),
+        "no password in logs"
+    );
+}
+
+#[test]
+fn a_missing_grant_is_named_with_the_statement_that_fixes_it() {
+    let db = MariaDb::start_default();
+    // The initdb account without SELECT on the psprobe schema.
+    let sql = read(&docker().join("initdb/01-psprobe-controller.sql")).replace(
+        "GRANT SELECT, CREATE, INSERT, DELETE ON psprobe",
+        "GRANT CREATE, INSERT, DELETE ON psprobe",
+    );
+    db.sql(&sql);
+    let state = tempfile::tempdir().expect("state dir");
+    let dsn = format!(
+        "mysql://psprobe_controller:psprobe-controller@{}/",
+        db.addr()
+    );
+    let probe = Probe::start_with_env(
+        &db.addr(),
+        &[
+            "--scenarios",
+            "pfson_conoff_insoff,pfson_conon_inson",
+            "--phase",
+            "2s",
+            "--settle",
+            "500ms",
+            "--blocks",
+            "1",
+            "--state-dir",
+            state.path().to_str().expect("utf-8 path"),
+        ],
+        &[("PSPROBE_CONTROLLER_DSN", &dsn)],
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let line = loop {
+        let text = probe.stderr_text();
+        if let Some(line) = text.lines().find(|l| l.contains("controller stopped")) {
+            break line.to_string();
+        }
+        assert!(Instant::now() < deadline, "no controller error:\n{text}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(line.contains("may not") && line.contains("1142"), "{line}");
+    assert!(
+        line.contains(
+            "GRANT SELECT, CREATE, INSERT, DELETE ON psprobe.* TO 'psprobe_controller'@'%'"
+        ),
+        "{line}"
+    );
+    assert!(!line.contains("psprobe-controller@"), "no password: {line}");
+    // Fail-open: the proxy still serves.
+    assert_eq!(probe.healthz(), 200);
+}

@@ -3,13 +3,14 @@
 //! One task per connection drives both directions from a single poll function, so a peer that
 //! stops reading never blocks the other direction, and the session needs no lock.
 //!
-//! Forward first, observe after: a chunk is read into the worker thread's scratch buffer,
-//! written to the other side at once, and only then parsed, so parsing never delays a hop.
-//! Whatever the other side does not accept at once is kept in that direction's own buffer,
-//! and the direction reads nothing more until it is written: the proxy never holds more than
-//! one buffer of data per direction, and an idle connection holds none at all (its buffers
-//! are allocated the first time a write is incomplete, then kept, so a busy connection does
-//! not allocate per chunk).
+//! Read, observe, forward in one step: a chunk is read into the worker thread's scratch
+//! buffer, shown to the session machine (about 0.1 µs), and written to the other side in the
+//! same poll, not on a later turn of a loop. Observing first means a chunk that was read is
+//! counted even if the write fails. Whatever the other side does not accept at once is kept in
+//! that direction's own buffer, and the direction reads nothing more until it is written: the
+//! proxy never holds more than one buffer of data per direction, and an idle connection holds
+//! none at all (its buffers are allocated the first time a write is incomplete, then kept, so
+//! a busy connection does not allocate per chunk).
 
 use std::cell::RefCell;
 use std::future::{poll_fn, Future};
@@ -181,7 +182,7 @@ impl<S: EventSink> Relay<'_, S> {
         }
     }
 
-    /// One step of one direction: write what is pending, or else read, forward and observe.
+    /// One step of one direction: write what is pending, or else read, observe and forward.
     ///
     /// Reads and writes go through tokio's `poll_read` / `poll_write`, which treat a short
     /// read or write as "drained" and skip the `recv` / `send` that would only say EAGAIN.
@@ -211,8 +212,10 @@ impl<S: EventSink> Relay<'_, S> {
             if chunk.is_empty() {
                 return Poll::Ready(Ok(Step::Closed));
             }
-            forward(cx, to, chunk, pending)?;
+            // Observed before it is written: what was read counts even when the write fails
+            // (a peer gone mid-command), as the commands it carries did reach psprobe.
             observe(self.session, self.sink, self.metrics, side, chunk, now);
+            forward(cx, to, chunk, pending)?;
             Poll::Ready(Ok(Step::Moved))
         })
     }

@@ -10,22 +10,15 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::cli::psprobe;
 use common::mariadb::MariaDb;
 use common::probe::Probe;
 use common::sysbench;
 use psprobe::controller::schedule::block_order;
 
 const BLOCKS: u64 = 6;
-
-fn psprobe(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_psprobe"))
-        .args(args)
-        .output()
-        .expect("run psprobe")
-}
 
 /// The first seed whose block orders put each of the two names first in half the blocks, so
 /// a within-block position effect (or a trend over the run) cancels out of the paired ratios.

@@ -2,15 +2,12 @@
 //! sysbench through psprobe), then the report in every format and the HTML page rendered by
 //! headless Chromium.
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 
-fn psprobe(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_psprobe"))
-        .args(args)
-        .output()
-        .expect("run psprobe")
-}
+use common::cli::psprobe;
 
 const SCENARIOS: [&str; 6] = [
     "pfsoff",

@@ -5,16 +5,10 @@ mod common;
 
 use std::process::Command;
 
+use common::cli::psprobe;
 use common::mariadb::MariaDb;
 use common::probe::Probe;
 use common::sysbench;
-
-fn psprobe(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_psprobe"))
-        .args(args)
-        .output()
-        .expect("run psprobe")
-}
 
 #[test]
 fn experiment_two_concurrencies_two_scenarios() {

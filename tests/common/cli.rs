@@ -12,6 +12,15 @@ pub const DATABASE: &str = "psprobe_test";
 /// Generous: bulk loads through the proxy can legitimately take a while.
 pub const CLI_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// Run the psprobe binary under test to completion (for subcommands that end by themselves:
+/// `report`, `demo`, `experiment`).
+pub fn psprobe(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_psprobe"))
+        .args(args)
+        .output()
+        .expect("run psprobe")
+}
+
 /// Split "host:port" (IPv4 or hostname) for the CLI's -h / -P flags.
 pub fn split_addr(addr: &str) -> (&str, &str) {
     addr.rsplit_once(':')

@@ -4,6 +4,7 @@
 pub mod capabilities;
 pub mod codec;
 pub mod command;
+pub mod compress;
 pub mod frame;
 pub mod handshake;
 pub mod response;

@@ -1,0 +1,323 @@
+//! The compressed-protocol decoder on frames made the way MySQL makes them: zlib streams from
+//! flate2, zstd frames from the reference zstd library, stored frames below the threshold.
+
+use std::io::Write;
+use std::ops::ControlFlow;
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::protocol::frame::Deframer;
+
+/// MySQL compresses a payload only from this size on (MIN_COMPRESS_LENGTH); smaller ones are
+/// stored.
+const MIN_COMPRESS_LENGTH: usize = 50;
+
+fn zlib(data: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(data).expect("zlib write");
+    e.finish().expect("zlib finish")
+}
+
+fn zstd(data: &[u8], level: i32) -> Vec<u8> {
+    zstd::bulk::compress(data, level).expect("zstd compress")
+}
+
+/// One compressed packet as a MySQL peer writes it.
+fn mysql_frame(algorithm: Algorithm, seq: u8, payload: &[u8], level: i32) -> Vec<u8> {
+    if payload.len() < MIN_COMPRESS_LENGTH {
+        return stored_frame(seq, payload);
+    }
+    let compressed = match algorithm {
+        Algorithm::Zlib => zlib(payload),
+        Algorithm::Zstd => zstd(payload, level),
+    };
+    frame_bytes(seq, &compressed, payload.len())
+}
+
+fn packet(seq: u8, payload: &[u8]) -> Vec<u8> {
+    let n = payload.len();
+    let mut out = vec![n as u8, (n >> 8) as u8, (n >> 16) as u8, seq];
+    out.extend_from_slice(payload);
+    out
+}
+
+/// Feeds `chunks` and returns the decoded stream, or the first error.
+fn decode(algorithm: Algorithm, chunks: &[&[u8]]) -> Result<Vec<u8>, DecodeError> {
+    let mut d = Decompressor::new(algorithm);
+    let mut out = Vec::new();
+    for c in chunks {
+        let flow = d.feed(c, |piece| {
+            assert!(piece.len() <= OUTPUT_CHUNK);
+            out.extend_from_slice(piece);
+            ControlFlow::Continue(())
+        })?;
+        assert!(flow.is_continue());
+    }
+    assert!(d.is_at_boundary(), "stream ended mid-frame");
+    Ok(out)
+}
+
+fn split_every(bytes: &[u8], step: usize) -> Vec<&[u8]> {
+    bytes.chunks(step.max(1)).collect()
+}
+
+#[test]
+fn stored_frames_pass_through_byte_by_byte() {
+    let stream = [packet(0, b"\x03select 1"), packet(0, b"\x0e")].concat();
+    let wire = [stored_frame(0, &stream[..5]), stored_frame(1, &stream[5..])].concat();
+    for step in [1, 2, 7, 8, wire.len()] {
+        assert_eq!(
+            decode(Algorithm::Zlib, &split_every(&wire, step)).unwrap(),
+            stream
+        );
+    }
+}
+
+#[test]
+fn zlib_frame_with_several_packets_split_anywhere() {
+    let query = format!("\x03select '{}'", "x".repeat(300));
+    let stream = [packet(0, query.as_bytes()), packet(0, b"\x01")].concat();
+    let wire = mysql_frame(Algorithm::Zlib, 0, &stream, 0);
+    assert_ne!(&wire[4..7], &[0, 0, 0], "compressed, not stored");
+    for step in [1, 3, 7, 64, wire.len()] {
+        assert_eq!(
+            decode(Algorithm::Zlib, &split_every(&wire, step)).unwrap(),
+            stream
+        );
+    }
+}
+
+#[test]
+fn a_packet_spanning_frames_is_rejoined() {
+    let payload: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+    let stream = packet(1, &payload);
+    let mut wire = Vec::new();
+    for (i, part) in stream.chunks(65_000).enumerate() {
+        wire.extend(mysql_frame(Algorithm::Zlib, i as u8, part, 0));
+    }
+    let got = decode(Algorithm::Zlib, &split_every(&wire, 4096)).unwrap();
+    assert!(got == stream);
+    let mut packets = 0;
+    let _ = Deframer::new(16).feed(&got, |p| {
+        assert_eq!(p.len, payload.len());
+        packets += 1;
+        ControlFlow::Continue(())
+    });
+    assert_eq!(packets, 1);
+}
+
+#[test]
+fn a_frame_of_almost_16_mib_decodes_in_fixed_pieces() {
+    let payload = vec![b'a'; MAX_UNCOMPRESSED_LEN];
+    let wire = mysql_frame(Algorithm::Zlib, 0, &payload, 0);
+    let mut d = Decompressor::new(Algorithm::Zlib);
+    let (mut total, mut pieces) = (0usize, 0usize);
+    for c in wire.chunks(1000) {
+        let flow = d.feed(c, |p| {
+            total += p.len();
+            pieces += 1;
+            ControlFlow::Continue(())
+        });
+        assert_eq!(flow, Ok(ControlFlow::Continue(())));
+    }
+    assert_eq!(total, MAX_UNCOMPRESSED_LEN);
+    assert!(pieces >= MAX_UNCOMPRESSED_LEN / OUTPUT_CHUNK);
+}
+
+#[test]
+fn declared_length_must_match() {
+    let stream = vec![7u8; 500];
+    let compressed = zlib(&stream);
+    let short = frame_bytes(0, &compressed, 499);
+    assert!(matches!(
+        decode(Algorithm::Zlib, &[&short]),
+        Err(DecodeError::TooLong { declared: 499 })
+    ));
+    let long = frame_bytes(0, &compressed, 501);
+    assert!(matches!(
+        decode(Algorithm::Zlib, &[&long]),
+        Err(DecodeError::LengthMismatch {
+            declared: 501,
+            actual: 500
+        })
+    ));
+    let zs = frame_bytes(0, &zstd(&stream, 3), 400);
+    assert!(matches!(
+        decode(Algorithm::Zstd, &[&zs]),
+        Err(DecodeError::TooLong { declared: 400 })
+    ));
+}
+
+#[test]
+fn corrupt_and_trailing_data_are_errors_and_the_decoder_stays_failed() {
+    let stream = vec![7u8; 500];
+    let mut compressed = zlib(&stream);
+    compressed[3] ^= 0xFF;
+    let bad = frame_bytes(0, &compressed, 500);
+    assert!(decode(Algorithm::Zlib, &[&bad]).is_err());
+
+    let mut trailing = zlib(&stream);
+    trailing.extend_from_slice(b"junk");
+    assert_eq!(
+        decode(Algorithm::Zlib, &[&frame_bytes(0, &trailing, 500)]),
+        Err(DecodeError::TrailingBytes)
+    );
+    assert_eq!(
+        decode(Algorithm::Zlib, &[&frame_bytes(0, &[], 10)]),
+        Err(DecodeError::EmptyPayload(10))
+    );
+    let garbage = frame_bytes(0, &[0x28, 0xb5, 0x2f, 0xfd, 1, 2, 3, 4, 5, 6, 7, 8], 100);
+    assert!(matches!(
+        decode(Algorithm::Zstd, &[&garbage]),
+        Err(DecodeError::Zstd(_))
+    ));
+
+    let mut d = Decompressor::new(Algorithm::Zlib);
+    assert!(d.feed(&bad, |_| ControlFlow::Continue(())).is_err());
+    let good = stored_frame(0, b"abc");
+    let mut seen = 0;
+    let _ = d.feed(&good, |_| {
+        seen += 1;
+        ControlFlow::Continue(())
+    });
+    assert_eq!(seen, 0, "a failed decoder hands nothing on");
+}
+
+#[test]
+fn a_declared_length_allocates_nothing_until_data_arrives() {
+    // 16 MiB declared, 16 MiB of compressed payload announced, 20 bytes sent.
+    let mut d = Decompressor::new(Algorithm::Zstd);
+    let mut header = frame_bytes(0, &[], MAX_UNCOMPRESSED_LEN);
+    header[..3].copy_from_slice(&[0xFF, 0xFF, 0xFF]);
+    header.extend_from_slice(&zstd(&[1; 1000], 1)[..13]);
+    assert!(d
+        .feed(&header, |_| ControlFlow::Continue(()))
+        .unwrap()
+        .is_continue());
+    assert!(
+        d.zstd.input.capacity() < 1024,
+        "{}",
+        d.zstd.input.capacity()
+    );
+    assert!(d.zstd.decoder.is_none(), "waits for a whole frame header");
+}
+
+#[test]
+fn sequence_ids_are_read_from_every_header() {
+    let wire = [stored_frame(0, b"ab"), stored_frame(1, b"cd")].concat();
+    let mut d = Decompressor::new(Algorithm::Zlib);
+    assert!(d
+        .feed(&wire, |_| ControlFlow::Continue(()))
+        .unwrap()
+        .is_continue());
+    assert_eq!(d.last_sequence_id(), Some(1));
+}
+
+/// A random packet stream as a peer would send it: small and larger payloads, some
+/// compressible text, some noise.
+fn packet_stream() -> impl Strategy<Value = Vec<Vec<u8>>> {
+    let payload = prop_oneof![
+        proptest::collection::vec(any::<u8>(), 0..40),
+        (1usize..5000, any::<u8>()).prop_map(|(n, b)| {
+            (0..n)
+                .map(|i| b.wrapping_add((i % 7) as u8))
+                .collect::<Vec<u8>>()
+        }),
+        proptest::collection::vec(any::<u8>(), 40..3000),
+    ];
+    proptest::collection::vec(payload, 1..20)
+}
+
+fn wire_stream(packets: &[Vec<u8>]) -> Vec<u8> {
+    packets
+        .iter()
+        .enumerate()
+        .flat_map(|(i, p)| packet(i as u8, p))
+        .collect()
+}
+
+/// Cuts `stream` into frame payloads at the given sizes (cycled) and frames each.
+fn frames(algorithm: Algorithm, stream: &[u8], sizes: &[usize], level: i32) -> Vec<u8> {
+    let mut wire = Vec::new();
+    let (mut at, mut i) = (0, 0usize);
+    while at < stream.len() {
+        let n = sizes[i % sizes.len()].min(stream.len() - at);
+        wire.extend(mysql_frame(algorithm, i as u8, &stream[at..at + n], level));
+        at += n;
+        i += 1;
+    }
+    wire
+}
+
+fn cut(wire: &[u8], points: &[usize]) -> Vec<Vec<u8>> {
+    let mut points: Vec<usize> = points.iter().map(|p| p % (wire.len() + 1)).collect();
+    points.sort_unstable();
+    points.dedup();
+    let mut out = Vec::new();
+    let mut last = 0;
+    for p in points.into_iter().chain([wire.len()]) {
+        out.push(wire[last..p].to_vec());
+        last = p;
+    }
+    out
+}
+
+fn packets_of(stream: &[u8]) -> Vec<(u8, Vec<u8>)> {
+    let mut out = Vec::new();
+    let _ = Deframer::new(usize::MAX).feed(stream, |p| {
+        out.push((p.seq, p.head.to_vec()));
+        ControlFlow::Continue(())
+    });
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    #[test]
+    fn zstd_random_streams_decode_to_the_same_packets(
+        packets in packet_stream(),
+        sizes in proptest::collection::vec(1usize..9000, 1..6),
+        cuts in proptest::collection::vec(any::<usize>(), 0..12),
+        level in 1i32..6,
+    ) {
+        let stream = wire_stream(&packets);
+        let wire = frames(Algorithm::Zstd, &stream, &sizes, level);
+        let chunks = cut(&wire, &cuts);
+        let chunks: Vec<&[u8]> = chunks.iter().map(Vec::as_slice).collect();
+        let decoded = decode(Algorithm::Zstd, &chunks).expect("decodes");
+        prop_assert!(decoded == stream);
+        let expected: Vec<(u8, Vec<u8>)> =
+            packets.iter().enumerate().map(|(i, p)| (i as u8, p.clone())).collect();
+        prop_assert_eq!(packets_of(&decoded), expected);
+    }
+
+    #[test]
+    fn zlib_random_streams_decode_to_the_same_packets(
+        packets in packet_stream(),
+        sizes in proptest::collection::vec(1usize..9000, 1..6),
+        cuts in proptest::collection::vec(any::<usize>(), 0..12),
+    ) {
+        let stream = wire_stream(&packets);
+        let wire = frames(Algorithm::Zlib, &stream, &sizes, 0);
+        let chunks = cut(&wire, &cuts);
+        let chunks: Vec<&[u8]> = chunks.iter().map(Vec::as_slice).collect();
+        prop_assert!(decode(Algorithm::Zlib, &chunks).expect("decodes") == stream);
+    }
+
+    #[test]
+    fn any_bytes_never_panic(
+        algorithm in prop_oneof![Just(Algorithm::Zlib), Just(Algorithm::Zstd)],
+        bytes in proptest::collection::vec(any::<u8>(), 0..4000),
+        cuts in proptest::collection::vec(any::<usize>(), 0..8),
+    ) {
+        let mut d = Decompressor::new(algorithm);
+        for c in cut(&bytes, &cuts) {
+            let _ = d.feed(&c, |p| {
+                assert!(p.len() <= OUTPUT_CHUNK);
+                ControlFlow::Continue(())
+            });
+        }
+    }
+}

@@ -88,7 +88,27 @@ impl Deframer {
 
     /// Feeds one chunk of the byte stream, calling `on_packet` for every logical packet that
     /// completes inside it. Stops early when `on_packet` breaks.
-    pub fn feed<F>(&mut self, mut data: &[u8], mut on_packet: F) -> ControlFlow<()>
+    pub fn feed<F>(&mut self, data: &[u8], on_packet: F) -> ControlFlow<()>
+    where
+        F: FnMut(PacketView<'_>) -> ControlFlow<()>,
+    {
+        self.feed_counted(data, on_packet).0
+    }
+
+    /// Like [`Deframer::feed`], and also says how many bytes of `data` were consumed: all of
+    /// them, or on a break, those up to the end of the packet `on_packet` broke on (the rest
+    /// may belong to another layer, such as the compressed protocol that starts after it).
+    pub fn feed_counted<F>(&mut self, data: &[u8], mut on_packet: F) -> (ControlFlow<()>, usize)
+    where
+        F: FnMut(PacketView<'_>) -> ControlFlow<()>,
+    {
+        let total = data.len();
+        let mut rest = data;
+        let flow = self.feed_inner(&mut rest, &mut on_packet);
+        (flow, total - rest.len())
+    }
+
+    fn feed_inner<F>(&mut self, data: &mut &[u8], mut on_packet: F) -> ControlFlow<()>
     where
         F: FnMut(PacketView<'_>) -> ControlFlow<()>,
     {
@@ -98,7 +118,7 @@ impl Deframer {
                 self.header[self.header_filled..self.header_filled + take]
                     .copy_from_slice(&data[..take]);
                 self.header_filled += take;
-                data = &data[take..];
+                *data = &data[take..];
                 if self.header_filled < HEADER_LEN {
                     return ControlFlow::Continue(());
                 }
@@ -118,7 +138,7 @@ impl Deframer {
                 // Fast path: a whole single-packet payload inside this chunk is not copied.
                 if !self.continued && len < MAX_PACKET_PAYLOAD && data.len() >= len {
                     let (payload, rest) = data.split_at(len);
-                    data = rest;
+                    *data = rest;
                     self.remaining = 0;
                     let view = PacketView {
                         seq: self.first_seq,
@@ -136,7 +156,7 @@ impl Deframer {
                 let room = self.capture_limit.saturating_sub(self.scratch.len());
                 self.scratch.extend_from_slice(&data[..take.min(room)]);
                 self.remaining -= take;
-                data = &data[take..];
+                *data = &data[take..];
                 if self.remaining == 0 {
                     self.end_physical_packet(&mut on_packet)?;
                 }

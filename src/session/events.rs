@@ -87,8 +87,8 @@ pub struct CommandFinished {
 pub enum UnobservedReason {
     /// The client switched to TLS.
     Tls,
-    /// The protocol compression was negotiated.
-    Compression,
+    /// The compressed protocol could not be decoded (corrupt frame, wrong declared length).
+    CompressionError,
     /// A pre-4.1 client or a greeting other than protocol version 10.
     UnsupportedProtocol,
     /// A packet that could not be parsed where one was expected.
@@ -102,7 +102,7 @@ pub enum UnobservedReason {
 impl UnobservedReason {
     pub const ALL: &'static [UnobservedReason] = &[
         UnobservedReason::Tls,
-        UnobservedReason::Compression,
+        UnobservedReason::CompressionError,
         UnobservedReason::UnsupportedProtocol,
         UnobservedReason::MalformedPacket,
         UnobservedReason::UnexpectedPacket,
@@ -112,7 +112,7 @@ impl UnobservedReason {
     pub fn label(self) -> &'static str {
         match self {
             UnobservedReason::Tls => "tls",
-            UnobservedReason::Compression => "compression",
+            UnobservedReason::CompressionError => "compression_error",
             UnobservedReason::UnsupportedProtocol => "unsupported_protocol",
             UnobservedReason::MalformedPacket => "malformed_packet",
             UnobservedReason::UnexpectedPacket => "unexpected_packet",
@@ -127,6 +127,7 @@ impl UnobservedReason {
             UnobservedReason::MalformedPacket
                 | UnobservedReason::UnexpectedPacket
                 | UnobservedReason::PipelineTooDeep
+                | UnobservedReason::CompressionError
         )
     }
 }

@@ -5,6 +5,11 @@
 //! connection phase and the command/response exchange, and reports to an [`EventSink`]. It
 //! never fails: anything it cannot follow turns observation off for this connection (and says
 //! why); the relay keeps forwarding regardless.
+//!
+//! TLS: after an SSLRequest the session waits for the proxy to say whether it terminated TLS
+//! ([`Session::tls_established`]: the decrypted stream follows) or not ([`Session::unobserve`]).
+//! Compression: once the server's OK ends authentication on a compressed connection, both
+//! directions are decoded (a copy; see [`crate::protocol::compress`]) before de-framing.
 
 mod events;
 mod prepared;
@@ -20,6 +25,7 @@ pub use response::{ResponseReader, Step};
 
 use crate::protocol::capabilities::*;
 use crate::protocol::command::{self, CommandKind, ResponseShape};
+use crate::protocol::compress::{Algorithm, Decompressor};
 use crate::protocol::handshake::{parse_client_hello, parse_greeting, ClientHello};
 use crate::protocol::response::{parse_err_code, ERR_HEADER, OK_HEADER};
 use crate::protocol::{Capabilities, Deframer, PacketView};
@@ -36,6 +42,8 @@ pub const MAX_PIPELINE_DEPTH: usize = 64;
 pub enum Phase {
     AwaitGreeting,
     AwaitClientHello,
+    /// The client sent an SSLRequest; what follows is TLS, terminated by the proxy or not.
+    AwaitTls,
     Authenticating,
     Command,
     /// The connection is over as far as the protocol goes (QUIT, refused login, server error).
@@ -64,6 +72,9 @@ struct InFlight {
 pub struct Session {
     client_frames: Deframer,
     server_frames: Deframer,
+    /// Decoders of the compressed protocol, from the end of authentication on.
+    client_decoder: Option<Box<Decompressor>>,
+    server_decoder: Option<Box<Decompressor>>,
     /// When the client packet now being received began to arrive.
     client_packet_start: Instant,
     machine: Machine,
@@ -74,7 +85,9 @@ struct Machine {
     phase: Phase,
     server_caps: u64,
     caps: Capabilities,
-    compressed: bool,
+    compression: Option<Algorithm>,
+    /// Set by the server's OK on a compressed connection: the bytes after it are compressed.
+    compression_starts: bool,
     next_seq: u64,
     in_flight: VecDeque<InFlight>,
     statements: PreparedStatements,
@@ -87,12 +100,15 @@ impl Session {
         Session {
             client_frames: Deframer::new(CLIENT_CAPTURE_LIMIT),
             server_frames: Deframer::new(SERVER_CAPTURE_LIMIT),
+            client_decoder: None,
+            server_decoder: None,
             client_packet_start: now,
             machine: Machine {
                 phase: Phase::AwaitGreeting,
                 server_caps: 0,
                 caps: Capabilities::default(),
-                compressed: false,
+                compression: None,
+                compression_starts: false,
                 next_seq: 0,
                 in_flight: VecDeque::new(),
                 statements: PreparedStatements::default(),
@@ -120,28 +136,63 @@ impl Session {
         &self.machine.statements
     }
 
+    /// The protocol compression negotiated (known once the client's handshake response is seen).
+    pub fn compression(&self) -> Option<Algorithm> {
+        self.machine.compression
+    }
+
+    /// The client's SSLRequest was answered by the proxy itself: the decrypted stream that
+    /// follows carries the handshake response (sequence id 2) and the rest of the connection.
+    pub fn tls_established(&mut self) {
+        if self.machine.phase == Phase::AwaitTls {
+            self.machine.phase = Phase::AwaitClientHello;
+        }
+    }
+
+    /// Stops observing this connection (it is still forwarded) and says why, once.
+    pub fn unobserve<S: EventSink>(&mut self, reason: UnobservedReason, sink: &mut S) {
+        if self.is_observing() {
+            let _ = self.machine.stop_observing(reason, sink);
+        }
+    }
+
     pub fn on_client_bytes<S: EventSink>(&mut self, data: &[u8], now: Instant, sink: &mut S) {
         if !self.is_observing() {
             return;
         }
+        if self.machine.phase == Phase::AwaitTls {
+            // TLS records the proxy did not terminate.
+            let _ = self.machine.stop_observing(UnobservedReason::Tls, sink);
+            return;
+        }
         let Session {
             client_frames,
+            client_decoder,
             client_packet_start,
             machine,
             ..
         } = self;
-        if client_frames.is_at_boundary() {
-            *client_packet_start = now;
-        }
         let mut first = true;
-        let _ = client_frames.feed(data, |p| {
-            // Packets after the first one in this chunk began arriving in this chunk.
-            let started = if first { *client_packet_start } else { now };
-            first = false;
-            machine.on_client_packet(&p, started, sink)
-        });
+        let mut on_plain = |plain: &[u8]| {
+            if client_frames.is_at_boundary() {
+                *client_packet_start = now;
+            }
+            client_frames.feed(plain, |p| {
+                // Packets after the first one in this chunk began arriving in this chunk.
+                let started = if first { *client_packet_start } else { now };
+                first = false;
+                machine.on_client_packet(&p, started, sink)
+            })
+        };
+        let decoded = match client_decoder {
+            Some(decoder) => decoder.feed(data, &mut on_plain),
+            None => Ok(on_plain(data)),
+        };
         if !first {
             *client_packet_start = now;
+        }
+        if decoded.is_err() {
+            let _ = machine.stop_observing(UnobservedReason::CompressionError, sink);
         }
     }
 
@@ -149,12 +200,44 @@ impl Session {
         if !self.is_observing() {
             return;
         }
+        if self.machine.phase == Phase::AwaitTls {
+            let _ = self.machine.stop_observing(UnobservedReason::Tls, sink);
+            return;
+        }
         let Session {
             server_frames,
+            server_decoder,
+            client_decoder,
             machine,
             ..
         } = self;
-        let _ = server_frames.feed(data, |p| machine.on_server_packet(&p, now, sink));
+        if let Some(decoder) = server_decoder {
+            let decoded = decoder.feed(data, |plain| {
+                server_frames.feed(plain, |p| machine.on_server_packet(&p, now, sink))
+            });
+            if decoded.is_err() {
+                let _ = machine.stop_observing(UnobservedReason::CompressionError, sink);
+            }
+            return;
+        }
+        let (_, used) = server_frames.feed_counted(data, |p| {
+            let flow = machine.on_server_packet(&p, now, sink);
+            if machine.compression_starts {
+                // Whatever follows this OK in the chunk is compressed.
+                return ControlFlow::Break(());
+            }
+            flow
+        });
+        if std::mem::take(&mut machine.compression_starts) {
+            if let Some(algorithm) = machine.compression {
+                *server_decoder = Some(Box::new(Decompressor::new(algorithm)));
+                *client_decoder = Some(Box::new(Decompressor::new(algorithm)));
+                let rest = &data[used..];
+                if !rest.is_empty() {
+                    self.on_server_bytes(rest, now, sink);
+                }
+            }
+        }
     }
 
     /// The connection is gone: commands still waiting for a response end as aborted.
@@ -214,6 +297,7 @@ impl Machine {
                 self.command(p, at, sink)
             }
             Phase::AwaitGreeting => self.stop_observing(UnobservedReason::UnexpectedPacket, sink),
+            Phase::AwaitTls => self.stop_observing(UnobservedReason::Tls, sink),
             Phase::Closed | Phase::Unobserved => ControlFlow::Break(()),
         }
     }
@@ -227,13 +311,11 @@ impl Machine {
         match self.phase {
             Phase::AwaitGreeting => self.greeting(p, sink),
             Phase::Authenticating => match p.first_byte() {
-                Some(OK_HEADER) if self.compressed => {
-                    sink.authenticated(true);
-                    self.stop_observing(UnobservedReason::Compression, sink)
-                }
                 Some(OK_HEADER) => {
                     sink.authenticated(true);
                     self.phase = Phase::Command;
+                    // Compression starts after the OK that ends authentication.
+                    self.compression_starts = self.compression.is_some();
                     ControlFlow::Continue(())
                 }
                 Some(ERR_HEADER) => {
@@ -245,7 +327,7 @@ impl Machine {
                 _ => ControlFlow::Continue(()),
             },
             Phase::Command => self.response(p, at, sink),
-            Phase::AwaitClientHello => {
+            Phase::AwaitClientHello | Phase::AwaitTls => {
                 self.stop_observing(UnobservedReason::UnexpectedPacket, sink)
             }
             Phase::Closed | Phase::Unobserved => ControlFlow::Break(()),
@@ -275,7 +357,8 @@ impl Machine {
     fn client_hello<S: EventSink>(&mut self, p: &PacketView<'_>, sink: &mut S) -> ControlFlow<()> {
         let client_caps = match parse_client_hello(p.head) {
             Ok((_, ClientHello::SslRequest { .. })) => {
-                return self.stop_observing(UnobservedReason::Tls, sink);
+                self.phase = Phase::AwaitTls;
+                return ControlFlow::Continue(());
             }
             Ok((_, ClientHello::Response(r))) => r.capabilities,
             Err(_) if p.head.len() >= 4 && p.head[1] & 0x02 == 0 => {
@@ -285,7 +368,14 @@ impl Machine {
             Err(_) => return self.stop_observing(UnobservedReason::MalformedPacket, sink),
         };
         self.caps = Capabilities(client_caps & self.server_caps);
-        self.compressed = self.caps.0 & (CLIENT_COMPRESS | CLIENT_ZSTD_COMPRESSION) != 0;
+        // With both flags zlib is used (MySQL's documentation of the compression layer).
+        self.compression = if self.caps.has(CLIENT_COMPRESS) {
+            Some(Algorithm::Zlib)
+        } else if self.caps.has(CLIENT_ZSTD_COMPRESSION) {
+            Some(Algorithm::Zstd)
+        } else {
+            None
+        };
         self.phase = Phase::Authenticating;
         ControlFlow::Continue(())
     }

@@ -18,9 +18,11 @@ use crate::digest::FingerprintOptions;
 use crate::metrics::{http, DigestCollector, ProxyMetrics};
 use crate::proxy;
 use crate::stats::{DigestStore, Observer, Scenarios};
+use crate::tls::{TlsRuntime, TlsSettings};
 
 pub fn run_proxy(args: &ProxyArgs) -> anyhow::Result<()> {
     let config = ProxyConfig::from_args(args)?;
+    let tls = crate::config::tls_settings(args)?;
     let controller = args
         .schedule
         .settings(args.config.as_deref(), &config.settings.upstream)?;
@@ -30,7 +32,7 @@ pub fn run_proxy(args: &ProxyArgs) -> anyhow::Result<()> {
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async move {
-        let running = launch(&config, controller).await?;
+        let running = launch_with_tls(&config, controller, Some(tls)).await?;
         // One machine-readable line on stdout (scripts and tests read the bound ports from it).
         let mut stdout = std::io::stdout();
         writeln!(
@@ -72,6 +74,7 @@ pub struct Running {
     proxy: JoinHandle<()>,
     metrics: JoinHandle<()>,
     admin: Option<JoinHandle<()>>,
+    tls_reload: Option<JoinHandle<()>>,
 }
 
 impl Running {
@@ -87,15 +90,28 @@ impl Running {
         if let Some(admin) = self.admin {
             admin.abort();
         }
+        if let Some(reload) = self.tls_reload {
+            reload.abort();
+        }
     }
 }
 
-/// Binds the listeners, then (before the first client is accepted) connects the controller,
-/// checks credentials, privileges and performance_schema, and restores a crashed run's
-/// settings; then serves.
+/// [`launch_with_tls`] without TLS termination: clients that ask for TLS are forwarded
+/// verbatim (psprobe in-process in front of a throwaway server needs no certificate).
 pub async fn launch(
     config: &ProxyConfig,
     controller: Option<ControllerSettings>,
+) -> anyhow::Result<Running> {
+    launch_with_tls(config, controller, None).await
+}
+
+/// Binds the listeners, loads (or makes) the TLS certificate, then (before the first client
+/// is accepted) connects the controller, checks credentials, privileges and
+/// performance_schema, and restores a crashed run's settings; then serves.
+pub async fn launch_with_tls(
+    config: &ProxyConfig,
+    controller: Option<ControllerSettings>,
+    tls: Option<TlsSettings>,
 ) -> anyhow::Result<Running> {
     let listener = TcpListener::bind(config.listen).await.with_context(|| {
         format!(
@@ -122,6 +138,17 @@ pub async fn launch(
         })?),
         None => None,
     };
+    let tls = Arc::new(match tls {
+        Some(settings) => TlsRuntime::load(settings, &config.settings.upstream, proxy_addr.ip())
+            .context("cannot set up TLS")?,
+        None => TlsRuntime::passthrough(&config.settings.upstream),
+    });
+    if let Some(ca) = tls.acceptor.as_ref().and_then(|a| a.ca_path.as_ref()) {
+        tracing::info!(
+            "TLS: psprobe's certificate is signed by its own CA; clients that verify the server pass --ssl-ca={}",
+            ca.display()
+        );
+    }
     let observer = Arc::new(observer(config).context("cannot register metrics")?);
     let live = Arc::new(
         LiveResults::new(observer.metrics.registry(), None)
@@ -166,10 +193,17 @@ pub async fn launch(
         })
     });
     let (stop_proxy, stopped) = oneshot::channel::<()>();
+    let tls_reload = tls.acceptor.is_some().then(|| {
+        tokio::spawn(proxy::reload_on_sighup(
+            Arc::clone(&tls),
+            Arc::clone(&observer),
+        ))
+    });
     let proxy = tokio::spawn(proxy::serve(
         listener,
         config.settings.clone(),
         Arc::clone(&observer),
+        tls,
         async {
             let _ = stopped.await;
         },
@@ -184,6 +218,7 @@ pub async fn launch(
         proxy,
         metrics,
         admin,
+        tls_reload,
     })
 }
 

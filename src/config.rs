@@ -92,6 +92,8 @@ pub struct ProxyArgs {
     pub log: Option<String>,
     #[command(flatten)]
     pub schedule: crate::controller::schedule_args::ScheduleArgs,
+    #[command(flatten)]
+    pub tls: crate::tls::TlsArgs,
 }
 
 /// The `[proxy]` table of the config file.
@@ -122,6 +124,9 @@ pub struct ConfigFile {
     pub controller: Option<toml::Table>,
     #[serde(default)]
     pub scenario: Option<Vec<toml::Table>>,
+    /// TLS options (`crate::tls::settings`).
+    #[serde(default)]
+    pub tls: Option<crate::tls::TlsFile>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -283,6 +288,31 @@ impl ProxyConfig {
             log,
         })
     }
+}
+
+/// The TLS settings of `psprobe proxy`: flags, then the `[tls]` table. Generated files go to
+/// STATE_DIR/tls: --state-dir, else `[controller] state_dir`, else the XDG default.
+pub fn tls_settings(args: &ProxyArgs) -> Result<crate::tls::TlsSettings, ConfigError> {
+    let file = match &args.config {
+        Some(path) => load_file(path)?,
+        None => ConfigFile::default(),
+    };
+    let state_dir = args
+        .schedule
+        .state_dir
+        .clone()
+        .or_else(|| {
+            let dir = file.controller.as_ref()?.get("state_dir")?.as_str()?;
+            Some(PathBuf::from(dir))
+        })
+        .or_else(|| {
+            crate::controller::paths::default_state_dir(
+                std::env::var("XDG_STATE_HOME").ok().as_deref(),
+                std::env::var("HOME").ok().as_deref(),
+            )
+        });
+    crate::tls::TlsSettings::resolve(&args.tls, file.tls, state_dir.as_deref())
+        .map_err(|e| ConfigError::Invalid(e.to_string()))
 }
 
 fn load_file(path: &Path) -> Result<ConfigFile, ConfigError> {

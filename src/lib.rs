@@ -18,3 +18,4 @@ pub mod proxy;
 pub mod report;
 pub mod session;
 pub mod stats;
+pub mod tls;

@@ -4,6 +4,8 @@
 mod digest_collector;
 pub mod http;
 mod registry;
+pub mod transport;
 
 pub use digest_collector::{DigestCollector, DEFAULT_TOP_DIGESTS, DIGEST_TEXT_LABEL_CHARS};
 pub use registry::{duration_buckets, Direction, ProxyMetrics};
+pub use transport::{TlsCarriage, TransportMetrics};

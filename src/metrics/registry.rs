@@ -65,6 +65,8 @@ pub struct ProxyMetrics {
     /// 1 while this psprobe leads the scenario schedule.
     pub controller_leader: IntGauge,
     phases_vec: IntCounterVec,
+    /// TLS, compression and unobserved traffic (metrics/transport.rs).
+    pub transport: super::TransportMetrics,
 }
 
 impl ProxyMetrics {
@@ -157,6 +159,7 @@ impl ProxyMetrics {
         )?;
         registry.register(Box::new(controller_leader.clone()))?;
         registry.register(Box::new(phases_vec.clone()))?;
+        let transport = super::TransportMetrics::new(&registry)?;
 
         let metrics = ProxyMetrics {
             registry,
@@ -175,6 +178,7 @@ impl ProxyMetrics {
             auth_failures,
             controller_leader,
             phases_vec,
+            transport,
         };
         // Export the series of the default scenario from the start.
         metrics.series(NO_SCENARIO);

@@ -1,6 +1,7 @@
 //! Sans-I/O MySQL / MariaDB wire protocol: pure functions and small state over byte slices.
 //! Nothing in here knows about sockets or async runtimes, so every edge case is a unit test.
 
+pub mod auth;
 pub mod capabilities;
 pub mod codec;
 pub mod command;

@@ -1,17 +1,21 @@
-//! One client connection: connect upstream, relay with observation, account for it.
+//! One client connection: connect upstream, run the connection phase (TLS), relay with
+//! observation, account for it.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
 use crate::metrics::ProxyMetrics;
-use crate::session::Session;
+use crate::session::{EventSink, Session};
 use crate::stats::{ConnectionRecorder, Observer};
+use crate::tls::TlsRuntime;
 
-use super::relay::relay;
+use super::handshake::{self, ClientLeg, Ctx, Established, ServerLeg};
+use super::relay::{relay, RelayEnd, Side, Watch};
 use super::upstream;
 use super::ProxySettings;
 
@@ -29,6 +33,7 @@ pub async fn handle(
     peer: SocketAddr,
     settings: Arc<ProxySettings>,
     observer: Arc<Observer>,
+    tls: Arc<TlsRuntime>,
     shutdown: watch::Receiver<bool>,
 ) {
     let metrics = &observer.metrics;
@@ -37,7 +42,7 @@ pub async fn handle(
     let _active = ActiveGuard(metrics);
     let _ = client.set_nodelay(true);
 
-    let mut server = match upstream::connect(&settings.upstream, settings.connect_timeout).await {
+    let server = match upstream::connect(&settings.upstream, settings.connect_timeout).await {
         Ok(server) => server,
         Err(e) => {
             metrics.upstream_connect_errors.inc();
@@ -53,18 +58,90 @@ pub async fn handle(
 
     let mut session = Session::new(Instant::now());
     let mut sink = ConnectionRecorder::new(&observer);
-    let result = relay(
-        &mut client,
-        &mut server,
-        &mut session,
-        &mut sink,
-        metrics,
-        shutdown,
-    )
-    .await;
+    let mut watch = Watch::new(&mut session, &mut sink, metrics);
+    let ctx = Ctx {
+        tls: &tls,
+        peer,
+        upstream: &settings.upstream,
+    };
+    let mut cut = shutdown.clone();
+    let established = tokio::select! {
+        e = handshake::run(client, server, &mut watch, &ctx) => e,
+        _ = cut.wait_for(|cut| *cut) => None,
+    };
+    let result = match established {
+        Some(established) => relay_legs(established, &mut watch, shutdown).await,
+        None => Ok(RelayEnd::ClientClosed),
+    };
+    watch.count_carriage();
+    drop(watch);
     session.on_close(&mut sink);
     match result {
         Ok(end) => tracing::debug!("client {peer}: connection ended: {end:?}"),
         Err(e) => tracing::debug!("client {peer}: connection ended: {e}"),
     }
+}
+
+/// Relays over whatever each leg became; each pairing is its own instance of the relay, so
+/// the plain one is exactly the plain TCP relay.
+async fn relay_legs<S: EventSink>(
+    e: Established,
+    watch: &mut Watch<'_, S>,
+    shutdown: watch::Receiver<bool>,
+) -> std::io::Result<RelayEnd> {
+    let Established {
+        client,
+        server,
+        client_rest,
+        server_rest,
+    } = e;
+    match (client, server) {
+        (ClientLeg::Plain(mut c), ServerLeg::Plain(mut s)) => {
+            start(&mut c, &mut s, &client_rest, &server_rest, watch, shutdown).await
+        }
+        (ClientLeg::Tls(mut c), ServerLeg::Tls(mut s)) => {
+            start(
+                &mut *c,
+                &mut *s,
+                &client_rest,
+                &server_rest,
+                watch,
+                shutdown,
+            )
+            .await
+        }
+        (ClientLeg::Tls(mut c), ServerLeg::Plain(mut s)) => {
+            start(&mut *c, &mut s, &client_rest, &server_rest, watch, shutdown).await
+        }
+        (ClientLeg::Plain(mut c), ServerLeg::Tls(mut s)) => {
+            start(&mut c, &mut *s, &client_rest, &server_rest, watch, shutdown).await
+        }
+    }
+}
+
+/// Forwards (and observes) what the connection phase read but did not handle, then relays.
+async fn start<C, U, S>(
+    client: &mut C,
+    server: &mut U,
+    client_rest: &[u8],
+    server_rest: &[u8],
+    watch: &mut Watch<'_, S>,
+    shutdown: watch::Receiver<bool>,
+) -> std::io::Result<RelayEnd>
+where
+    C: AsyncRead + AsyncWrite + Unpin,
+    U: AsyncRead + AsyncWrite + Unpin,
+    S: EventSink,
+{
+    if !server_rest.is_empty() {
+        let sent = client.write_all(server_rest).await;
+        watch.observe(Side::Server, server_rest, Instant::now());
+        sent?;
+    }
+    if !client_rest.is_empty() {
+        let sent = server.write_all(client_rest).await;
+        watch.observe(Side::Client, client_rest, Instant::now());
+        sent?;
+    }
+    relay(client, server, watch, shutdown).await
 }

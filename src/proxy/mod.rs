@@ -1,7 +1,10 @@
 //! The tokio side: accept clients, connect each to the upstream, relay and observe.
 
 mod connection;
+pub mod handshake;
+pub mod packet_io;
 pub mod relay;
+mod reload;
 pub mod upstream;
 
 use std::sync::Arc;
@@ -12,6 +15,9 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::stats::Observer;
+use crate::tls::TlsRuntime;
+
+pub use reload::reload_on_sighup;
 
 /// What the proxy needs to run, validated by the config layer.
 #[derive(Debug, Clone)]
@@ -29,6 +35,7 @@ pub async fn serve(
     listener: TcpListener,
     settings: ProxySettings,
     observer: Arc<Observer>,
+    tls: Arc<TlsRuntime>,
     stop: impl std::future::Future<Output = ()>,
 ) {
     let settings = Arc::new(settings);
@@ -44,6 +51,7 @@ pub async fn serve(
                         peer,
                         Arc::clone(&settings),
                         Arc::clone(&observer),
+                        Arc::clone(&tls),
                         cut_rx.clone(),
                     ));
                 }

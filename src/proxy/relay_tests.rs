@@ -8,7 +8,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
-use super::{relay, RelayEnd};
+use super::{relay, RelayEnd, Watch};
 use crate::metrics::ProxyMetrics;
 use crate::session::{CommandFinished, CommandStarted, EventSink, Session, UnobservedReason};
 use crate::stats::Scenarios;
@@ -61,15 +61,8 @@ async fn wire() -> Wired {
         let metrics = ProxyMetrics::new(Arc::new(Scenarios::default())).expect("metrics");
         let mut session = Session::new(Instant::now());
         let mut sink = CountingSink::default();
-        let end = relay(
-            &mut client_side,
-            &mut server_side,
-            &mut session,
-            &mut sink,
-            &metrics,
-            stopped,
-        )
-        .await;
+        let mut watch = Watch::new(&mut session, &mut sink, &metrics);
+        let end = relay(&mut client_side, &mut server_side, &mut watch, stopped).await;
         (end, sink.unobserved)
     });
     Wired {

@@ -1,0 +1,426 @@
+//! The start of a connection, packet by packet: the server's greeting, the client's first
+//! packet, and when that is an SSLRequest, TLS on the client leg (psprobe answers it itself)
+//! and on the server leg (psprobe sends the SSLRequest on and connects as a TLS client). Then
+//! the relay takes over the (decrypted) streams.
+//!
+//! Most connections leave here right after the client's first packet, and the relay sees the
+//! authentication exchange as before. Only two set-ups make psprobe follow authentication
+//! here, because the two legs then number their packets differently (one carries an
+//! SSLRequest, the other not): a TLS client with `--server-tls disabled`, and a plain client
+//! with `--server-tls required`.
+//!
+//! Fail-open: whatever psprobe does not understand here (no greeting, a packet that is not a
+//! handshake packet, one too large) is handed to the relay as it is, unobserved.
+
+use std::io;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_rustls::{client, server, TlsAcceptor};
+
+use crate::metrics::TlsCarriage;
+use crate::protocol::auth::{cleartext_plugin, server_asks_for_cleartext};
+use crate::protocol::capabilities::CLIENT_SSL;
+use crate::protocol::handshake::{parse_client_hello, parse_greeting, ClientHello};
+use crate::session::{EventSink, Phase, UnobservedReason};
+use crate::tls::{Cause, ClientTls, Leg, ServerTls, TlsRuntime};
+
+use super::packet_io::{handshake_error, packet, Got, PacketBuf};
+use super::relay::{Side, Watch};
+
+/// The client leg after the connection phase.
+pub enum ClientLeg {
+    Plain(TcpStream),
+    Tls(Box<server::TlsStream<TcpStream>>),
+}
+
+/// The server leg after the connection phase.
+pub enum ServerLeg {
+    Plain(TcpStream),
+    Tls(Box<client::TlsStream<TcpStream>>),
+}
+
+/// Streams ready for the relay, and bytes read from them that the relay must still forward
+/// (and observe) first.
+pub struct Established {
+    pub client: ClientLeg,
+    pub server: ServerLeg,
+    pub client_rest: Vec<u8>,
+    pub server_rest: Vec<u8>,
+}
+
+/// What a connection needs to know here.
+pub struct Ctx<'a> {
+    pub tls: &'a TlsRuntime,
+    pub peer: SocketAddr,
+    pub upstream: &'a str,
+}
+
+/// How long psprobe waits for the client to read an error it is told before closing.
+const GOODBYE: Duration = Duration::from_secs(2);
+
+fn raw(
+    client: TcpStream,
+    server: TcpStream,
+    client_rest: Vec<u8>,
+    server_rest: Vec<u8>,
+) -> Established {
+    Established {
+        client: ClientLeg::Plain(client),
+        server: ServerLeg::Plain(server),
+        client_rest,
+        server_rest,
+    }
+}
+
+/// Writes and flushes (a TLS writer keeps what it encrypted until flushed).
+async fn send<W: AsyncWrite + Unpin>(to: &mut W, bytes: &[u8]) -> io::Result<()> {
+    to.write_all(bytes).await?;
+    to.flush().await
+}
+
+/// Runs the connection phase as far as psprobe needs to; `None` when the connection is over.
+pub async fn run<S: EventSink>(
+    mut client: TcpStream,
+    mut server: TcpStream,
+    watch: &mut Watch<'_, S>,
+    ctx: &Ctx<'_>,
+) -> Option<Established> {
+    // The greeting, unless the client speaks first or goes away.
+    let mut greeting = PacketBuf::default();
+    let got = tokio::select! {
+        got = greeting.read_packet(&mut server) => got,
+        _ = client.readable() => return Some(raw(client, server, Vec::new(), greeting.take())),
+    };
+    if !matches!(got, Ok(Got::Packet)) {
+        return Some(raw(client, server, Vec::new(), greeting.take()));
+    }
+    let greeting = greeting.take();
+    let server_tls = parse_greeting(&greeting[4..])
+        .ok()
+        .map(|(_, g)| g.capabilities & CLIENT_SSL != 0);
+    if server_tls == Some(false) && ctx.tls.settings.server == ServerTls::Required {
+        let message = format!(
+            "psprobe: the server at {} does not offer TLS, and psprobe runs with --server-tls required",
+            ctx.upstream
+        );
+        fail(watch, ctx, Leg::Server, Cause::NoTls, &message);
+        let _ = send(&mut client, &handshake_error(0, &message)).await;
+        return None;
+    }
+    let sent = send(&mut client, &greeting).await;
+    watch.observe(Side::Server, &greeting, Instant::now());
+    sent.ok()?;
+    if watch.session.phase() != Phase::AwaitClientHello {
+        // Not a greeting psprobe follows (an error, another protocol): relayed as it is.
+        return Some(raw(client, server, Vec::new(), Vec::new()));
+    }
+
+    // The client's first packet: an SSLRequest or its handshake response.
+    let mut first = PacketBuf::default();
+    let got = tokio::select! {
+        got = first.read_packet(&mut client) => got,
+        // The server speaks first (its connect_timeout, say): relay whatever happens.
+        _ = server.readable() => return Some(raw(client, server, first.take(), Vec::new())),
+    };
+    if !matches!(got, Ok(Got::Packet)) {
+        return Some(raw(client, server, first.take(), Vec::new()));
+    }
+    let first = first.take();
+    match parse_client_hello(&first[4..]) {
+        Ok((_, ClientHello::SslRequest { .. })) => {
+            ssl_request(client, server, &first, server_tls == Some(true), watch, ctx).await
+        }
+        Ok((_, ClientHello::Response(_)))
+            if ctx.tls.settings.server == ServerTls::Required && first.len() >= 4 + 32 =>
+        {
+            tls_for_a_plain_client(client, server, &first, watch, ctx).await
+        }
+        _ => {
+            let sent = send(&mut server, &first).await;
+            watch.carriage = Some(TlsCarriage::None);
+            watch.observe(Side::Client, &first, Instant::now());
+            sent.ok()?;
+            Some(raw(client, server, Vec::new(), Vec::new()))
+        }
+    }
+}
+
+/// The client asked for TLS.
+async fn ssl_request<S: EventSink>(
+    client: TcpStream,
+    mut server: TcpStream,
+    request: &[u8],
+    server_offers_tls: bool,
+    watch: &mut Watch<'_, S>,
+    ctx: &Ctx<'_>,
+) -> Option<Established> {
+    let settings = &ctx.tls.settings;
+    let acceptor = match &ctx.tls.acceptor {
+        Some(a) if settings.client == ClientTls::Terminate && server_offers_tls => a,
+        // Passthrough (or a client asking a server that offered no TLS): the TLS is theirs.
+        _ => {
+            let sent = send(&mut server, request).await;
+            watch.observe(Side::Client, request, Instant::now());
+            watch.session.unobserve(UnobservedReason::Tls, watch.sink);
+            watch.carriage = Some(TlsCarriage::Passthrough);
+            watch.count_carriage();
+            sent.ok()?;
+            return Some(raw(client, server, Vec::new(), Vec::new()));
+        }
+    };
+    let upstream_tls = settings.server != ServerTls::Disabled && ctx.tls.connector.is_some();
+    if upstream_tls {
+        let sent = send(&mut server, request).await;
+        watch.observe(Side::Client, request, Instant::now());
+        sent.ok()?;
+    } else {
+        watch.observe(Side::Client, request, Instant::now());
+    }
+    let timeout = settings.handshake_timeout;
+    let accept = bounded(timeout, TlsAcceptor::from(acceptor.config()).accept(client));
+    let (client_tls, server) = if upstream_tls {
+        let connector = ctx.tls.connector.as_ref()?;
+        let connect = bounded(
+            timeout,
+            connector.connect(ctx.tls.server_name.clone(), server),
+        );
+        let (c, s) = tokio::join!(accept, connect);
+        (c, s.map(|s| ServerLeg::Tls(Box::new(s))))
+    } else {
+        (accept.await, Ok(ServerLeg::Plain(server)))
+    };
+    let mut client_tls = match client_tls {
+        Ok(c) => c,
+        Err(e) => {
+            let message = format!("TLS handshake with the client failed: {e}");
+            fail(watch, ctx, Leg::Client, Cause::of(&e), &message);
+            return None;
+        }
+    };
+    let server = match server {
+        Ok(s) => s,
+        Err(e) => {
+            let message = format!(
+                "psprobe could not set up TLS to the server at {}: {e}",
+                ctx.upstream
+            );
+            fail(watch, ctx, Leg::Server, Cause::of(&e), &message);
+            goodbye(&mut client_tls, 3, &message).await;
+            return None;
+        }
+    };
+    watch.session.tls_established();
+    watch.carriage = Some(TlsCarriage::Terminated);
+    match server {
+        ServerLeg::Tls(server) => Some(Established {
+            client: ClientLeg::Tls(Box::new(client_tls)),
+            server: ServerLeg::Tls(server),
+            client_rest: Vec::new(),
+            server_rest: Vec::new(),
+        }),
+        ServerLeg::Plain(server) => tls_client_plain_server(client_tls, server, watch, ctx).await,
+    }
+}
+
+/// `--server-tls disabled`: the client's TLS ends at psprobe. Its packets go on numbered one
+/// lower (the server never saw the SSLRequest), and exchanges that would put the password in
+/// clear on the plain leg are refused.
+async fn tls_client_plain_server<S: EventSink>(
+    mut client: server::TlsStream<TcpStream>,
+    mut server: TcpStream,
+    watch: &mut Watch<'_, S>,
+    ctx: &Ctx<'_>,
+) -> Option<Established> {
+    let mut hello = PacketBuf::default();
+    let got = tokio::select! {
+        got = hello.read_packet(&mut client) => got,
+        _ = server.readable() => Ok(Got::Eof),
+    };
+    if !matches!(got, Ok(Got::Packet)) {
+        return None;
+    }
+    let hello = hello.take();
+    if let Ok((_, ClientHello::Response(r))) = parse_client_hello(&hello[4..]) {
+        if let Some(plugin) = r.auth_plugin.and_then(cleartext_plugin) {
+            refuse_cleartext(&mut client, hello[3].wrapping_add(1), plugin, watch, ctx).await;
+            return None;
+        }
+    }
+    let mut forwarded = hello.clone();
+    forwarded[3] = forwarded[3].wrapping_sub(1);
+    if forwarded.len() >= 8 {
+        forwarded[5] &= !((CLIENT_SSL >> 8) as u8);
+    }
+    let sent = send(&mut server, &forwarded).await;
+    watch.observe(Side::Client, &hello, Instant::now());
+    sent.ok()?;
+    if !authenticate(&mut client, &mut server, 1, true, watch, ctx).await {
+        return None;
+    }
+    Some(Established {
+        client: ClientLeg::Tls(Box::new(client)),
+        server: ServerLeg::Plain(server),
+        client_rest: Vec::new(),
+        server_rest: Vec::new(),
+    })
+}
+
+/// `--server-tls required` and a client that did not ask for TLS: psprobe sends an
+/// SSLRequest of its own (the client's capabilities with CLIENT_SSL), connects as a TLS
+/// client, and numbers the client's packets one higher.
+async fn tls_for_a_plain_client<S: EventSink>(
+    mut client: TcpStream,
+    mut server: TcpStream,
+    response: &[u8],
+    watch: &mut Watch<'_, S>,
+    ctx: &Ctx<'_>,
+) -> Option<Established> {
+    let mut request = response[4..4 + 32].to_vec();
+    request[1] |= (CLIENT_SSL >> 8) as u8;
+    send(&mut server, &packet(1, &request)).await.ok()?;
+    let connector = ctx.tls.connector.as_ref()?;
+    let connect = connector.connect(ctx.tls.server_name.clone(), server);
+    let mut server = match bounded(ctx.tls.settings.handshake_timeout, connect).await {
+        Ok(s) => s,
+        Err(e) => {
+            let message = format!(
+                "psprobe could not set up TLS to the server at {}: {e}",
+                ctx.upstream
+            );
+            fail(watch, ctx, Leg::Server, Cause::of(&e), &message);
+            let _ = send(&mut client, &handshake_error(2, &message)).await;
+            return None;
+        }
+    };
+    let mut forwarded = response.to_vec();
+    forwarded[3] = forwarded[3].wrapping_add(1);
+    forwarded[5] |= (CLIENT_SSL >> 8) as u8;
+    let sent = send(&mut server, &forwarded).await;
+    watch.carriage = Some(TlsCarriage::None);
+    watch.observe(Side::Client, response, Instant::now());
+    sent.ok()?;
+    // The client's packets go on one higher, the server's one lower (`authenticate` is told
+    // the server-to-client shift as seen from the client: -1).
+    if !authenticate(&mut client, &mut server, -1, false, watch, ctx).await {
+        return None;
+    }
+    Some(Established {
+        client: ClientLeg::Plain(client),
+        server: ServerLeg::Tls(Box::new(server)),
+        client_rest: Vec::new(),
+        server_rest: Vec::new(),
+    })
+}
+
+/// Relays the authentication exchange packet by packet until the server's OK or ERR ends
+/// it. Server packets reach the client with their sequence id plus `shift`, client packets
+/// the server with it minus `shift`. With `guard`, an exchange that would make the client send
+/// its password in clear is refused. `false` when the connection is over.
+async fn authenticate<C, U, S>(
+    client: &mut C,
+    server: &mut U,
+    shift: i8,
+    guard: bool,
+    watch: &mut Watch<'_, S>,
+    ctx: &Ctx<'_>,
+) -> bool
+where
+    C: AsyncRead + AsyncWrite + Unpin,
+    U: AsyncRead + AsyncWrite + Unpin,
+    S: EventSink,
+{
+    let (mut from_client, mut from_server) = (PacketBuf::default(), PacketBuf::default());
+    while watch.session.phase() == Phase::Authenticating {
+        tokio::select! {
+            got = from_client.read_packet(client) => {
+                if !matches!(got, Ok(Got::Packet)) {
+                    return false;
+                }
+                let original = from_client.take();
+                let mut forwarded = original.clone();
+                forwarded[3] = forwarded[3].wrapping_sub(shift as u8);
+                let sent = send(server, &forwarded).await;
+                watch.observe(Side::Client, &original, Instant::now());
+                if sent.is_err() {
+                    return false;
+                }
+            }
+            got = from_server.read_packet(server) => {
+                if !matches!(got, Ok(Got::Packet)) {
+                    return false;
+                }
+                let mut forwarded = from_server.take();
+                forwarded[3] = forwarded[3].wrapping_add(shift as u8);
+                if guard {
+                    if let Some(plugin) = server_asks_for_cleartext(&forwarded[4..]) {
+                        refuse_cleartext(client, forwarded[3], plugin, watch, ctx).await;
+                        return false;
+                    }
+                }
+                let sent = send(client, &forwarded).await;
+                watch.observe(Side::Server, &forwarded, Instant::now());
+                if sent.is_err() {
+                    return false;
+                }
+            }
+        }
+    }
+    true
+}
+
+async fn refuse_cleartext<C: AsyncRead + AsyncWrite + Unpin, S: EventSink>(
+    client: &mut C,
+    seq: u8,
+    plugin: &str,
+    watch: &mut Watch<'_, S>,
+    ctx: &Ctx<'_>,
+) {
+    let message = format!(
+        "psprobe: {plugin} authentication would send the password in clear text, and psprobe's \
+         leg to the server is not encrypted (--server-tls disabled); use --server-tls as_client, \
+         or connect without TLS"
+    );
+    tracing::warn!("client {}: {message}", ctx.peer);
+    watch.metrics.auth_failures.inc();
+    let _ = send(client, &handshake_error(seq, &message)).await;
+    let _ = client.shutdown().await;
+}
+
+/// Tells a TLS client why it cannot go on: after reading its next packet (so that it is not
+/// reset while writing), an ERR, then close.
+async fn goodbye(client: &mut server::TlsStream<TcpStream>, seq: u8, message: &str) {
+    let mut next = PacketBuf::default();
+    let seq = match tokio::time::timeout(GOODBYE, next.read_packet(client)).await {
+        Ok(Ok(Got::Packet)) => next.seq().wrapping_add(1),
+        _ => seq,
+    };
+    let _ = send(client, &handshake_error(seq, message)).await;
+    let _ = client.shutdown().await;
+}
+
+fn fail<S>(watch: &Watch<'_, S>, ctx: &Ctx<'_>, leg: Leg, cause: Cause, message: &str) {
+    watch.metrics.transport.record_handshake_failure(leg, cause);
+    tracing::warn!(
+        "client {}: {message} ({} leg, {}); connection closed",
+        ctx.peer,
+        leg.label(),
+        cause.label()
+    );
+}
+
+/// A handshake future bounded by the handshake timeout.
+async fn bounded<T>(
+    limit: Duration,
+    handshake: impl std::future::Future<Output = io::Result<T>>,
+) -> io::Result<T> {
+    match tokio::time::timeout(limit, handshake).await {
+        Ok(result) => result,
+        Err(_) => Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("no complete handshake within {limit:?}"),
+        )),
+    }
+}

@@ -1,0 +1,144 @@
+//! Reading single packets during the connection phase, exactly: never a byte past the packet,
+//! so a TLS handshake that follows an SSLRequest finds its ClientHello untouched in the socket.
+//! Cancel-safe: what was read stays in the buffer if the read is dropped (in a `select!`).
+
+use std::io;
+
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+use crate::protocol::frame::HEADER_LEN;
+use crate::protocol::response::encode_err;
+
+/// Connection-phase packets are small (greeting, handshake response with attributes, auth
+/// data); a larger one ends packet-level handling and the bytes are relayed as they are.
+pub const MAX_HANDSHAKE_PACKET: usize = 1 << 20;
+
+/// Server error 1043 "Bad handshake", SQL state 08S01: what psprobe answers when it cannot set
+/// up a connection the way it was asked to.
+pub const ER_HANDSHAKE_ERROR: u16 = 1043;
+
+/// What a read ended with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Got {
+    Packet,
+    /// The peer closed (the buffer keeps what came before).
+    Eof,
+    /// The header announces more than [`MAX_HANDSHAKE_PACKET`].
+    TooBig,
+}
+
+/// One packet being read.
+#[derive(Debug, Default)]
+pub struct PacketBuf {
+    buf: Vec<u8>,
+}
+
+impl PacketBuf {
+    /// Header and payload of the packet read (or what has arrived of it).
+    pub fn bytes(&self) -> &[u8] {
+        &self.buf
+    }
+
+    pub fn payload(&self) -> &[u8] {
+        self.buf.get(HEADER_LEN..).unwrap_or(&[])
+    }
+
+    pub fn seq(&self) -> u8 {
+        self.buf.get(3).copied().unwrap_or(0)
+    }
+
+    /// Hands the bytes over and starts empty for the next packet.
+    pub fn take(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.buf)
+    }
+
+    fn wanted(&self) -> Result<usize, Got> {
+        if self.buf.len() < HEADER_LEN {
+            return Ok(HEADER_LEN);
+        }
+        let len = usize::from(self.buf[0])
+            | usize::from(self.buf[1]) << 8
+            | usize::from(self.buf[2]) << 16;
+        if len > MAX_HANDSHAKE_PACKET {
+            return Err(Got::TooBig);
+        }
+        Ok(HEADER_LEN + len)
+    }
+
+    /// Reads until the buffer holds one whole packet.
+    pub async fn read_packet<R: AsyncRead + Unpin>(&mut self, from: &mut R) -> io::Result<Got> {
+        let mut tmp = [0u8; 4096];
+        loop {
+            let need = match self.wanted() {
+                Ok(need) => need,
+                Err(got) => return Ok(got),
+            };
+            if self.buf.len() >= HEADER_LEN && self.buf.len() == need {
+                return Ok(Got::Packet);
+            }
+            let want = (need - self.buf.len()).min(tmp.len());
+            let n = from.read(&mut tmp[..want]).await?;
+            if n == 0 {
+                return Ok(Got::Eof);
+            }
+            self.buf.extend_from_slice(&tmp[..n]);
+        }
+    }
+}
+
+/// A whole packet with this payload.
+pub fn packet(seq: u8, payload: &[u8]) -> Vec<u8> {
+    let n = payload.len();
+    let mut out = Vec::with_capacity(HEADER_LEN + n);
+    out.extend_from_slice(&[n as u8, (n >> 8) as u8, (n >> 16) as u8, seq]);
+    out.extend_from_slice(payload);
+    out
+}
+
+/// ERR 1043 with psprobe's message, as the packet `seq`.
+pub fn handshake_error(seq: u8, message: &str) -> Vec<u8> {
+    packet(seq, &encode_err(ER_HANDSHAKE_ERROR, b"08S01", message))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn reads_exactly_one_packet_and_no_further() {
+        let mut wire = packet(1, b"hello");
+        wire.extend_from_slice(b"\x16\x03\x01tls");
+        let mut src = &wire[..];
+        let mut p = PacketBuf::default();
+        assert_eq!(p.read_packet(&mut src).await.unwrap(), Got::Packet);
+        assert_eq!((p.seq(), p.payload()), (1, &b"hello"[..]));
+        assert_eq!(src, b"\x16\x03\x01tls", "the rest is left in the stream");
+        let mut empty = &packet(4, b"")[..];
+        let mut p = PacketBuf::default();
+        assert_eq!(p.read_packet(&mut empty).await.unwrap(), Got::Packet);
+        assert_eq!(p.bytes().len(), 4);
+    }
+
+    #[tokio::test]
+    async fn eof_and_oversized_headers() {
+        let mut cut = &packet(0, b"abcdef")[..7];
+        let mut p = PacketBuf::default();
+        assert_eq!(p.read_packet(&mut cut).await.unwrap(), Got::Eof);
+        assert_eq!(p.bytes().len(), 7);
+        let mut big = &[0xFF, 0xFF, 0xFF, 0, 1, 2][..];
+        let mut p = PacketBuf::default();
+        assert_eq!(p.read_packet(&mut big).await.unwrap(), Got::TooBig);
+        // Bytes that are not MySQL at all (a TLS ClientHello sent without SSLRequest).
+        let mut tls = &[0x16, 0x03, 0x01, 0x02, 0x00][..];
+        let mut p = PacketBuf::default();
+        assert_eq!(p.read_packet(&mut tls).await.unwrap(), Got::Eof);
+    }
+
+    #[test]
+    fn handshake_error_is_an_err_packet() {
+        let p = handshake_error(3, "no");
+        assert_eq!(p[3], 3);
+        assert_eq!(p[4], 0xFF);
+        assert_eq!(u16::from_le_bytes([p[5], p[6]]), ER_HANDSHAKE_ERROR);
+    }
+}

@@ -74,7 +74,6 @@ pub async fn handle(
         None => Ok(RelayEnd::ClientClosed),
     };
     watch.count_carriage();
-    drop(watch);
     session.on_close(&mut sink);
     match result {
         Ok(end) => tracing::debug!("client {peer}: connection ended: {end:?}"),

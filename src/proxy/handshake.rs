@@ -88,14 +88,20 @@ pub async fn run<S: EventSink>(
     watch: &mut Watch<'_, S>,
     ctx: &Ctx<'_>,
 ) -> Option<Established> {
-    // The greeting, unless the client speaks first or goes away.
+    // The greeting, unless the client speaks first or goes away. (Bytes are read rather than
+    // readiness awaited: a read that is dropped loses nothing, and readiness can be stale.)
     let mut greeting = PacketBuf::default();
+    let mut early = PacketBuf::default();
     let got = tokio::select! {
         got = greeting.read_packet(&mut server) => got,
-        _ = client.readable() => return Some(raw(client, server, Vec::new(), greeting.take())),
+        _ = early.read_packet(&mut client) => Ok(Got::Eof),
     };
-    if !matches!(got, Ok(Got::Packet)) {
-        return Some(raw(client, server, Vec::new(), greeting.take()));
+    if !matches!(got, Ok(Got::Packet)) || !early.bytes().is_empty() {
+        tracing::debug!(
+            "client {}: no greeting psprobe follows; relayed as is",
+            ctx.peer
+        );
+        return Some(raw(client, server, early.take(), greeting.take()));
     }
     let greeting = greeting.take();
     let server_tls = parse_greeting(&greeting[4..])
@@ -120,13 +126,14 @@ pub async fn run<S: EventSink>(
 
     // The client's first packet: an SSLRequest or its handshake response.
     let mut first = PacketBuf::default();
+    let mut early = PacketBuf::default();
     let got = tokio::select! {
         got = first.read_packet(&mut client) => got,
         // The server speaks first (its connect_timeout, say): relay whatever happens.
-        _ = server.readable() => return Some(raw(client, server, first.take(), Vec::new())),
+        _ = early.read_packet(&mut server) => Ok(Got::Eof),
     };
-    if !matches!(got, Ok(Got::Packet)) {
-        return Some(raw(client, server, first.take(), Vec::new()));
+    if !matches!(got, Ok(Got::Packet)) || !early.bytes().is_empty() {
+        return Some(raw(client, server, first.take(), early.take()));
     }
     let first = first.take();
     match parse_client_hello(&first[4..]) {
@@ -162,6 +169,11 @@ async fn ssl_request<S: EventSink>(
         Some(a) if settings.client == ClientTls::Terminate && server_offers_tls => a,
         // Passthrough (or a client asking a server that offered no TLS): the TLS is theirs.
         _ => {
+            tracing::debug!(
+                "client {}: TLS left to client and server (client_tls {}, server offers TLS: {server_offers_tls})",
+                ctx.peer,
+                settings.client.label()
+            );
             let sent = send(&mut server, request).await;
             watch.observe(Side::Client, request, Instant::now());
             watch.session.unobserve(UnobservedReason::Tls, watch.sink);
@@ -235,9 +247,11 @@ async fn tls_client_plain_server<S: EventSink>(
     ctx: &Ctx<'_>,
 ) -> Option<Established> {
     let mut hello = PacketBuf::default();
+    let mut early = PacketBuf::default();
     let got = tokio::select! {
         got = hello.read_packet(&mut client) => got,
-        _ = server.readable() => Ok(Got::Eof),
+        // The server gave up waiting (its connect_timeout): the connection is over.
+        _ = early.read_packet(&mut server) => Ok(Got::Eof),
     };
     if !matches!(got, Ok(Got::Packet)) {
         return None;

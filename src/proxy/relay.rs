@@ -319,7 +319,15 @@ where
     }
     SCRATCH.with_borrow_mut(|scratch| {
         let mut read = ReadBuf::new(scratch);
-        ready!(Pin::new(from).poll_read(cx, &mut read))?;
+        match ready!(Pin::new(from).poll_read(cx, &mut read)) {
+            Ok(()) => {}
+            // A TLS peer that closes without close_notify (most MySQL clients after
+            // COM_QUIT): the end of the stream, like a TCP close.
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                return Poll::Ready(Ok(Step::Closed));
+            }
+            Err(e) => return Poll::Ready(Err(e)),
+        }
         let now = Instant::now();
         let chunk = read.filled();
         if chunk.is_empty() {

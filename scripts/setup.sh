@@ -4,11 +4,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(mariadb-server mariadb-client sysbench percona-toolkit prometheus chromium haproxy curl ca-certificates)
+packages=(mariadb-server mariadb-client sysbench percona-toolkit prometheus chromium haproxy curl ca-certificates
+  openssl debootstrap python3-venv)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# Node may come from elsewhere than Debian (with its own npm): only install when absent.
+command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"
   sudo=""
@@ -17,6 +20,11 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 # The packaged service is not used: tests and the demo start throwaway servers of their own.
+
+# The TLS and client tests run a second server version: MariaDB 11.8 from Debian 13 (trixie),
+# unpacked into a folder and run with chroot (the host's packages stay as they are), and real
+# Python and Node drivers. All of it lives under target/, made once and reused.
+scripts/setup-tls-deps.sh
 
 if ! command -v cargo >/dev/null 2>&1; then
   echo "setup: cargo not found; install the Rust toolchain (https://rustup.rs) and run again" >&2

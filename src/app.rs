@@ -138,6 +138,9 @@ pub async fn launch_with_tls(
         })?),
         None => None,
     };
+    if let Some(note) = tls.as_ref().and_then(|t| t.note.as_ref()) {
+        tracing::warn!("TLS: {note}");
+    }
     let tls = Arc::new(match tls {
         Some(settings) => TlsRuntime::load(settings, &config.settings.upstream, proxy_addr.ip())
             .context("cannot set up TLS")?,

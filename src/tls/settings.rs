@@ -95,6 +95,10 @@ pub struct TlsArgs {
     /// Private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// A TLS handshake (client or server leg) that takes longer is abandoned and the
+    /// connection closed [default: 10s].
+    #[arg(long, value_name = "DURATION")]
+    pub tls_handshake_timeout: Option<String>,
 }
 
 /// The `[tls]` table of the config file (same options, snake_case).
@@ -107,6 +111,7 @@ pub struct TlsFile {
     pub server_tls_ca: Option<PathBuf>,
     pub cert: Option<PathBuf>,
     pub key: Option<PathBuf>,
+    pub handshake_timeout: Option<String>,
 }
 
 /// Where psprobe's own certificate comes from.
@@ -131,6 +136,8 @@ pub struct TlsSettings {
     pub server_ca: Option<PathBuf>,
     pub cert: CertSource,
     pub handshake_timeout: Duration,
+    /// Said once in the log at start (a setting psprobe had to work around).
+    pub note: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -143,8 +150,10 @@ pub enum TlsSettingsError {
         "server_tls_verify = {0} checks the upstream leg, which server_tls = disabled turns off"
     )]
     VerifyWithoutTls(&'static str),
-    #[error("cannot find a directory for psprobe's generated TLS files: set XDG_STATE_HOME or HOME, pass --state-dir, or give --tls-cert and --tls-key")]
+    #[error("no directory for psprobe's generated TLS files (set XDG_STATE_HOME or HOME, pass --state-dir, or give --tls-cert and --tls-key): clients that ask for TLS are passed through, unobserved")]
     NoStateDir,
+    #[error("{0}")]
+    Timeout(String),
 }
 
 impl TlsSettings {
@@ -181,13 +190,33 @@ impl TlsSettings {
                 return Err(TlsSettingsError::VerifyWithoutCa(label));
             }
         }
+        let handshake_timeout = match args.tls_handshake_timeout.as_ref().or(file.handshake_timeout.as_ref()) {
+            Some(v) => crate::config::parse_duration("tls_handshake_timeout", v)
+                .map_err(|e| TlsSettingsError::Timeout(e.to_string()))?,
+            None => HANDSHAKE_TIMEOUT,
+        };
+        let mut note = None;
+        let mut client = client;
         let cert = match (
             args.tls_cert.clone().or(file.cert),
             args.tls_key.clone().or(file.key),
         ) {
             (Some(cert), Some(key)) => CertSource::Files { cert, key },
-            (None, None) => CertSource::Generated {
-                dir: state_dir.ok_or(TlsSettingsError::NoStateDir)?.join("tls"),
+            (None, None) => match state_dir {
+                Some(dir) => CertSource::Generated {
+                    dir: dir.join("tls"),
+                },
+                // Fail-open: nowhere to keep a certificate, so TLS is not terminated.
+                None if client == ClientTls::Terminate => {
+                    note = Some(TlsSettingsError::NoStateDir.to_string());
+                    client = ClientTls::Passthrough;
+                    CertSource::Generated {
+                        dir: PathBuf::new(),
+                    }
+                }
+                None => CertSource::Generated {
+                    dir: PathBuf::new(),
+                },
             },
             _ => return Err(TlsSettingsError::HalfPair),
         };
@@ -197,7 +226,8 @@ impl TlsSettings {
             verify,
             server_ca,
             cert,
-            handshake_timeout: HANDSHAKE_TIMEOUT,
+            handshake_timeout,
+            note,
         })
     }
 
@@ -213,6 +243,7 @@ impl TlsSettings {
                 dir: PathBuf::new(),
             },
             handshake_timeout: HANDSHAKE_TIMEOUT,
+            note: None,
         }
     }
 
@@ -285,7 +316,11 @@ mod tests {
         assert!(e.to_string().contains("both cert and key"), "{e}");
         assert!(toml::from_str::<TlsFile>("client_tls = \"maybe\"\n").is_err());
         assert!(toml::from_str::<TlsFile>("certificate = \"/c\"\n").is_err());
-        let e = TlsSettings::resolve(&TlsArgs::default(), None, None).unwrap_err();
-        assert!(e.to_string().contains("--tls-cert"), "{e}");
+        let s = TlsSettings::resolve(&TlsArgs::default(), None, None).unwrap();
+        assert_eq!(s.client, ClientTls::Passthrough, "nowhere to keep a certificate");
+        assert!(s.note.unwrap().contains("--tls-cert"));
+        let f = file("handshake_timeout = \"soon\"\n");
+        let e = TlsSettings::resolve(&TlsArgs::default(), Some(f), None).unwrap_err();
+        assert!(e.to_string().contains("tls_handshake_timeout"), "{e}");
     }
 }

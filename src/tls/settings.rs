@@ -190,7 +190,11 @@ impl TlsSettings {
                 return Err(TlsSettingsError::VerifyWithoutCa(label));
             }
         }
-        let handshake_timeout = match args.tls_handshake_timeout.as_ref().or(file.handshake_timeout.as_ref()) {
+        let handshake_timeout = match args
+            .tls_handshake_timeout
+            .as_ref()
+            .or(file.handshake_timeout.as_ref())
+        {
             Some(v) => crate::config::parse_duration("tls_handshake_timeout", v)
                 .map_err(|e| TlsSettingsError::Timeout(e.to_string()))?,
             None => HANDSHAKE_TIMEOUT,
@@ -317,7 +321,11 @@ mod tests {
         assert!(toml::from_str::<TlsFile>("client_tls = \"maybe\"\n").is_err());
         assert!(toml::from_str::<TlsFile>("certificate = \"/c\"\n").is_err());
         let s = TlsSettings::resolve(&TlsArgs::default(), None, None).unwrap();
-        assert_eq!(s.client, ClientTls::Passthrough, "nowhere to keep a certificate");
+        assert_eq!(
+            s.client,
+            ClientTls::Passthrough,
+            "nowhere to keep a certificate"
+        );
         assert!(s.note.unwrap().contains("--tls-cert"));
         let f = file("handshake_timeout = \"soon\"\n");
         let e = TlsSettings::resolve(&TlsArgs::default(), Some(f), None).unwrap_err();

@@ -29,9 +29,14 @@ impl Probe {
 
     /// Like [`Probe::start`], with extra environment variables (e.g. the controller's DSN).
     pub fn start_with_env(upstream: &str, extra: &[&str], env: &[(&str, &str)]) -> Probe {
+        Self::start_on("127.0.0.1:0", upstream, extra, env)
+    }
+
+    /// Like [`Probe::start_with_env`], listening on `listen`.
+    pub fn start_on(listen: &str, upstream: &str, extra: &[&str], env: &[(&str, &str)]) -> Probe {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_psprobe"));
         cmd.envs(env.iter().copied());
-        cmd.args(["proxy", "--listen", "127.0.0.1:0", "--upstream", upstream])
+        cmd.args(["proxy", "--listen", listen, "--upstream", upstream])
             .args(["--metrics", "127.0.0.1:0"])
             .args(extra)
             .stdin(Stdio::null())

@@ -1,5 +1,6 @@
 //! Running the real sysbench 1.0.20 (`oltp_*` Lua workloads) and reading its summary.
 
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -23,8 +24,16 @@ pub struct Summary {
 
 /// Runs `sysbench WORKLOAD COMMAND` against `addr` with the harness user, plus `extra` options.
 pub fn run(addr: &str, workload: &str, command: &str, extra: &[&str]) -> Summary {
+    run_in(Path::new("."), addr, workload, command, extra)
+}
+
+/// Like [`run`], in directory `dir`. sysbench 1.0.20's `--mysql-ssl=on` reads
+/// `client-key.pem`, `client-cert.pem` and `cacert.pem` (the CA it verifies the server with)
+/// from its working directory.
+pub fn run_in(dir: &Path, addr: &str, workload: &str, command: &str, extra: &[&str]) -> Summary {
     let (host, port) = split_addr(addr);
     let mut cmd = Command::new("sysbench");
+    cmd.current_dir(dir);
     cmd.arg(workload)
         .arg(format!("--mysql-host={host}"))
         .arg(format!("--mysql-port={port}"))

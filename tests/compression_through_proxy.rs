@@ -1,0 +1,231 @@
+//! The compressed protocol through psprobe, live: the mariadb CLI with -C (zlib), plain and
+//! over TLS, gives the digests and counts of an uncompressed run, results over 16 MiB
+//! included; and a client at the byte level receives exactly the bytes the server sends.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::ops::ControlFlow;
+use std::time::Duration;
+
+use common::cli::{mariadb_ok, DATABASE, PASSWORD, USER};
+use common::observed::{commands, digests, transport, unobserved, wait_for};
+use common::probe::Probe;
+use common::tls_server::{TlsServer, Version};
+use psprobe::protocol::compress::{stored_frame, Algorithm, Decompressor};
+use psprobe::protocol::frame::Deframer;
+use sha1::{Digest, Sha1};
+
+/// 17 MiB: the row is split into 16 MiB protocol packets, compressed frames carry parts.
+const BIG: usize = 17 << 20;
+
+fn workload() -> String {
+    let mut sql = String::new();
+    for i in 0..5 {
+        sql.push_str(&format!("SELECT {i} AS n, REPEAT('abc', 100) AS s;\n"));
+    }
+    sql.push_str("SELECT 1;\n"); // a response below the compression threshold: stored frames
+    sql.push_str(&format!(
+        "SELECT LENGTH(REPEAT('x', {BIG})) AS len, REPEAT('x', {BIG}) AS big;\n"
+    ));
+    sql.push_str("SELECT table_name FROM information_schema.tables WHERE table_schema = 'mysql' ORDER BY 1;\n");
+    sql
+}
+
+struct Seen {
+    output: String,
+    digests: std::collections::BTreeMap<String, u64>,
+    commands: std::collections::BTreeMap<String, u64>,
+}
+
+fn run(db: &TlsServer, flags: &[&str], carriage: (&str, &str)) -> Seen {
+    let state = tempfile::tempdir().expect("state");
+    let probe = Probe::start(
+        &db.addr(),
+        &["--state-dir", state.path().to_str().expect("utf-8")],
+    );
+    let mut args = vec!["--max-allowed-packet=64M", "-N", "-B"];
+    args.extend_from_slice(flags);
+    let output = mariadb_ok(probe.proxy_addr(), &args, Some(workload().as_bytes()));
+    let s = wait_for(&probe, "closed", |s| {
+        s.get("psprobe_connections_active", &[]) == 0.0
+            && transport(s, carriage.0, carriage.1) >= 1.0
+    });
+    assert_eq!(unobserved(&s), 0.0, "{}", s.text);
+    assert_eq!(s.get("psprobe_parse_errors_total", &[]), 0.0);
+    Seen {
+        output,
+        digests: digests(&s),
+        commands: commands(&s),
+    }
+}
+
+fn compressed_like_plain(v: Version) {
+    let db = TlsServer::start(v, &[]);
+    let plain = run(&db, &["--skip-ssl"], ("none", "none"));
+    assert!(plain.output.contains(&BIG.to_string()), "big row missing");
+    assert_eq!(
+        plain.commands.get("query/rows"),
+        Some(&8),
+        "{:?}",
+        plain.commands
+    );
+    for (flags, carriage) in [
+        (&["--skip-ssl", "-C"][..], ("none", "zlib")),
+        (&["--ssl", "-C"][..], ("terminated", "zlib")),
+    ] {
+        let zipped = run(&db, flags, carriage);
+        assert!(zipped.output == plain.output, "{flags:?}: output differs");
+        assert_eq!(zipped.digests, plain.digests, "{flags:?} on {v:?}");
+        assert_eq!(zipped.commands, plain.commands, "{flags:?} on {v:?}");
+    }
+}
+
+#[test]
+fn mariadb_compressed_gives_the_counts_of_plain_10_11() {
+    compressed_like_plain(Version::V10_11);
+}
+
+#[test]
+fn mariadb_compressed_gives_the_counts_of_plain_11_8() {
+    compressed_like_plain(Version::V11_8);
+}
+
+// ---------------------------------------------------------------- byte level
+
+fn read_packet(s: &mut TcpStream) -> Vec<u8> {
+    let mut h = [0u8; 4];
+    s.read_exact(&mut h).expect("packet header");
+    let len = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
+    let mut p = vec![0; len];
+    s.read_exact(&mut p).expect("packet payload");
+    p
+}
+
+fn packet(seq: u8, payload: &[u8]) -> Vec<u8> {
+    let n = payload.len();
+    let mut out = vec![n as u8, (n >> 8) as u8, (n >> 16) as u8, seq];
+    out.extend_from_slice(payload);
+    out
+}
+
+/// mysql_native_password: SHA1(pw) XOR SHA1(scramble + SHA1(SHA1(pw))).
+fn native_password(scramble: &[u8], password: &str) -> Vec<u8> {
+    let h1 = Sha1::digest(password.as_bytes());
+    let h2 = Sha1::digest(h1);
+    let mut hasher = Sha1::new();
+    hasher.update(scramble);
+    hasher.update(h2);
+    let h3 = hasher.finalize();
+    h1.iter().zip(h3.iter()).map(|(a, b)| a ^ b).collect()
+}
+
+/// Logs in with CLIENT_COMPRESS over plain TCP, sends `sql` and COM_QUIT as compressed
+/// packets (stored, as a client does below its threshold), and returns every byte the server
+/// sent after authentication, until it closed.
+fn compressed_conversation(addr: &str, sql: &str) -> Vec<u8> {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(60)))
+        .expect("timeout");
+    let g = read_packet(&mut s);
+    // protocol(1) version\0 id(4) scramble1(8) filler(1) caps(2) charset(1) status(2)
+    // caps_hi(2) auth_len(1) reserved(10) scramble2(12)\0 plugin\0
+    let v_end = g[1..].iter().position(|&b| b == 0).expect("version") + 1;
+    let mut at = v_end + 1 + 4;
+    let mut scramble = g[at..at + 8].to_vec();
+    at += 8 + 1 + 2 + 1 + 2 + 2 + 1 + 10;
+    scramble.extend_from_slice(&g[at..at + 12]);
+
+    let caps: u32 = 1 // LONG_PASSWORD
+        | (1 << 3) // CONNECT_WITH_DB
+        | (1 << 5) // COMPRESS
+        | (1 << 9) // PROTOCOL_41
+        | (1 << 13) // TRANSACTIONS
+        | (1 << 15) // SECURE_CONNECTION
+        | (1 << 17) // MULTI_RESULTS
+        | (1 << 19); // PLUGIN_AUTH
+    let mut hello = caps.to_le_bytes().to_vec();
+    hello.extend_from_slice(&(64u32 << 20).to_le_bytes());
+    hello.push(33);
+    hello.extend_from_slice(&[0; 23]);
+    hello.extend_from_slice(USER.as_bytes());
+    hello.push(0);
+    let auth = native_password(&scramble, PASSWORD);
+    hello.push(auth.len() as u8);
+    hello.extend_from_slice(&auth);
+    hello.extend_from_slice(DATABASE.as_bytes());
+    hello.push(0);
+    hello.extend_from_slice(b"mysql_native_password\0");
+    s.write_all(&packet(1, &hello)).expect("hello");
+    let ok = read_packet(&mut s);
+    assert_eq!(
+        ok.first(),
+        Some(&0),
+        "login refused: {:?}",
+        String::from_utf8_lossy(&ok)
+    );
+
+    let mut query = vec![0x03];
+    query.extend_from_slice(sql.as_bytes());
+    s.write_all(&stored_frame(0, &packet(0, &query)))
+        .expect("query");
+    // Read the whole response before quitting (decoded with psprobe's decoder to find its end).
+    let mut received = Vec::new();
+    let mut decoder = Decompressor::new(Algorithm::Zlib);
+    let mut deframer = Deframer::new(64);
+    // One result set without CLIENT_DEPRECATE_EOF: EOF after the columns, EOF after the rows.
+    let mut eofs = 0;
+    let mut buf = vec![0u8; 1 << 16];
+    while eofs < 2 {
+        let n = s.read(&mut buf).expect("read response");
+        assert!(n > 0, "server closed mid-response");
+        received.extend_from_slice(&buf[..n]);
+        let flow = decoder
+            .feed(&buf[..n], |plain| {
+                deframer.feed(plain, |p| {
+                    if p.first_byte() == Some(0xFE) && p.len < 9 {
+                        eofs += 1;
+                    }
+                    ControlFlow::Continue(())
+                })
+            })
+            .expect("the server's compressed stream decodes");
+        assert!(flow.is_continue());
+    }
+    s.write_all(&stored_frame(0, &packet(0, &[0x01])))
+        .expect("quit");
+    s.read_to_end(&mut received).expect("until close");
+    received
+}
+
+#[test]
+fn a_compressed_client_receives_the_servers_bytes_unchanged() {
+    let db = TlsServer::start(Version::V10_11, &[]);
+    let state = tempfile::tempdir().expect("state");
+    let probe = Probe::start(
+        &db.addr(),
+        &["--state-dir", state.path().to_str().expect("utf-8")],
+    );
+    for sql in [
+        "SELECT 1".to_string(),
+        "SELECT REPEAT('abcdefgh', 2000) AS s, 42 AS n".to_string(),
+        format!("SELECT REPEAT('y', {BIG}) AS big"),
+    ] {
+        let direct = compressed_conversation(&db.addr(), &sql);
+        let through = compressed_conversation(probe.proxy_addr(), &sql);
+        assert!(direct.len() > 7, "no response to {sql}");
+        assert!(
+            direct == through,
+            "{sql}: {} bytes direct, {} through psprobe, or different bytes",
+            direct.len(),
+            through.len()
+        );
+    }
+    let s = wait_for(&probe, "three connections closed", |s| {
+        s.get("psprobe_connections_active", &[]) == 0.0 && transport(s, "none", "zlib") >= 3.0
+    });
+    assert_eq!(commands(&s).get("query/rows"), Some(&3), "{}", s.text);
+    assert_eq!(commands(&s).get("quit/no_response"), Some(&3), "{}", s.text);
+    assert_eq!(unobserved(&s), 0.0);
+}

@@ -53,6 +53,11 @@ const METRICS: &[(&str, bool)] = &[
     ("psprobe_overhead_ratio", true),
     ("psprobe_overhead_ratio_ci_low", true),
     ("psprobe_overhead_ratio_ci_high", true),
+    ("psprobe_connections_by_transport_total", false),
+    ("psprobe_tls_handshake_failures_total", false),
+    ("psprobe_unobserved_bytes_total", false),
+    ("psprobe_unobserved_exchanges_total", false),
+    ("psprobe_tls_certificate_reloads_total", false),
 ];
 
 /// Grafana unit ids the dashboard may use (a subset of grafana-data's valueFormats).

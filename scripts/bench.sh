@@ -11,6 +11,9 @@
 #   scripts/bench.sh --memory        # 10,000 idle connections, and 1 GiB of 17 MiB rows
 #   scripts/bench.sh --record        # re-record scripts/bench/traffic/*.bin for benches/session.rs
 #   scripts/bench.sh --profile       # psprobe and HAProxy under callgrind: instructions per query
+#   scripts/bench.sh --tls           # sysbench --mysql-ssl=on oltp_read_only, 1/16 threads: direct TLS,
+#                                    # psprobe terminating both legs, psprobe passthrough, and psprobe
+#                                    # with plain clients (the CPU reference), interleaved
 #   options: --rounds N --seconds S --threads "1 16 64" --workloads "oltp_point_select ..."
 #            --out DIR   (env: BENCH_ROUNDS, BENCH_SECONDS, BENCH_THREADS, BENCH_WORKLOADS,
 #            BENCH_OUT, PSPROBE_BIN = a psprobe binary to use instead of building one,
@@ -38,6 +41,9 @@ while (($#)); do
     --memory) mode=memory ;;
     --record) mode=record ;;
     --profile) mode=profile ;;
+    --tls)
+      mode=tls
+      threads_list="${BENCH_THREADS:-1 16}" workloads="${BENCH_WORKLOADS:-oltp_read_only}" ;;
     --rounds) rounds="$2"; shift ;;
     --seconds) seconds="$2"; shift ;;
     --threads) threads_list="$2"; shift ;;
@@ -173,11 +179,13 @@ EOF
 
 # --- psprobe ---------------------------------------------------------------------------------
 # Full observation (every command parsed, timed, fingerprinted), metrics endpoint on, no
-# --scenarios (controller idle).
+# --scenarios (controller idle). Options after the binary go to `psprobe proxy`.
 start_psprobe() {
   local tag=$1 bin=${2:-$psprobe_bin}
+  shift 2 || shift $#
   "$bin" proxy --listen 127.0.0.1:0 --upstream "127.0.0.1:$db_port" \
-    --metrics 127.0.0.1:0 >"$work/psprobe-$tag.out" 2>"$work/psprobe-$tag.log" &
+    --metrics 127.0.0.1:0 --state-dir "$work/state-$tag" "$@" \
+    >"$work/psprobe-$tag.out" 2>"$work/psprobe-$tag.log" &
   pp_pid=$!
   pids+=("$pp_pid")
   for _ in $(seq 1 300); do
@@ -419,7 +427,85 @@ run_profile() {
   echo "raw profiles: $out (callgrind.*: callgrind_annotate; perf.*.data: perf report -i)"
 }
 
+# --- TLS mode --------------------------------------------------------------------------------
+# sysbench 1.0.20's --mysql-ssl=on reads cacert.pem, client-cert.pem and client-key.pem from its
+# working directory and verifies the server's chain with cacert.pem: one directory per CA.
+sysbench_tls_dir() {
+  local dir=$1 ca=$2
+  mkdir -p "$dir"
+  cp "$ca" "$dir/cacert.pem"
+  cp "$work/certs/client-cert.pem" "$dir/client-cert.pem"
+  cp "$work/certs/client-key.pem" "$dir/client-key.pem"
+}
+
+run_tls() {
+  describe_machine
+  mkdir -p "$work/certs"
+  (
+    cd "$work/certs"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca-key.pem \
+      -out ca.pem -days 30 -subj "/CN=bench CA" 2>/dev/null
+    printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >ext.cnf
+    for who in server client; do
+      openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$who-key.pem" \
+        -out "$who.csr" -subj "/CN=bench $who" 2>/dev/null
+      openssl x509 -req -in "$who.csr" -CA ca.pem -CAkey ca-key.pem -CAcreateserial \
+        -out "$who-cert.pem" -days 30 -extfile ext.cnf 2>/dev/null
+    done
+  )
+  start_mariadb --max-connections=1000 --ssl-ca="$work/certs/ca.pem" \
+    --ssl-cert="$work/certs/server-cert.pem" --ssl-key="$work/certs/server-key.pem"
+  start_psprobe terminate "$psprobe_bin"
+  local term_pid=$pp_pid term_port=$pp_port
+  start_psprobe passthrough "$psprobe_bin" --client-tls passthrough
+  local pass_pid=$pp_pid pass_port=$pp_port
+  sysbench_tls_dir "$work/sb-server" "$work/certs/ca.pem"
+  sysbench_tls_dir "$work/sb-psprobe" "$work/state-terminate/tls/ca.pem"
+  {
+    echo "{\"rounds\": $rounds, \"seconds\": $seconds, \"threads\": \"$threads_list\","
+    echo " \"workloads\": \"$workloads\", \"mariadb_version\": \"$(mariadbd --version)\","
+    echo " \"sysbench_version\": \"$(sysbench --version)\", \"psprobe_commit\": \"$psprobe_label\"}"
+  } >"$out/setup.json"
+
+  local sb=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-user="$db_user" --mysql-password="$db_pass"
+    --mysql-db=sbtest --tables=4 --table-size=10000)
+  say "sysbench prepare (4 tables x 10,000 rows), directly"
+  sysbench oltp_read_only "${sb[@]}" --mysql-port="$db_port" --threads=4 prepare >"$out/raw/prepare.txt"
+  : >"$out/results.jsonl"
+  local n=0 total=0 target port proxy_pid dir ssl
+  for _ in $workloads; do for _ in $threads_list; do total=$((total + rounds * 4)); done; done
+  for workload in $workloads; do
+    for threads in $threads_list; do
+      for round in $(seq 1 "$rounds"); do
+        # Interleaved, so drift on a shared machine hits all four alike.
+        for target in direct_tls psprobe_terminate psprobe_passthrough psprobe_plain; do
+          n=$((n + 1))
+          case "$target" in
+            direct_tls) port=$db_port proxy_pid=0 dir=$work/sb-server ssl=on ;;
+            psprobe_terminate) port=$term_port proxy_pid=$term_pid dir=$work/sb-psprobe ssl=on ;;
+            psprobe_passthrough) port=$pass_port proxy_pid=$pass_pid dir=$work/sb-server ssl=on ;;
+            psprobe_plain) port=$term_port proxy_pid=$term_pid dir=$work/sb-psprobe ssl=off ;;
+          esac
+          say "[$n/$total] $workload threads=$threads round=$round $target (${seconds}s)"
+          (cd "$dir" && python3 "$repo/scripts/bench/run_one.py" --results "$out/results.jsonl" \
+            --raw "$out/raw" --workload "$workload" --threads "$threads" --round "$round" \
+            --target "$target" --proxy-pid "$proxy_pid" --server-pid "$db_pid" -- \
+            sysbench "$workload" "${sb[@]}" --mysql-port="$port" --mysql-ssl="$ssl" \
+            --threads="$threads" --time="$seconds" --percentile=99 --histogram=on \
+            --report-interval=0 run)
+        done
+      done
+    done
+  done
+  curl -fsS "http://$(sed -n 's/^psprobe listening proxy=.* metrics=\(.*\)$/\1/p' "$work/psprobe-terminate.out")/metrics" \
+    >"$out/psprobe-metrics.txt" 2>/dev/null || true
+  python3 "$repo/scripts/bench/tls_report.py" --dir "$out" | tee "$out/table.md"
+  echo
+  echo "raw numbers: $out/results.jsonl (sysbench output: $out/raw/)"
+}
+
 case "$mode" in
+  tls) run_tls ;;
   throughput) run_throughput ;;
   memory) run_memory ;;
   record) run_record ;;

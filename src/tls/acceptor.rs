@@ -89,5 +89,7 @@ fn server_config(chain: CertChain, source: &CertSource) -> Result<ServerConfig, 
             message: e.to_string(),
         })?;
     config.session_storage = rustls::server::ServerSessionMemoryCache::new(SESSION_CACHE);
+    // psprobe's order (AES-128-GCM first, see `provider`), not the client's.
+    config.ignore_client_order = true;
     Ok(config)
 }

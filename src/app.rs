@@ -138,20 +138,12 @@ pub async fn launch_with_tls(
         })?),
         None => None,
     };
-    if let Some(note) = tls.as_ref().and_then(|t| t.note.as_ref()) {
-        tracing::warn!("TLS: {note}");
-    }
+    let note = tls.as_ref().and_then(|t| t.note.clone());
     let tls = Arc::new(match tls {
         Some(settings) => TlsRuntime::load(settings, &config.settings.upstream, proxy_addr.ip())
             .context("cannot set up TLS")?,
         None => TlsRuntime::passthrough(&config.settings.upstream),
     });
-    if let Some(ca) = tls.acceptor.as_ref().and_then(|a| a.ca_path.as_ref()) {
-        tracing::info!(
-            "TLS: psprobe's certificate is signed by its own CA; clients that verify the server pass --ssl-ca={}",
-            ca.display()
-        );
-    }
     let observer = Arc::new(observer(config).context("cannot register metrics")?);
     let live = Arc::new(
         LiveResults::new(observer.metrics.registry(), None)
@@ -182,6 +174,16 @@ pub async fn launch_with_tls(
         }
         _ => None,
     };
+    // Said once everything started (a refused start prints one line: its error).
+    if let Some(note) = note {
+        tracing::warn!("TLS: {note}");
+    }
+    if let Some(ca) = tls.acceptor.as_ref().and_then(|a| a.ca_path.as_ref()) {
+        tracing::info!(
+            "TLS: psprobe's certificate is signed by its own CA; clients that verify the server pass --ssl-ca={}",
+            ca.display()
+        );
+    }
     tracing::info!(
         "forwarding {proxy_addr} -> {}; metrics at http://{metrics_addr}/metrics",
         config.settings.upstream

@@ -130,7 +130,7 @@ pub async fn launch(
     let controller = match controller {
         Some(mut settings) => {
             let live = Arc::clone(&live);
-            settings.on_phase = Some(Arc::new(move |record| live.on_phase(record)));
+            settings.on_phase = Some(Arc::new(move |records| live.on_segment(records)));
             let started = runner::start(&settings).await?;
             Some((settings, started))
         }

@@ -559,6 +559,7 @@ fn observer_data_serves_recorded_statistics() {
         ],
         digests: vec![],
         server_cpu_ms: None,
+        ..PhaseRecord::default()
     });
     overhead.write().unwrap().push(OverheadRow {
         scenario: "pfs_on".into(),

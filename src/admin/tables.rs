@@ -521,6 +521,7 @@ mod tests {
             ],
             digests: vec![],
             server_cpu_ms: None,
+            ..PhaseRecord::default()
         };
         let row = phase_row(&record);
         assert_eq!(

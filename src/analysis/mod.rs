@@ -22,11 +22,13 @@
 mod analyze;
 pub mod baseline;
 pub mod bootstrap;
+pub mod carryover;
 pub mod estimate;
 pub mod mix;
 pub mod paired;
 pub mod phase_data;
 pub mod rng;
+pub mod run;
 pub mod stats_math;
 pub mod weighted_hist;
 
@@ -37,4 +39,6 @@ mod tests;
 
 pub use analyze::{analyze, analyze_with};
 pub use baseline::BaselineRule;
+pub use carryover::CarryoverProfile;
+pub use run::{analyze_run, RunAnalysis, StartupComparison, SwitchSummary};
 pub use estimate::{Analysis, AnalysisError, Drift, Estimate, Method, Metric, Options, Scale};

@@ -21,7 +21,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::controller::phase_log::{Aggregate, PhaseRecord, PHASE_LOG_VERSION};
+use crate::controller::phase_log::{Aggregate, PhaseRecord, PHASE_LOG_VERSION, REST};
 
 use super::weighted_hist::{self, Hist};
 
@@ -55,6 +55,8 @@ pub struct PhaseData {
     pub histogram: Hist,
     /// Digest id (or text when the id is missing) → its aggregates.
     pub digests: BTreeMap<String, DigestData>,
+    /// mysqld CPU ms over the measured time, when every record had it.
+    pub server_cpu_ms: Option<f64>,
 }
 
 impl PhaseData {
@@ -65,6 +67,12 @@ impl PhaseData {
 
     pub fn mean_latency_ns(&self) -> Option<f64> {
         (self.timed > 0).then(|| self.latency_sum_ns / self.timed as f64)
+    }
+
+    /// Server CPU ms per statement.
+    pub fn cpu_per_statement(&self) -> Option<f64> {
+        let cpu = self.server_cpu_ms?;
+        (self.statements > 0 && cpu > 0.0).then(|| cpu / self.statements as f64)
     }
 
     pub fn error_rate(&self) -> Option<f64> {
@@ -93,6 +101,11 @@ impl PhaseData {
             }
         }
         for agg in &record.digests {
+            // The sum of a record's smaller digests is not a query shape: left out of the
+            // per-digest comparison (the mix coverage says how much that leaves out).
+            if agg.digest.is_none() && agg.text.as_deref() == Some(REST) {
+                continue;
+            }
             let key = digest_key(agg);
             let d = self.digests.entry(key).or_default();
             d.timed += agg.timed;
@@ -103,6 +116,7 @@ impl PhaseData {
 
     fn absorb(&mut self, other: PhaseData) {
         self.window_s += other.window_s;
+        self.server_cpu_ms = self.server_cpu_ms.zip(other.server_cpu_ms).map(|(a, b)| a + b);
         self.statements += other.statements;
         self.errors += other.errors;
         self.timed += other.timed;
@@ -133,6 +147,8 @@ pub struct Collected {
     /// scenario.
     pub phases: Vec<PhaseData>,
     pub warnings: Vec<String>,
+    /// The records' design: `fast` or `slow` (version 1 logs: `fast`).
+    pub schedule: String,
 }
 
 impl Collected {
@@ -151,9 +167,13 @@ impl Collected {
 pub fn collect(records: &[PhaseRecord]) -> Collected {
     let mut out = Collected::default();
     let (mut unverified, mut empty, mut newer, mut unsettled) = (0, 0, 0, 0);
-    // (scenario, block, phase) → (from, to, data).
-    let mut windows: BTreeMap<(String, u64, u64), (u64, u64, PhaseData)> = BTreeMap::new();
+    // (scenario, block, phase) → (from, to, measured ms of the longest record, data). Records
+    // of several psprobes share one window: their counts add, the time does not.
+    let mut windows: BTreeMap<(String, u64, u64), (u64, u64, u64, PhaseData)> = BTreeMap::new();
     for r in records.iter().filter(|r| r.kind == "phase") {
+        if out.schedule.is_empty() {
+            out.schedule = r.schedule().to_string();
+        }
         if !out.scheduled.contains(&r.scenario) {
             out.scheduled.push(r.scenario.clone());
         }
@@ -177,17 +197,31 @@ pub fn collect(records: &[PhaseRecord]) -> Collected {
             let data = PhaseData {
                 scenario: r.scenario.clone(),
                 block: r.block,
+                server_cpu_ms: Some(0.0),
                 ..PhaseData::default()
             };
-            (r.measure_from_ms, r.measure_to_ms, data)
+            (r.measure_from_ms, r.measure_to_ms, 0, data)
         });
         entry.0 = entry.0.min(r.measure_from_ms);
         entry.1 = entry.1.max(r.measure_to_ms);
-        entry.2.add_counts(r);
+        if r.measured_ms.is_some() {
+            entry.2 = entry.2.max(r.measured_ms());
+        }
+        // Server CPU is the server's: several psprobes' records of one window carry the same.
+        let cpu = r.server_cpu_ms.map(|c| c as f64);
+        entry.3.server_cpu_ms = match (entry.3.server_cpu_ms, cpu) {
+            (Some(sum), Some(c)) if sum == 0.0 => Some(c),
+            (Some(sum), Some(c)) => Some(sum.max(c)),
+            _ => None,
+        };
+        entry.3.add_counts(r);
     }
     let mut pooled: BTreeMap<(u64, String), (PhaseData, usize)> = BTreeMap::new();
-    for ((scenario, block, _), (from, to, mut data)) in windows {
-        data.window_s = (to - from) as f64 / 1000.0;
+    for ((scenario, block, _), (from, to, measured, mut data)) in windows {
+        // Version 2 records say how long they measured (slots of a segment are not one
+        // stretch); version 1 records measured from `from` to `to`.
+        let ms = if measured > 0 { measured } else { to - from };
+        data.window_s = ms as f64 / 1000.0;
         match pooled.entry((block, scenario)) {
             std::collections::btree_map::Entry::Vacant(v) => {
                 v.insert((data, 1));
@@ -266,6 +300,7 @@ mod tests {
             ],
             digests: vec![agg(None, Some("aa"), 1000), agg(None, Some("bb"), 500)],
             server_cpu_ms: None,
+            ..PhaseRecord::default()
         }
     }
 

@@ -33,15 +33,22 @@ pub struct ExperimentArgs {
     /// Scenarios to compare [default: the six of the seed study].
     #[arg(long, value_delimiter = ',')]
     pub scenarios: Vec<String>,
-    /// Phase length (settle + measure) [default: 12s].
+    /// Slot of a runtime-switched scenario [default: psprobe proxy's].
     #[arg(long, value_name = "DURATION")]
     pub phase: Option<String>,
-    /// Settle time after a switch [default: 3s].
+    /// Settle time after a switch [default: from the carryover profile].
     #[arg(long, value_name = "DURATION")]
     pub settle: Option<String>,
-    /// Blocks per run [default: 3].
+    /// Length of each run (one workload at one concurrency) [default: 60s].
+    #[arg(long, value_name = "DURATION")]
+    pub duration: Option<String>,
+    /// Phase of a scenario entered by restart (pfsoff), restart settle included
+    /// [default: 12s].
+    #[arg(long, value_name = "DURATION")]
+    pub slow_phase: Option<String>,
+    /// Slow blocks per run (pfsoff and its reference, each entered by restart) [default: 3].
     #[arg(long, default_value_t = 3)]
-    pub blocks: u64,
+    pub slow_blocks: u64,
     /// Markdown report [default: ./psprobe-experiment.md]; phase logs and sysbench output go
     /// beside it.
     #[arg(long, short = 'o', value_name = "FILE")]
@@ -65,16 +72,31 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
     if scenarios.len() < 2 {
         bail!("--scenarios needs at least two scenarios to compare");
     }
-    let phase = parse_duration("phase", args.phase.as_deref().unwrap_or("12s"))?;
-    let settle = parse_duration("settle", args.settle.as_deref().unwrap_or("3s"))?;
-    if settle >= phase {
-        bail!("--settle must be shorter than --phase");
+    let phase = args
+        .phase
+        .as_deref()
+        .map(|p| parse_duration("phase", p))
+        .transpose()?;
+    let settle = args
+        .settle
+        .as_deref()
+        .map(|s| parse_duration("settle", s))
+        .transpose()?;
+    if let (Some(phase), Some(settle)) = (phase, settle) {
+        if settle >= phase {
+            bail!("--settle must be shorter than --phase");
+        }
     }
+    let duration = parse_duration("duration", args.duration.as_deref().unwrap_or("60s"))?;
+    let slow_phase = parse_duration("slow_phase", args.slow_phase.as_deref().unwrap_or("12s"))?;
+    let restart_settle = (slow_phase / 4).max(std::time::Duration::from_secs(1));
     let plan = Plan {
         phase,
         settle,
-        restart_settle: settle * 2,
-        blocks: args.blocks.max(1),
+        duration,
+        restart_settle,
+        slow_phase,
+        slow_blocks: args.slow_blocks.max(1),
     };
     let output = args
         .output
@@ -82,7 +104,7 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
         .unwrap_or_else(|| PathBuf::from("psprobe-experiment.md"));
     let stem = output.with_extension("");
     let runs = args.workloads.len() * args.threads.len();
-    let total = plan.nominal(scenarios.len()).as_secs() * runs as u64;
+    let total = plan.nominal().as_secs() * runs as u64;
     println!(
         "experiment: {runs} runs, about {} minutes; starting a throwaway mariadbd",
         total / 60 + 1
@@ -97,10 +119,10 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
     let mut doc = String::from("# performance_schema overhead by workload and concurrency\n\n");
     let _ = writeln!(
         doc,
-        "Each cell is the mean QPS psprobe measured in that scenario's phases; the row below it the change against the baseline with its 95% interval (`*` = significant). sysbench's own QPS for the whole run is in the last column. {} blocks of {}s phases ({}s settle) per run.\n",
-        plan.blocks,
-        plan.phase.as_secs(),
-        plan.settle.as_secs()
+        "Each cell is the mean QPS psprobe measured in that scenario's slots; the row below it the change against the baseline with its 95% interval (`*` = significant): runtime scenarios against the least instrumented one, switched every slot; pfsoff against its reference, both entered by restart, in {} slow blocks of {}s phases. sysbench's own QPS for the whole run is in the last column. {}s per run.\n",
+        plan.slow_blocks,
+        plan.slow_phase.as_secs(),
+        plan.duration.as_secs()
     );
     let mut run_no = 0;
     for workload in &args.workloads {
@@ -146,23 +168,17 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
         for (threads, report, sysbench_qps) in &rows {
             let _ = write!(doc, "| {threads} |");
             for s in &scenarios {
-                let qps = report
-                    .headline
-                    .iter()
-                    .find(|h| &h.scenario == s)
-                    .map_or(0.0, |h| h.qps);
+                let qps = report.row(s).map_or(0.0, |h| h.qps);
                 let _ = write!(doc, " {qps:.0} |");
             }
             let _ = writeln!(doc, " {sysbench_qps:.0} |");
             let _ = write!(doc, "| {threads} |");
             for s in &scenarios {
                 let cell = report
-                    .headline
-                    .iter()
-                    .find(|h| &h.scenario == s)
+                    .row(s)
                     .map_or_else(String::new, |h| match &h.qps_change {
-                        Some(c) => c.text(),
-                        None => format!("baseline ({})", report.analysis.baseline),
+                        Some(c) => format!("{} vs {}", c.text(), h.baseline),
+                        None => "baseline".to_string(),
                     });
                 let _ = write!(doc, " {cell} |");
             }

@@ -59,9 +59,12 @@ fn tables_from_markdown(md: &str) -> String {
 
 pub fn html(r: &Report) -> String {
     // One bar per scenario; the baseline's is zero by definition and has no whisker.
+    let first = r.analysis.analyses().next();
+    let (baseline, schedule) = first.map_or(("", ""), |a| (a.baseline.as_str(), a.schedule.as_str()));
     let bars: Vec<Bar> = r
         .headline
         .iter()
+        .filter(|h| h.schedule == schedule)
         .map(|h| {
             let c = h.qps_change;
             Bar {
@@ -79,7 +82,7 @@ pub fn html(r: &Report) -> String {
     let overhead = bars_with_whiskers(
         &format!(
             "Throughput change vs {} ({}% interval)",
-            r.analysis.baseline,
+            baseline,
             super::text::level_percent(r.analysis.level)
         ),
         "%",
@@ -99,7 +102,7 @@ pub fn html(r: &Report) -> String {
         &[],
         true,
     );
-    let scenarios = &r.analysis.scenarios;
+    let scenarios = r.scenarios();
     let color = |s: &str| scenarios.iter().position(|x| x == s).unwrap_or(0);
     let throughput = lines(
         "Throughput over time (statements/s per phase; phases shaded by scenario)",

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 
-use crate::analysis::{analyze_with, Options};
+use crate::analysis::{analyze_run, Options};
 use crate::controller::phase_log::{read_phases, PhaseRecord};
 
 pub use model::{build, Report};
@@ -35,8 +35,9 @@ pub struct ReportArgs {
     /// Write here instead of standard output.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// The scenario others are compared with [default: pfsoff if present, else the least
-    /// instrumented scheduled].
+    /// The scenario the runtime-switched ones are compared with [default: the least
+    /// instrumented scheduled]. Scenarios entered by restart are compared with pfsoff, else
+    /// with their reference.
     #[arg(long, value_name = "SCENARIO")]
     pub baseline: Option<String>,
     /// Confidence level of every interval, and so of every "significant" call: between 0.5
@@ -92,7 +93,7 @@ fn report_at(
     baseline: Option<&str>,
     options: &Options,
 ) -> anyhow::Result<Report> {
-    let analysis = analyze_with(phases, baseline, options)?;
+    let analysis = analyze_run(phases, baseline, options)?;
     Ok(build(analysis, phases))
 }
 
@@ -115,7 +116,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
 
 /// `psprobe demo`'s ending: the HTML report to `output`, the headline table to stdout.
 pub fn write_demo_report(phases: &[PhaseRecord], output: &Path) -> anyhow::Result<()> {
-    let report = report_of(phases, Some("pfsoff"))?;
+    let report = report_of(phases, None)?;
     std::fs::write(output, html::html(&report))
         .with_context(|| format!("cannot write {}", output.display()))?;
     println!("\n{}", headline_markdown(&report));

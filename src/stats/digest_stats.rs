@@ -29,8 +29,9 @@ impl DigestStats {
     pub fn record(&mut self, s: &Sample) {
         self.count += 1;
         self.errors += u64::from(s.error);
-        self.rows_sent += s.rows_sent;
-        self.rows_affected += s.rows_affected;
+        // A server may report absurd row counts: saturate, so no counter ever goes backwards.
+        self.rows_sent = self.rows_sent.saturating_add(s.rows_sent);
+        self.rows_affected = self.rows_affected.saturating_add(s.rows_affected);
         if let Some(ns) = s.latency_ns {
             self.latency_min_ns = if self.timed == 0 {
                 ns
@@ -54,8 +55,8 @@ impl DigestStats {
         }
         self.count += o.count;
         self.errors += o.errors;
-        self.rows_sent += o.rows_sent;
-        self.rows_affected += o.rows_affected;
+        self.rows_sent = self.rows_sent.saturating_add(o.rows_sent);
+        self.rows_affected = self.rows_affected.saturating_add(o.rows_affected);
         self.timed += o.timed;
         self.latency_sum_ns = self.latency_sum_ns.saturating_add(o.latency_sum_ns);
         self.latency_max_ns = self.latency_max_ns.max(o.latency_max_ns);

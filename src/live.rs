@@ -51,8 +51,7 @@ impl LiveResults {
             all.extend_from_slice(records);
             all.clone()
         };
-        let analysis = match analyze_run(&phases, self.baseline.as_deref(), &Options::default())
-        {
+        let analysis = match analyze_run(&phases, self.baseline.as_deref(), &Options::default()) {
             Ok(a) => a,
             // Too early (one scenario so far, no pair yet): nothing to publish.
             Err(e) => {

@@ -99,7 +99,12 @@ pub fn analyze_with(
             ));
             continue;
         }
-        compared.push((scenario, block_series(&pairs)));
+        let metrics: &[Metric] = if options.headline_only {
+            &Metric::HEADLINE
+        } else {
+            &Metric::ALL
+        };
+        compared.push((scenario, block_series(&pairs, metrics)));
     }
     let pools: Vec<(Metric, Option<Pooled>)> = Metric::ALL
         .iter()
@@ -202,8 +207,11 @@ pub fn analyze_with(
 
 /// Every metric's per-block values for one scenario, from its (block, baseline, scenario)
 /// phases.
-fn block_series(pairs: &[(u64, &PhaseData, &PhaseData)]) -> Vec<(Metric, Series)> {
-    let mut out: Vec<(Metric, Series)> = Metric::ALL.iter().map(|m| (*m, Series::new())).collect();
+fn block_series(
+    pairs: &[(u64, &PhaseData, &PhaseData)],
+    metrics: &[Metric],
+) -> Vec<(Metric, Series)> {
+    let mut out: Vec<(Metric, Series)> = metrics.iter().map(|m| (*m, Series::new())).collect();
     let ln_ratio = |s: f64, b: f64| (s > 0.0 && b > 0.0).then(|| (s / b).ln());
     for &(block, b, s) in pairs {
         let latency = latency_pair(b, s);

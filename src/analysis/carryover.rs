@@ -1,16 +1,22 @@
 //! The carryover profile: how a scenario's statements behave as a function of the time since
 //! the switch into it, from the 50 ms since-switch bins of the fast schedule's records.
 //!
-//! For each scenario and early bin (the first half of a slot), and each segment, the bin's
-//! statement rate and mean latency are compared with the same segment's steady state (the
-//! bins of the second half of the slot, always measured): a log-ratio per segment, averaged
-//! over segments with a t interval, so the host's drift cancels exactly as in the headline
-//! estimates. Latency is also compared with the baseline bin by bin: the latency ratio in
-//! 50 ms bins after each switch. A bin deviates when its interval excludes zero *and* the
-//! deviation is larger than [`TOLERANCE`] (a 0.3% effect on 600 segments is real but does not
-//! matter). The settle time suggested is the end of the last deviating early bin, at least one
-//! bin: the switch's own disturbance (in-flight statements, the UPDATEs on the setup tables)
-//! always lands in the first bin.
+//! For each scenario, early bin (the first half of a slot) and segment:
+//! - the **effect** in the bin: the scenario's mean latency and statement rate against the
+//!   baseline's in the same bin after its own switch (the latency ratio in 50 ms bins after
+//!   each switch), compared with the same ratio in the steady state (the bins of the second
+//!   half of the slots, always measured). A shift is carryover: the effect is not yet what it
+//!   will be (or still what the previous scenario's was);
+//! - the **disturbance**: the scenario's own rate and latency against its steady state. A
+//!   switch slows what is in flight, so the first bins after any switch differ from the rest
+//!   for every scenario alike; alike, it does not bias the comparison, and it is shown but not
+//!   held against the settle time.
+//!
+//! Each is a log-ratio per segment, averaged over segments with a t interval, so the host's
+//! drift cancels as in the headline estimates. A shift counts when its interval excludes zero
+//! *and* it is larger than [`TOLERANCE`] (a 0.3% effect over 600 segments is real but does not
+//! matter). The settle time suggested is the end of the last early bin with a shift, at least
+//! one bin: the switch's own disturbance always lands in the first.
 
 use std::collections::BTreeMap;
 
@@ -72,6 +78,20 @@ pub struct BinPoint {
     pub latency: Option<Change>,
     /// Mean latency against the baseline's in the same bin (absent for the baseline).
     pub vs_baseline: Option<Change>,
+    /// How far that latency ratio is from the steady one (carryover of the effect).
+    pub latency_shift: Option<Change>,
+    /// How far the rate ratio against the baseline is from the steady one.
+    pub rate_shift: Option<Change>,
+}
+
+impl BinPoint {
+    /// The effect in this bin is not the steady one.
+    pub fn shifted(&self) -> bool {
+        [self.latency_shift, self.rate_shift]
+            .iter()
+            .flatten()
+            .any(Change::deviates)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -170,6 +190,8 @@ pub fn profile(phases: &[PhaseRecord], baseline: &str, bin_ms: u64) -> Option<Ca
             let mut rate = Vec::new();
             let mut latency = Vec::new();
             let mut vs_base = Vec::new();
+            let mut latency_shift = Vec::new();
+            let mut rate_shift = Vec::new();
             for (block, (bins, steady)) in segs {
                 let Some(b) = bins.get(&bin) else { continue };
                 if let (Some(r), Some(rs)) = (b.rate(), steady.rate()) {
@@ -178,12 +200,24 @@ pub fn profile(phases: &[PhaseRecord], baseline: &str, bin_ms: u64) -> Option<Ca
                 if let (Some(m), Some(ms)) = (b.mean(), steady.mean()) {
                     latency.push((m / ms).ln());
                 }
-                let theirs = base
-                    .and_then(|segs| segs.get(block))
-                    .and_then(|(bins, _)| bins.get(&bin))
-                    .and_then(Sums::mean);
-                if let (Some(m), Some(mb)) = (b.mean(), theirs) {
+                if *name == baseline {
+                    continue;
+                }
+                let Some((base_bins, base_steady)) = base.and_then(|segs| segs.get(block)) else {
+                    continue;
+                };
+                let theirs = base_bins.get(&bin);
+                if let (Some(m), Some(mb)) = (b.mean(), theirs.and_then(Sums::mean)) {
                     vs_base.push((m / mb).ln());
+                    if let (Some(ms), Some(mbs)) = (steady.mean(), base_steady.mean()) {
+                        latency_shift.push((m / mb).ln() - (ms / mbs).ln());
+                    }
+                }
+                let their_rate = theirs.and_then(Sums::rate);
+                if let (Some(r), Some(rb), Some(rs), Some(rbs)) =
+                    (b.rate(), their_rate, steady.rate(), base_steady.rate())
+                {
+                    rate_shift.push((r / rb).ln() - (rs / rbs).ln());
                 }
             }
             let point = BinPoint {
@@ -191,13 +225,11 @@ pub fn profile(phases: &[PhaseRecord], baseline: &str, bin_ms: u64) -> Option<Ca
                 from_ms: u64::from(bin) * bin_ms,
                 rate: Change::of(&rate),
                 latency: Change::of(&latency),
-                vs_baseline: (*name != baseline).then(|| Change::of(&vs_base)).flatten(),
+                vs_baseline: Change::of(&vs_base),
+                latency_shift: Change::of(&latency_shift),
+                rate_shift: Change::of(&rate_shift),
             };
-            let deviates = [point.rate, point.latency]
-                .iter()
-                .flatten()
-                .any(Change::deviates);
-            if deviates {
+            if point.shifted() {
                 last_deviating = Some(last_deviating.map_or(bin, |l| l.max(bin)));
             }
             points.push(point);

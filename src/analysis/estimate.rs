@@ -198,6 +198,8 @@ pub struct Options {
     pub resamples: usize,
     /// Base seed of the bootstrap (mixed with the scenario and metric names).
     pub seed: u64,
+    /// Only [`Metric::HEADLINE`] (cheap: for a stopping rule checked every segment).
+    pub headline_only: bool,
 }
 
 impl Default for Options {
@@ -206,6 +208,7 @@ impl Default for Options {
             level: 0.95,
             resamples: super::bootstrap::DEFAULT_RESAMPLES,
             seed: 0x7073_7072_6f62_6521, // "psprobe!"
+            headline_only: false,
         }
     }
 }

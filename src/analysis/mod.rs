@@ -33,6 +33,8 @@ pub mod stats_math;
 pub mod weighted_hist;
 
 #[cfg(test)]
+pub mod sim_fast;
+#[cfg(test)]
 mod synth;
 #[cfg(test)]
 mod tests;
@@ -40,5 +42,5 @@ mod tests;
 pub use analyze::{analyze, analyze_with};
 pub use baseline::BaselineRule;
 pub use carryover::CarryoverProfile;
-pub use run::{analyze_run, RunAnalysis, StartupComparison, SwitchSummary};
 pub use estimate::{Analysis, AnalysisError, Drift, Estimate, Method, Metric, Options, Scale};
+pub use run::{analyze_run, RunAnalysis, StartupComparison, SwitchSummary};

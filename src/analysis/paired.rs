@@ -212,17 +212,32 @@ mod tests {
         let plain = t_interval(&d, 0.95).unwrap().bounds.unwrap();
         let pool = pooled(&[&[0.1, -0.1, 0.05, -0.05], &d]).unwrap();
         assert_eq!(pool.df, 5.0);
-        let wide = robust_interval(&d, 0.95, Some(pool)).unwrap().bounds.unwrap();
-        assert!(wide.1 - wide.0 > 5.0 * (plain.1 - plain.0), "{wide:?} vs {plain:?}");
+        let wide = robust_interval(&d, 0.95, Some(pool))
+            .unwrap()
+            .bounds
+            .unwrap();
+        assert!(
+            wide.1 - wide.0 > 5.0 * (plain.1 - plain.0),
+            "{wide:?} vs {plain:?}"
+        );
         // Enough pairs: its own variance only (pool ignored), never narrower than plain t.
         let many: Vec<f64> = (0..30).map(|i| 0.01 * f64::from(i % 5)).collect();
-        let own = robust_interval(&many, 0.95, Some(pool)).unwrap().bounds.unwrap();
+        let own = robust_interval(&many, 0.95, Some(pool))
+            .unwrap()
+            .bounds
+            .unwrap();
         let t = t_interval(&many, 0.95).unwrap().bounds.unwrap();
         assert!(own.1 - own.0 >= t.1 - t.0 - 1e-12);
         assert!(own.1 - own.0 < wide.1 - wide.0);
         // One difference: bounds only from the pool.
-        assert!(robust_interval(&[0.3], 0.95, None).unwrap().bounds.is_none());
-        assert!(robust_interval(&[0.3], 0.95, Some(pool)).unwrap().bounds.is_some());
+        assert!(robust_interval(&[0.3], 0.95, None)
+            .unwrap()
+            .bounds
+            .is_none());
+        assert!(robust_interval(&[0.3], 0.95, Some(pool))
+            .unwrap()
+            .bounds
+            .is_some());
     }
 
     #[test]

@@ -116,7 +116,10 @@ impl PhaseData {
 
     fn absorb(&mut self, other: PhaseData) {
         self.window_s += other.window_s;
-        self.server_cpu_ms = self.server_cpu_ms.zip(other.server_cpu_ms).map(|(a, b)| a + b);
+        self.server_cpu_ms = self
+            .server_cpu_ms
+            .zip(other.server_cpu_ms)
+            .map(|(a, b)| a + b);
         self.statements += other.statements;
         self.errors += other.errors;
         self.timed += other.timed;

@@ -11,10 +11,10 @@ use serde::Serialize;
 use crate::controller::phase_log::{PhaseRecord, FAST, SLOW};
 use crate::controller::startup::{twin_name, SUFFIX};
 
+use super::analyze_with;
 use super::baseline::PFSOFF;
 use super::carryover::{profile, CarryoverProfile};
 use super::estimate::{Analysis, AnalysisError, Estimate, Metric, Options};
-use super::analyze_with;
 
 /// What switching into a scenario cost over the run (fast schedule).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -188,14 +188,16 @@ fn switch_summaries(fast: &[PhaseRecord]) -> Vec<SwitchSummary> {
     }
     by.into_iter()
         .filter(|(_, e)| e.0 > 0)
-        .map(|(scenario, (n, sum, max, statements, time))| SwitchSummary {
-            scenario: scenario.to_string(),
-            switches: n,
-            mean_ms: sum / n as f64,
-            max_ms: max,
-            statements_per_switch: statements as f64 / n as f64,
-            share_of_slot: (time > 0.0).then(|| sum / time),
-        })
+        .map(
+            |(scenario, (n, sum, max, statements, time))| SwitchSummary {
+                scenario: scenario.to_string(),
+                switches: n,
+                mean_ms: sum / n as f64,
+                max_ms: max,
+                statements_per_switch: statements as f64 / n as f64,
+                share_of_slot: (time > 0.0).then(|| sum / time),
+            },
+        )
         .collect()
 }
 

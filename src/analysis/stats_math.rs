@@ -350,7 +350,9 @@ mod tests {
     fn newey_west_is_iid_se_without_correlation_and_wider_with_it() {
         assert!(newey_west_se(&[1.0, 2.0]).is_none());
         // Alternating signs: negative autocorrelation shrinks the long-run variance.
-        let alt: Vec<f64> = (0..100).map(|i| if i % 2 == 0 { 1.0 } else { -1.0 }).collect();
+        let alt: Vec<f64> = (0..100)
+            .map(|i| if i % 2 == 0 { 1.0 } else { -1.0 })
+            .collect();
         let iid = sd(&alt).unwrap() / 10.0;
         assert!(newey_west_se(&alt).unwrap() < iid);
         // A slow wave: positive autocorrelation widens it.

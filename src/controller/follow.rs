@@ -161,7 +161,9 @@ impl Follower<'_> {
                     let to = if row.schedule.is_empty() {
                         now + Duration::from_secs(86_400)
                     } else {
-                        (now + settle + measure).checked_sub(poll + margin).unwrap_or(now)
+                        (now + settle + measure)
+                            .checked_sub(poll + margin)
+                            .unwrap_or(now)
                     };
                     window = Some(Window {
                         id,

@@ -65,6 +65,10 @@ pub struct Leader<'a> {
     /// This run's fast records (settle choice, stopping rule).
     pub fast_records: Vec<PhaseRecord>,
     pub precise: bool,
+    /// The scenario (index) of the last fast slot, whose rows the next switch checks.
+    pub last_fast: Option<usize>,
+    /// Recent switch time, to announce a slot's measured window before switching.
+    pub switch_estimate: Duration,
     pub started: Instant,
     pub warned_long_carryover: bool,
 }
@@ -104,7 +108,11 @@ impl Leader<'_> {
                     self.slow_phase(scenario, block, phase).await?
                 }
                 Step::EndSegment => {
-                    self.end_segment()?;
+                    if self.tracker.segment().is_some_and(|(s, _)| s == FAST) {
+                        self.end_fast_segment().await?;
+                    } else {
+                        self.end_segment()?;
+                    }
                     Ok(())
                 }
                 Step::Done => return Ok(true),
@@ -120,6 +128,21 @@ impl Leader<'_> {
 
     fn end_segment(&mut self) -> Result<()> {
         let records = self.tracker.finish_segment(self.log)?;
+        self.record_segment(records);
+        Ok(())
+    }
+
+    /// Checks the rows of the scenario in effect held, then writes the segment.
+    async fn end_fast_segment(&mut self) -> Result<()> {
+        if let Some(i) = self.last_fast {
+            if self.switcher.confirm(self.ctl).await? == Some(false) {
+                self.tracker.unverify(self.ids[i]);
+            }
+        }
+        self.end_segment()
+    }
+
+    fn record_segment(&mut self, records: Vec<PhaseRecord>) {
         for r in &records {
             self.observer
                 .metrics
@@ -130,7 +153,6 @@ impl Leader<'_> {
             self.fast_records.extend(records);
             self.retune();
         }
-        Ok(())
     }
 
     /// Re-chooses the settle time from the carryover profile and re-checks the stopping rule.
@@ -162,7 +184,10 @@ impl Leader<'_> {
         }
         if let Some(target) = self.s.target_halfwidth {
             if segments >= PRECISE_AFTER_SEGMENTS {
-                let options = Options::default();
+                let options = Options {
+                    headline_only: true,
+                    ..Options::default()
+                };
                 let widest = analyze_run(&self.fast_records, None, &options)
                     .ok()
                     .and_then(|a| a.fast_halfwidth());
@@ -257,13 +282,35 @@ impl Leader<'_> {
         let t0 = Instant::now();
         let switched_at_ms = now_ms();
         self.unmeasured();
+        let settle = self.settle;
+        let announced = self
+            .s
+            .phase
+            .saturating_sub(GUARD + settle + self.switch_estimate);
+        let row = PhaseRow {
+            scenario: name.clone(),
+            block: segment,
+            phase,
+            state: "settling".into(),
+            leader: self.s.identity.clone(),
+            schedule: FAST.into(),
+            settle_ms: settle.as_millis() as u64,
+            measure_ms: announced.as_millis() as u64,
+        };
+        let publish = Leadership::publish_sql(&row);
         let switched = self
             .switcher
-            .switch(self.ctl, &scenario, &self.snapshot)
+            .switch(self.ctl, &scenario, &self.snapshot, Some(&publish))
             .await?;
+        if switched.previous_held == Some(false) {
+            if let Some(prev) = self.last_fast {
+                self.tracker.unverify(self.ids[prev]);
+            }
+        }
+        self.last_fast = Some(i);
         let t1 = Instant::now();
+        self.switch_estimate = (self.switch_estimate * 3 + (t1 - t0)) / 4;
         self.publish_state(self.ids[i], SlotState::Settling, t1);
-        let settle = self.settle;
         self.tracker.slot_started(&SlotStart {
             scenario: name,
             id: self.ids[i],
@@ -277,9 +324,6 @@ impl Leader<'_> {
         });
         let end = t0 + self.s.phase.saturating_sub(GUARD);
         let from = t1 + settle;
-        let measure = end.saturating_duration_since(from);
-        self.publish_row(i, segment, phase, "settling", FAST, settle, measure)
-            .await?;
         if from < end {
             if let Err(stopped) = self.sleep_until(from).await {
                 return Ok(Err(stopped));
@@ -308,14 +352,15 @@ impl Leader<'_> {
     }
 
     async fn restart(&mut self, ps: bool, opts: &str) -> Result<()> {
-        let command = self
-            .s
-            .restart_cmd
-            .as_deref()
-            .ok_or_else(|| ControllerError::NeedsRestart {
-                name: "pfsoff".into(),
-            })?;
+        let command =
+            self.s
+                .restart_cmd
+                .as_deref()
+                .ok_or_else(|| ControllerError::NeedsRestart {
+                    name: "pfsoff".into(),
+                })?;
         restart_server(command, ps, opts, self.s.restart_timeout).await?;
+        self.last_fast = None;
         *self.ctl = wait_ready(&self.s.dsn, ps, self.s.restart_timeout).await?;
         *self.lead = Leadership::connect(&self.s.dsn).await?;
         if !self.lead.try_acquire().await? {
@@ -373,7 +418,7 @@ impl Leader<'_> {
             _ => {
                 *self.mode = ServerMode::Default;
                 self.switcher
-                    .switch(self.ctl, &scenario, &self.snapshot)
+                    .switch(self.ctl, &scenario, &self.snapshot, None)
                     .await?;
                 true
             }

@@ -157,6 +157,21 @@ impl Leadership {
         Ok(self.leader)
     }
 
+    /// The statement that publishes `row`, for a batch sent on another connection (the
+    /// controller's, in the NO_BACKSLASH_ESCAPES session the quoting assumes).
+    pub fn publish_sql(row: &PhaseRow) -> String {
+        use super::pattern::quote;
+        format!(
+            "REPLACE INTO psprobe.phase (id, scenario, block, phase, state, leader) VALUES \
+             (1, {}, {}, {}, {}, {})",
+            quote(&row.scenario),
+            row.block,
+            row.phase,
+            quote(&row.state),
+            quote(&row.leader_column())
+        )
+    }
+
     pub async fn publish(&mut self, row: &PhaseRow) -> Result<()> {
         let target = self.target.clone();
         self.conn
@@ -274,12 +289,20 @@ mod tests {
         let mut back = PhaseRow::default();
         back.parse_leader_column(&row.leader_column());
         assert_eq!(
-            (back.leader.as_str(), back.schedule.as_str(), back.settle_ms, back.measure_ms),
+            (
+                back.leader.as_str(),
+                back.schedule.as_str(),
+                back.settle_ms,
+                back.measure_ms
+            ),
             ("host:12", "fast", 100, 880)
         );
         let mut old = PhaseRow::default();
         old.parse_leader_column("host:12");
-        assert_eq!((old.leader.as_str(), old.schedule.as_str()), ("host:12", ""));
+        assert_eq!(
+            (old.leader.as_str(), old.schedule.as_str()),
+            ("host:12", "")
+        );
         let mut odd = PhaseRow::default();
         odd.parse_leader_column("a b c d");
         assert_eq!(odd.leader, "a b c d");

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::stats::since_switch::{BIN_MS, BINS};
+use crate::stats::since_switch::{BINS, BIN_MS};
 use crate::stats::{Observer, ScenarioId, StoreSnapshot};
 
 use super::error::{ControllerError, Result};
@@ -223,6 +223,18 @@ impl PhaseTracker {
         };
     }
 
+    /// The scenario's rows were found changed after one of its slots in this segment: its
+    /// record is written as not verified (the analysis leaves it out).
+    pub fn unverify(&mut self, id: ScenarioId) {
+        if let Some(t) = self
+            .segment
+            .as_mut()
+            .and_then(|s| s.totals.iter_mut().find(|t| t.id == id))
+        {
+            t.verified = false;
+        }
+    }
+
     /// The slot in progress will not be finished (stop, takeover, failed switch): it counts
     /// for nothing.
     pub fn abandon_slot(&mut self) {
@@ -380,12 +392,14 @@ mod tests {
                 bin: Some(0),
             };
             // Settling: counted in the bins, not in the aggregates.
-            obs.digests.record(tag(false), CommandKind::Query, Some(digests[0]), &sample(9));
+            obs.digests
+                .record(tag(false), CommandKind::Query, Some(digests[0]), &sample(9));
             let t = Instant::now();
             tracker.measuring_at(t - Duration::from_millis(900));
             for (i, d) in digests.iter().enumerate() {
                 let ns = 1_000 * (1 + i as u64) * (1 + which as u64);
-                obs.digests.record(tag(true), CommandKind::Query, Some(*d), &sample(ns));
+                obs.digests
+                    .record(tag(true), CommandKind::Query, Some(*d), &sample(ns));
             }
             tracker.slot_ended_at(t);
         }
@@ -394,7 +408,10 @@ mod tests {
         let contents = read_log(&path).unwrap();
         assert_eq!(contents.phases.len() as u64, slots / per_segment * 2);
         let first = &contents.phases[0];
-        assert_eq!((first.scenario.as_str(), first.block, first.phase), ("a", 0, 0));
+        assert_eq!(
+            (first.scenario.as_str(), first.block, first.phase),
+            ("a", 0, 0)
+        );
         assert_eq!(first.slots, Some(5));
         assert_eq!(first.schedule.as_deref(), Some("fast"));
         let statements: u64 = first.commands.iter().map(|c| c.count).sum();
@@ -410,7 +427,10 @@ mod tests {
         let size = std::fs::metadata(&path).unwrap().len();
         // 1,000 records of 21 digests (a few KiB each): bounded whatever the digests.
         assert!(size < 6 << 20, "{size} bytes for {slots} slots");
-        println!("phase log for {slots} slots, 50 digests: {} KiB", size >> 10);
+        println!(
+            "phase log for {slots} slots, 50 digests: {} KiB",
+            size >> 10
+        );
     }
 
     #[test]

@@ -350,6 +350,8 @@ async fn lead_schedule(
         settle: s.settle.unwrap_or_else(|| initial_settle(s.phase)),
         fast_records: Vec::new(),
         precise: false,
+        last_fast: None,
+        switch_estimate: Duration::from_millis(5),
         started: Instant::now(),
         warned_long_carryover: false,
     };

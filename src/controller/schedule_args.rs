@@ -154,7 +154,11 @@ impl ScheduleArgs {
             }
         }
         let needs_restart = |name: &String| catalog.get(name).is_ok_and(|s| s.requires_restart());
-        let runtime: Vec<&String> = self.scenarios.iter().filter(|n| !needs_restart(n)).collect();
+        let runtime: Vec<&String> = self
+            .scenarios
+            .iter()
+            .filter(|n| !needs_restart(n))
+            .collect();
         let restart: Vec<&String> = self.scenarios.iter().filter(|n| needs_restart(n)).collect();
         let slow_reference = if restart.is_empty() {
             None

@@ -400,6 +400,23 @@ impl Controller {
             })
     }
 
+    /// Runs several `;`-separated statements in one round trip and returns the first row of
+    /// the first result set (statements after it only have to succeed).
+    pub(super) async fn batch_first_row<T: FromRow + Send + 'static>(
+        &mut self,
+        sql: &str,
+        what: &str,
+    ) -> Result<Option<T>> {
+        let outcome = async {
+            let mut result = self.conn.query_iter(sql).await?;
+            let rows: Vec<T> = result.collect().await?;
+            result.drop_result().await?;
+            Ok::<_, MyError>(rows.into_iter().next())
+        }
+        .await;
+        outcome.map_err(|e| self.sql_error(e, what))
+    }
+
     pub(super) async fn exec(&mut self, sql: &str, what: &str) -> Result<u64> {
         match self.conn.query_drop(sql).await {
             Ok(()) => Ok(self.conn.affected_rows()),

@@ -95,10 +95,16 @@ fn instrument_options(rule: &InstrumentRule) -> std::result::Result<Vec<String>,
     };
     let mut out = Vec::new();
     if rule.enable.is_everything() {
-        out.push(format!("--performance-schema-instrument={}", quote(&format!("%={value}"))));
+        out.push(format!(
+            "--performance-schema-instrument={}",
+            quote(&format!("%={value}"))
+        ));
         return Ok(out);
     }
-    out.push(format!("--performance-schema-instrument={}", quote("%=OFF")));
+    out.push(format!(
+        "--performance-schema-instrument={}",
+        quote("%=OFF")
+    ));
     for p in &rule.enable.patterns {
         if let NamePattern::Like(text) = p {
             if text.contains('_') {

@@ -162,9 +162,7 @@ impl Timeline {
         }
         let next = self.slow_done as f64 + 0.5;
         match (self.cfg.slow_blocks, self.cfg.blocks, self.cfg.duration) {
-            (Some(n), Some(blocks), _) => {
-                self.fast_block as f64 / blocks as f64 >= next / n as f64
-            }
+            (Some(n), Some(blocks), _) => self.fast_block as f64 / blocks as f64 >= next / n as f64,
             (Some(n), None, Some(d)) => {
                 p.elapsed.as_secs_f64() / d.as_secs_f64() >= next / n as f64
             }
@@ -294,7 +292,10 @@ mod tests {
     }
 
     fn fast_count(steps: &[Step]) -> usize {
-        steps.iter().filter(|s| matches!(s, Step::Fast { .. })).count()
+        steps
+            .iter()
+            .filter(|s| matches!(s, Step::Fast { .. }))
+            .count()
     }
 
     #[test]
@@ -347,8 +348,16 @@ mod tests {
         // Spread: the first after about a quarter of the fast blocks, the second at three
         // quarters.
         let fast_before = |i: usize| fast_count(&steps[..i]);
-        assert!((6..=12).contains(&fast_before(slow[0])), "{}", fast_before(slow[0]));
-        assert!((18..=27).contains(&fast_before(slow[2])), "{}", fast_before(slow[2]));
+        assert!(
+            (6..=12).contains(&fast_before(slow[0])),
+            "{}",
+            fast_before(slow[0])
+        );
+        assert!(
+            (18..=27).contains(&fast_before(slow[2])),
+            "{}",
+            fast_before(slow[2])
+        );
     }
 
     #[test]

@@ -60,7 +60,8 @@ fn tables_from_markdown(md: &str) -> String {
 pub fn html(r: &Report) -> String {
     // One bar per scenario; the baseline's is zero by definition and has no whisker.
     let first = r.analysis.analyses().next();
-    let (baseline, schedule) = first.map_or(("", ""), |a| (a.baseline.as_str(), a.schedule.as_str()));
+    let (baseline, schedule) =
+        first.map_or(("", ""), |a| (a.baseline.as_str(), a.schedule.as_str()));
     let bars: Vec<Bar> = r
         .headline
         .iter()

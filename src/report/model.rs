@@ -201,10 +201,7 @@ pub fn build(analysis: RunAnalysis, phases: &[PhaseRecord]) -> Report {
     let (baseline, schedule) = reference.map_or((String::new(), String::new()), |a| {
         (a.baseline.clone(), a.schedule.clone())
     });
-    let mine: Vec<&PhaseRecord> = phases
-        .iter()
-        .filter(|p| p.schedule() == schedule)
-        .collect();
+    let mine: Vec<&PhaseRecord> = phases.iter().filter(|p| p.schedule() == schedule).collect();
     // Per digest and scenario over all its records: (text, timed, latency sum).
     let mut per: BTreeMap<(String, String), (String, u64, u64)> = BTreeMap::new();
     let mut time_of: BTreeMap<String, f64> = BTreeMap::new();

@@ -128,8 +128,9 @@ fn carryover(s: &mut String, p: &CarryoverProfile) {
         None => {
             let _ = writeln!(
                 s,
-                "No carryover seen: from the first {} ms bin after a switch on, statement rate and latency match each scenario's steady state (the second half of its slots) within {:.0}% or their 99% interval. The settle time this supports: {} ms.",
+                "No carryover seen: from the first {} ms bin after a switch on, each scenario's latency and statement rate against {} are what they are in the steady state (the second half of the slots), within {:.0}% or their 99% interval. The settle time this supports: {} ms.",
                 p.bin_ms,
+                p.baseline,
                 crate::analysis::carryover::TOLERANCE * 100.0,
                 p.suggested_settle_ms
             );
@@ -137,7 +138,8 @@ fn carryover(s: &mut String, p: &CarryoverProfile) {
         Some(ms) => {
             let _ = writeln!(
                 s,
-                "Carryover seen: statements started in the first {ms} ms after a switch differ from the scenario's steady state (99% interval, beyond {:.0}%). The settle time this supports: {} ms{}.",
+                "Carryover seen: in the first {ms} ms after a switch, a scenario's latency or statement rate against {} differs from the steady state (99% interval, beyond {:.0}%). The settle time this supports: {} ms{}.",
+                p.baseline,
                 crate::analysis::carryover::TOLERANCE * 100.0,
                 p.suggested_settle_ms,
                 if p.reaches_steady {
@@ -150,7 +152,7 @@ fn carryover(s: &mut String, p: &CarryoverProfile) {
     }
     let _ = writeln!(
         s,
-        "\nMean latency against {} in the same bin after the switch (the latency ratio in {} ms bins, over all switches), and the statement rate against the scenario's own steady state:\n",
+        "\nMean latency against {} in the same bin after the switch (the latency ratio in {} ms bins, over all switches) next to the steady ratio, and how the scenario's own statement rate dips after any switch (a disturbance every scenario shares, not carryover):\n",
         p.baseline, p.bin_ms
     );
     let _ = writeln!(
@@ -167,7 +169,7 @@ fn carryover(s: &mut String, p: &CarryoverProfile) {
                     c.change * 100.0,
                     c.low * 100.0,
                     c.high * 100.0,
-                    if c.deviates() { " *" } else { "" }
+                    if c.deviates() { " †" } else { "" }
                 )
             },
         )

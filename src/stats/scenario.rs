@@ -132,9 +132,8 @@ impl Scenarios {
     }
 
     pub fn publish(&self, c: Current) {
-        let v = u64::from(c.id)
-            | (c.state.bits() << 16)
-            | ((c.switched_at_ms & SWITCHED_MASK) << 18);
+        let v =
+            u64::from(c.id) | (c.state.bits() << 16) | ((c.switched_at_ms & SWITCHED_MASK) << 18);
         self.current.store(v, Ordering::Relaxed);
     }
 

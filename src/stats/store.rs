@@ -137,7 +137,11 @@ impl DigestStore {
     pub fn record(&self, tag: Tag, kind: CommandKind, digest: Option<DigestId>, sample: &Sample) {
         let key = tag.key();
         let mut shard = lock(&self.shards[self.shard_index()]);
-        shard.commands.entry((key, kind)).or_default().record(sample);
+        shard
+            .commands
+            .entry((key, kind))
+            .or_default()
+            .record(sample);
         if let Some(id) = digest {
             shard.entries.entry((key, id)).or_default().record(sample);
         }
@@ -270,8 +274,18 @@ mod tests {
             measured,
             bin,
         };
-        store.record(tag(true, Some(4)), CommandKind::Query, Some(id), &sample(10));
-        store.record(tag(false, Some(0)), CommandKind::Query, Some(id), &sample(20));
+        store.record(
+            tag(true, Some(4)),
+            CommandKind::Query,
+            Some(id),
+            &sample(10),
+        );
+        store.record(
+            tag(false, Some(0)),
+            CommandKind::Query,
+            Some(id),
+            &sample(20),
+        );
         store.record(tag(false, None), CommandKind::Ping, None, &sample(30));
         let all = store.snapshot();
         assert_eq!(all.entries[&(3, id)].count, 2);

@@ -380,7 +380,8 @@ fn restart_hook_turns_performance_schema_off_and_back_under_load() {
     let dir = tempfile::tempdir().unwrap();
     let cmd = format!("sh {} {{pfs}}", restart_script(&db, dir.path()).display());
     let _reaper = Reaper(dir.path().to_path_buf());
-    // Seed 2 runs pfson_conon_inson first, then pfsoff; the final restore restarts with ON.
+    // A slow block: pfsoff and its reference, each entered by a restart; the final restore
+    // restarts with ON if the block ended in pfsoff.
     let spec = format!("{SWITCH_ON_OFF} --phase 6s --settle 1s --restart-settle 2s --seed 2");
     let mut args = flags(&spec, dir.path());
     args.extend(["--restart-cmd".into(), cmd]);
@@ -412,14 +413,15 @@ fn restart_hook_turns_performance_schema_off_and_back_under_load() {
     let sessions = load.finish();
     let m = probe.scrape();
     let phases = phases(dir.path());
-    let (on, off) = (&phases[0], &phases[1]);
-    let names = (key(on).2, key(off).2);
-    assert_eq!(names, ("pfson_conon_inson".into(), "pfsoff".into()));
-    let flags = (&on["restarted"], &off["restarted"], &off["verified"]);
-    assert!(
-        flags == (&false.into(), &true.into(), &true.into()),
-        "{phases:?}"
-    );
+    let find = |name: &str| phases.iter().find(|p| p["scenario"] == name);
+    let (on, off) = (find("pfson_conon_inson").unwrap(), find("pfsoff").unwrap());
+    for p in [on, off] {
+        let flags = (&p["restarted"], &p["verified"], &p["schedule"]);
+        assert!(
+            flags == (&true.into(), &true.into(), &"slow".into()),
+            "both entered by restart: {phases:?}"
+        );
+    }
     // What the poller read during each measured window (failed reads say nothing).
     let ms = |p: &Value, f: &str| p[f].as_u64().unwrap();
     let window = |p: &Value| -> Vec<String> {
@@ -504,11 +506,14 @@ fn bad_input_is_one_clear_line_and_changes_nothing() {
     let e = refused(&addr, &dsn, &args(&format!("{SWITCH_ON_OFF} --settle 1s")));
     let hint = e.contains("'pfsoff' needs a server restart") && e.contains("--restart-cmd");
     assert!(hint, "{e}");
-    let e = refused(&addr, &dsn, &args("--scenarios pfsoff --settle 5s"));
+    let e = refused(&addr, &dsn, &args(&format!("{TWO} --settle 5s")));
     assert!(
         e.contains("--settle (5s) must be shorter than --phase (2s)"),
         "{e}"
     );
+    let e = refused(&addr, &dsn, &args("--scenarios pfsoff --restart-cmd true"));
+    let alone = e.contains("pfsoff needs a runtime scenario to be compared with");
+    assert!(alone, "{e}");
     let no_ps = Options {
         performance_schema: false,
         ..Options::default()
@@ -521,7 +526,7 @@ fn bad_input_is_one_clear_line_and_changes_nothing() {
     found.check(Some(dir.path()), "after the refused starts");
 
     // A failing restart hook stops the controller, not the proxy (fail-open), and leaves
-    // nothing changed. Seed 1 runs pfsoff first.
+    // nothing changed. (The slow block restarts into either scenario first.)
     let mut hook = args(&format!("{SWITCH_ON_OFF} --settle 1s --restart-settle 1s"));
     hook.extend(["--restart-cmd".into(), "false {pfs}".into()]);
     let mut probe = start(&db, &hook);
@@ -530,7 +535,8 @@ fn bad_input_is_one_clear_line_and_changes_nothing() {
         let line = err.lines().find(|l| l.contains("controller stopped"));
         line.map(String::from)
     });
-    assert!(line.contains("restart hook: `false OFF` failed"), "{line}");
+    let failed = ["`false OFF` failed", "`false ON` failed"];
+    assert!(failed.iter().any(|f| line.contains(f)), "{line}");
     let answer = cli::mariadb_ok(probe.proxy_addr(), &["-N", "-e", "SELECT 6*7"], None);
     assert_eq!(
         (answer.trim(), leader(&probe)),

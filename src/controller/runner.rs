@@ -334,6 +334,17 @@ async fn lead_schedule(
         None => l.ctl.ensure_snapshot(&s.state_file).await?.snapshot,
     };
     l.lead.save_snapshot(&snapshot).await?;
+    // Followers (and operators) see a leader starting before its first change.
+    l.lead
+        .publish(&PhaseRow {
+            scenario: "none".into(),
+            block: first_block,
+            phase: first_phase,
+            state: "switching".into(),
+            leader: s.identity.clone(),
+            ..PhaseRow::default()
+        })
+        .await?;
     let timeline = Timeline::new(s.timeline(), first_block, first_phase);
     let mut leader = Leader {
         s,

@@ -179,6 +179,12 @@ impl ScheduleArgs {
             };
             Some(reference)
         };
+        if let (Some(name), None) = (restart.first(), &self.restart_cmd) {
+            return Err(super::error::ControllerError::NeedsRestart {
+                name: (*name).clone(),
+            }
+            .into());
+        }
         // Nothing switched fast when the only runtime scenario is the slow reference.
         let fast_part = runtime.len() >= 2 || (runtime.len() == 1 && restart.is_empty());
 

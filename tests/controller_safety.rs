@@ -327,9 +327,10 @@ fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
-/// Writes `restart.sh ON|OFF`: stops the mariadbd of the harness's pid file (SIGTERM), waits
-/// until it is gone, and starts it again detached, with the same arguments (read from /proc)
-/// but `--performance-schema=$1`. Appends each pid it starts to `DIR/pids`.
+/// Writes `restart.sh ON|OFF [OPTION...]`: stops the mariadbd of the harness's pid file
+/// (SIGTERM), waits until it is gone, and starts it again detached, with the same arguments
+/// (read from /proc) but `--performance-schema=$1` and the options after it (a startup
+/// scenario's). Appends each pid it starts to `DIR/pids`.
 fn restart_script(db: &MariaDb, dir: &Path) -> PathBuf {
     let cmdline = std::fs::read_to_string(format!("/proc/{}/cmdline", db.pid())).unwrap();
     let args: Vec<&str> = cmdline.split('\0').filter(|a| !a.is_empty()).collect();
@@ -343,7 +344,8 @@ fn restart_script(db: &MariaDb, dir: &Path) -> PathBuf {
     let text = format!(
         "#!/bin/sh\nset -eu\nold=$(cat {})\nkill -TERM \"$old\"\n\
          while [ -e /proc/$old ] && ! grep -q '^State:.Z' /proc/$old/status; do sleep 0.05; done\n\
-         setsid nohup {} \"--performance-schema=$1\" </dev/null >>{} 2>&1 &\necho $! >>{}\n",
+         pfs=$1\nshift\n\
+         setsid nohup {} \"--performance-schema=$pfs\" \"$@\" </dev/null >>{} 2>&1 &\necho $! >>{}\n",
         sh_quote(pid_file),
         kept.join(" "),
         file("restarted.log"),
@@ -462,6 +464,97 @@ fn restart_hook_turns_performance_schema_off_and_back_under_load() {
          {outages:?}; cli sessions (ok, failed) {sessions:?}; {} reads in pfsoff; metrics:\n  {}",
         seen_off.len(),
         metrics.join("\n  ")
+    );
+    terminate(&mut probe);
+}
+
+/// The harness mariadbd's pid file (its restarted successors write the same).
+fn pid_file(db: &MariaDb) -> PathBuf {
+    let cmdline = std::fs::read_to_string(format!("/proc/{}/cmdline", db.pid())).unwrap();
+    let path = cmdline
+        .split('\0')
+        .find_map(|a| a.strip_prefix("--pid-file="))
+        .unwrap();
+    PathBuf::from(path)
+}
+
+/// The running mariadbd's command line, empty while it restarts.
+fn server_cmdline(pid_file: &Path) -> String {
+    let pid = std::fs::read_to_string(pid_file).unwrap_or_default();
+    std::fs::read_to_string(format!("/proc/{}/cmdline", pid.trim()))
+        .unwrap_or_default()
+        .replace('\0', " ")
+}
+
+#[test]
+fn startup_scenario_runs_through_the_restart_hook_and_is_compared_with_its_runtime_twin() {
+    let db = MariaDb::start_default();
+    let found = Found::new(&db);
+    let dir = tempfile::tempdir().unwrap();
+    let cmd = format!(
+        "sh {} {{pfs}} {{opts}}",
+        restart_script(&db, dir.path()).display()
+    );
+    let _reaper = Reaper(dir.path().to_path_buf());
+    let pids = pid_file(&db);
+    let spec = "--scenarios pfson_conoff_insoff,pfson_conon_inson,pfson_conon_inson@startup \
+                --duration 40s --slow-blocks 1 --slow-phase 6s --restart-settle 2s --seed 3";
+    let mut args = flags(spec, dir.path());
+    args.extend(["--restart-cmd".into(), cmd]);
+    let mut probe = start(&db, &args);
+    let load = Load::start(probe.proxy_addr());
+    let started_with = poll("the startup phase", 90, || {
+        let line = server_cmdline(&pids);
+        line.contains("--performance-schema-instrument=%=ON")
+            .then_some(line)
+    });
+    poll("the schedule to end, settings restored", 120, || {
+        let done = probe.stderr_text().contains("controller finished");
+        (done && !has_state_file(dir.path(), &db)).then_some(())
+    });
+    let sessions = load.finish();
+    let phases = phases(dir.path());
+    let slow: Vec<&Value> = phases.iter().filter(|p| p["schedule"] == "slow").collect();
+    let names: Vec<&str> = slow
+        .iter()
+        .map(|p| p["scenario"].as_str().unwrap())
+        .collect();
+    assert_eq!(slow.len(), 2, "{names:?}");
+    for p in &slow {
+        let flags = (&p["restarted"], &p["verified"]);
+        assert!(flags == (&true.into(), &true.into()), "{p}");
+    }
+    assert!(names.contains(&"pfson_conon_inson@startup") && names.contains(&"pfson_conoff_insoff"));
+    let fast = phases.iter().filter(|p| p["schedule"] == "fast").count();
+    assert!(fast >= 4, "{fast} fast records");
+    // The report sets startup against runtime for the same settings.
+    let log = dir.path().join("phases.jsonl");
+    let out = cli::psprobe(&["report", log.to_str().unwrap(), "--format", "json"]);
+    let report: Value = serde_json::from_slice(&out.stdout).expect("report json");
+    let startup = report["analysis"]["startup"].as_array().expect("startup");
+    let throughput = startup
+        .iter()
+        .find(|c| c["scenario"] == "pfson_conon_inson" && c["metric"] == "throughput")
+        .expect("a throughput comparison");
+    assert!(
+        throughput["runtime"]["ratio"].is_f64() && throughput["startup"]["ratio"].is_f64(),
+        "{throughput}"
+    );
+    let md = cli::psprobe(&["report", log.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&md.stdout).contains("## Startup against runtime settings"));
+    // Left as found: the server runs without the startup options again, rows restored.
+    let now = server_cmdline(&pids);
+    assert!(!now.contains("--performance-schema-instrument"), "{now}");
+    found.check(Some(dir.path()), "after the schedule");
+    println!(
+        "startup scenario: server started with {:?}; sessions (ok, failed) {sessions:?}; \
+         runtime {} vs startup {}",
+        started_with
+            .split(' ')
+            .filter(|a| a.starts_with("--performance-schema-"))
+            .collect::<Vec<_>>(),
+        throughput["runtime"]["ratio"],
+        throughput["startup"]["ratio"]
     );
     terminate(&mut probe);
 }

@@ -101,7 +101,10 @@ fn four_scenarios_two_blocks_under_sysbench() {
         assert!(to > from);
         // Measured: the slot less the switch, the settle (500ms) and the guard before the next.
         let measured = p["measured_ms"].as_u64().unwrap();
-        assert!(measured <= to.unwrap() - from.unwrap() && (1000..1500).contains(&measured), "{p}");
+        assert!(
+            measured <= to.unwrap() - from.unwrap() && (1000..1500).contains(&measured),
+            "{p}"
+        );
         *per_scenario
             .entry(p["scenario"].as_str().unwrap().to_string())
             .or_default() += 1;

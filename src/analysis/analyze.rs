@@ -10,7 +10,6 @@ use super::paired::{pair_blocks, pooled, robust_interval, trend, Interval, Poole
 use super::phase_data::{collect, PhaseData};
 use super::rng::seed_of;
 use super::stats_math::mean;
-use super::weighted_hist;
 
 /// Below this share of the baseline's latency time in digests common to both phases, the
 /// mix-adjusted latency speaks for only part of the workload: warned.
@@ -245,7 +244,7 @@ fn block_series(
                     };
                     let Some(diff) = diff else { continue };
                     let raw = |p: &PhaseData| match metric.quantile() {
-                        Some(q) => weighted_hist::quantile_ns(&p.histogram, q),
+                        Some(q) => p.raw_quantile_ns(q),
                         None => p.mean_latency_ns(),
                     };
                     series.push(block, diff, raw(b), raw(s));

@@ -57,6 +57,9 @@ pub struct PhaseData {
     pub digests: BTreeMap<String, DigestData>,
     /// mysqld CPU ms over the measured time, when every record had it.
     pub server_cpu_ms: Option<f64>,
+    /// Fastest and slowest statement (ns), to keep quantiles read from buckets within them.
+    pub min_ns: Option<f64>,
+    pub max_ns: Option<f64>,
 }
 
 impl PhaseData {
@@ -82,8 +85,15 @@ impl PhaseData {
     /// The q-quantile of statement latency, when enough statements were timed.
     pub fn quantile_ns(&self, q: f64) -> Option<f64> {
         weighted_hist::enough_for(weighted_hist::total(&self.histogram), q)
-            .then(|| weighted_hist::quantile_ns(&self.histogram, q))
+            .then(|| self.raw_quantile_ns(q))
             .flatten()
+    }
+
+    /// The q-quantile read from the buckets (within 2.5%), clamped to the exact min and max.
+    pub fn raw_quantile_ns(&self, q: f64) -> Option<f64> {
+        let v = weighted_hist::quantile_ns(&self.histogram, q)?;
+        let v = self.max_ns.map_or(v, |m| v.min(m));
+        Some(self.min_ns.map_or(v, |m| v.max(m)))
     }
 
     fn add_counts(&mut self, record: &PhaseRecord) {
@@ -95,6 +105,11 @@ impl PhaseData {
             {
                 self.statements += agg.count;
                 self.errors += agg.errors;
+                if agg.timed > 0 && agg.latency_max_ns >= agg.latency_min_ns {
+                    let (lo, hi) = (agg.latency_min_ns as f64, agg.latency_max_ns as f64);
+                    self.min_ns = Some(self.min_ns.map_or(lo, |m| m.min(lo)));
+                    self.max_ns = Some(self.max_ns.map_or(hi, |m| m.max(hi)));
+                }
                 self.timed += agg.timed;
                 self.latency_sum_ns += agg.latency_sum_ns as f64;
                 weighted_hist::add(&mut self.histogram, &agg.histogram, 1.0);
@@ -166,13 +181,24 @@ impl Collected {
     }
 }
 
+/// One (scenario, block, phase) window, from the records of every psprobe that saw it: their
+/// counts add, the time does not.
+struct Window {
+    from: u64,
+    to: u64,
+    /// Measured ms of the longest record (version 2).
+    measured: u64,
+    /// Server CPU ms, the same in every record of the window (the server's own figure);
+    /// `None` once a record lacks it.
+    cpu: Option<f64>,
+    data: PhaseData,
+}
+
 /// Reduces phase records to one [`PhaseData`] per (scenario, block).
 pub fn collect(records: &[PhaseRecord]) -> Collected {
     let mut out = Collected::default();
     let (mut unverified, mut empty, mut newer, mut unsettled) = (0, 0, 0, 0);
-    // (scenario, block, phase) → (from, to, measured ms of the longest record, data). Records
-    // of several psprobes share one window: their counts add, the time does not.
-    let mut windows: BTreeMap<(String, u64, u64), (u64, u64, u64, PhaseData)> = BTreeMap::new();
+    let mut windows: BTreeMap<(String, u64, u64), Window> = BTreeMap::new();
     for r in records.iter().filter(|r| r.kind == "phase") {
         if out.schedule.is_empty() {
             out.schedule = r.schedule().to_string();
@@ -196,35 +222,38 @@ pub fn collect(records: &[PhaseRecord]) -> Collected {
             unsettled += 1;
         }
         let key = (r.scenario.clone(), r.block, r.phase);
-        let entry = windows.entry(key).or_insert_with(|| {
-            let data = PhaseData {
+        let cpu = r.server_cpu_ms.map(|c| c as f64);
+        let w = windows.entry(key).or_insert_with(|| Window {
+            from: r.measure_from_ms,
+            to: r.measure_to_ms,
+            measured: 0,
+            cpu,
+            data: PhaseData {
                 scenario: r.scenario.clone(),
                 block: r.block,
-                server_cpu_ms: Some(0.0),
                 ..PhaseData::default()
-            };
-            (r.measure_from_ms, r.measure_to_ms, 0, data)
+            },
         });
-        entry.0 = entry.0.min(r.measure_from_ms);
-        entry.1 = entry.1.max(r.measure_to_ms);
+        w.from = w.from.min(r.measure_from_ms);
+        w.to = w.to.max(r.measure_to_ms);
         if r.measured_ms.is_some() {
-            entry.2 = entry.2.max(r.measured_ms());
+            w.measured = w.measured.max(r.measured_ms());
         }
-        // Server CPU is the server's: several psprobes' records of one window carry the same.
-        let cpu = r.server_cpu_ms.map(|c| c as f64);
-        entry.3.server_cpu_ms = match (entry.3.server_cpu_ms, cpu) {
-            (Some(sum), Some(c)) if sum == 0.0 => Some(c),
-            (Some(sum), Some(c)) => Some(sum.max(c)),
-            _ => None,
-        };
-        entry.3.add_counts(r);
+        w.cpu = w.cpu.zip(cpu).map(|(a, b)| a.max(b));
+        w.data.add_counts(r);
     }
     let mut pooled: BTreeMap<(u64, String), (PhaseData, usize)> = BTreeMap::new();
-    for ((scenario, block, _), (from, to, measured, mut data)) in windows {
+    for ((scenario, block, _), w) in windows {
+        let mut data = w.data;
         // Version 2 records say how long they measured (slots of a segment are not one
         // stretch); version 1 records measured from `from` to `to`.
-        let ms = if measured > 0 { measured } else { to - from };
+        let ms = if w.measured > 0 {
+            w.measured
+        } else {
+            w.to - w.from
+        };
         data.window_s = ms as f64 / 1000.0;
+        data.server_cpu_ms = w.cpu;
         match pooled.entry((block, scenario)) {
             std::collections::btree_map::Entry::Vacant(v) => {
                 v.insert((data, 1));

@@ -110,6 +110,15 @@ pub fn analyze_run(
         out
     };
     let fast_names = names(&fast_records);
+    let slow_names = names(&slow_records);
+    if let Some(b) = baseline {
+        if !fast_names.iter().chain(&slow_names).any(|n| n == b) {
+            return Err(AnalysisError::BaselineNotScheduled {
+                name: b.to_string(),
+                scheduled: fast_names.iter().chain(&slow_names).cloned().collect(),
+            });
+        }
+    }
     let fast_baseline = baseline.filter(|b| fast_names.iter().any(|n| n == b));
     let fast = match analyze_with(&fast_records, fast_baseline, options) {
         Ok(a) => Some(a),
@@ -120,9 +129,10 @@ pub fn analyze_run(
             None
         }
     };
-    let slow_names = names(&slow_records);
     let reference = slow_reference(&slow_names);
-    let slow_baseline = if slow_names.iter().any(|n| n == PFSOFF) {
+    let slow_baseline = if let Some(b) = baseline.filter(|b| slow_names.iter().any(|n| n == b)) {
+        Some(b.to_string())
+    } else if slow_names.iter().any(|n| n == PFSOFF) {
         Some(PFSOFF.to_string())
     } else {
         reference.clone()

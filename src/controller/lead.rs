@@ -243,15 +243,13 @@ impl Leader<'_> {
         }
     }
 
-    async fn publish_row(
+    /// Publishes a slow phase's row (fast slots publish theirs in the switch's batch).
+    async fn publish_slow(
         &mut self,
         i: usize,
-        block: u64,
-        phase: u64,
+        (block, phase): (u64, u64),
         state: &str,
-        schedule: &str,
-        settle: Duration,
-        measure: Duration,
+        (settle, measure): (Duration, Duration),
     ) -> Result<()> {
         let row = PhaseRow {
             scenario: self.s.scenarios[i].clone(),
@@ -259,7 +257,7 @@ impl Leader<'_> {
             phase,
             state: state.to_string(),
             leader: self.s.identity.clone(),
-            schedule: schedule.to_string(),
+            schedule: SLOW.to_string(),
             settle_ms: settle.as_millis() as u64,
             measure_ms: measure.as_millis() as u64,
         };
@@ -386,7 +384,7 @@ impl Leader<'_> {
         let switched_at_ms = now_ms();
         self.unmeasured();
         let zero = Duration::ZERO;
-        self.publish_row(i, block, phase, "switching", SLOW, zero, zero)
+        self.publish_slow(i, (block, phase), "switching", (zero, zero))
             .await?;
         let consumers: Vec<String> = self
             .snapshot
@@ -438,7 +436,7 @@ impl Leader<'_> {
             restarted: true,
             verified,
         });
-        self.publish_row(i, block, phase, "settling", SLOW, settle, measure)
+        self.publish_slow(i, (block, phase), "settling", (settle, measure))
             .await?;
         if let Err(stopped) = self.sleep_until(t1 + settle).await {
             return Ok(Err(stopped));

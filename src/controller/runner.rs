@@ -292,7 +292,7 @@ fn write_run_record(log: &mut PhaseLog, s: &ControllerSettings, role: &str) -> R
         histogram_factor: factor,
         segment_ms: Some(s.segment.as_millis() as u64),
         settle_auto: s.settle.is_none(),
-        slow_phase_ms: (!slow.is_empty()).then(|| s.slow_phase.as_millis() as u64),
+        slow_phase_ms: (!slow.is_empty()).then_some(s.slow_phase.as_millis() as u64),
         slow_blocks: if slow.is_empty() { None } else { s.slow_blocks },
         slow_scenarios: slow,
         duration_ms: s.duration.map(|d| d.as_millis() as u64),

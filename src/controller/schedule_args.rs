@@ -15,7 +15,7 @@ use crate::config::parse_duration;
 
 /// One slot of a runtime-switched scenario. Chosen by measurement (docs/measurement.md): the
 /// slot length that gave the tightest interval under sysbench on the 2-core machine.
-pub const DEFAULT_PHASE: &str = "1s";
+pub const DEFAULT_PHASE: &str = "250ms";
 pub const DEFAULT_SEGMENT: &str = "5s";
 pub const DEFAULT_RESTART_SETTLE: &str = "20s";
 pub const DEFAULT_SLOW_PHASE: &str = "30s";
@@ -37,7 +37,7 @@ pub struct ScheduleArgs {
     /// blocks of their own with a reference (--slow-reference).
     #[arg(long, value_delimiter = ',', value_name = "A,B,...")]
     pub scenarios: Vec<String>,
-    /// One slot of a runtime-switched scenario: switch, settle, measure [default: 1s, the
+    /// One slot of a runtime-switched scenario: switch, settle, measure [default: 250ms, the
     /// length that gave the tightest intervals here; see docs/measurement.md].
     #[arg(long, value_name = "DURATION")]
     pub phase: Option<String>,

@@ -49,6 +49,12 @@ pub struct ExperimentArgs {
     /// Slow blocks per run (pfsoff and its reference, each entered by restart) [default: 3].
     #[arg(long, default_value_t = 3)]
     pub slow_blocks: u64,
+    /// TOML file with `[[scenario]]` tables: scenarios of your own (e.g. an A/A twin).
+    #[arg(long, short = 'c', value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Seed of the schedule's order [default: fixed, so runs are reproducible].
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
     /// Markdown report [default: ./psprobe-experiment.md]; phase logs and sysbench output go
     /// beside it.
     #[arg(long, short = 'o', value_name = "FILE")]
@@ -71,6 +77,14 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
     };
     if scenarios.len() < 2 {
         bail!("--scenarios needs at least two scenarios to compare");
+    }
+    let mut catalog = Catalog::builtin();
+    if let Some(path) = &args.config {
+        let config = crate::controller::file::PsConfig::load(path)?;
+        catalog.add_toml(&config.text, &config.path)?;
+    }
+    for name in &scenarios {
+        catalog.resolve(name)?;
     }
     let phase = args
         .phase
@@ -97,6 +111,7 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
         restart_settle,
         slow_phase,
         slow_blocks: args.slow_blocks.max(1),
+        seed: args.seed,
     };
     let output = args
         .output
@@ -146,6 +161,7 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
             let run = ScheduledRun {
                 workload,
                 threads,
+                catalog: catalog.clone(),
                 scenarios: scenarios.clone(),
                 phase_log: phase_log.clone(),
                 sysbench_out: sysbench_out.clone(),
@@ -178,7 +194,7 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
                     .row(s)
                     .map_or_else(String::new, |h| match &h.qps_change {
                         Some(c) => format!("{} vs {}", c.text(), h.baseline),
-                        None => "baseline".to_string(),
+                        None => format!("baseline ({})", h.baseline),
                     });
                 let _ = write!(doc, " {cell} |");
             }

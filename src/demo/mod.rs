@@ -60,6 +60,8 @@ pub struct Plan {
     pub restart_settle: Duration,
     pub slow_phase: Duration,
     pub slow_blocks: u64,
+    /// Seed of the schedule's order (`None`: a fixed one).
+    pub seed: Option<u64>,
 }
 
 impl Plan {
@@ -70,8 +72,9 @@ impl Plan {
                 settle: None,
                 duration: Duration::from_secs(150),
                 restart_settle: Duration::from_secs(3),
-                slow_phase: Duration::from_secs(10),
-                slow_blocks: 3,
+                slow_phase: Duration::from_secs(8),
+                slow_blocks: 2,
+                seed: None,
             }
         } else {
             Plan {
@@ -81,6 +84,7 @@ impl Plan {
                 restart_settle: Duration::from_secs(5),
                 slow_phase: Duration::from_secs(20),
                 slow_blocks: 4,
+                seed: None,
             }
         }
     }
@@ -95,6 +99,8 @@ impl Plan {
 pub struct ScheduledRun {
     pub workload: &'static str,
     pub threads: u32,
+    /// The built-in scenarios and any from a config file.
+    pub catalog: Catalog,
     pub scenarios: Vec<String>,
     pub phase_log: PathBuf,
     pub sysbench_out: PathBuf,
@@ -110,7 +116,7 @@ pub fn run_schedule(
     who: &str,
 ) -> anyhow::Result<()> {
     let _ = std::fs::remove_file(&run.phase_log);
-    let mut catalog = Catalog::builtin();
+    let mut catalog = run.catalog.clone();
     for name in &run.scenarios {
         catalog.resolve(name)?;
     }
@@ -133,7 +139,7 @@ pub fn run_schedule(
         blocks: None,
         duration: Some(plan.duration),
         target_halfwidth: None,
-        seed: 20261129,
+        seed: plan.seed.unwrap_or(20261129),
         state_file: server.dir().join("ps-snapshot.json"),
         phase_log: run.phase_log.clone(),
         restart_cmd: Some(server.restart_cmd()),
@@ -258,6 +264,7 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<()> {
     let run = ScheduledRun {
         workload: "oltp_read_write",
         threads,
+        catalog: Catalog::builtin(),
         scenarios: Catalog::seed_names(),
         phase_log: phase_log.clone(),
         sysbench_out: sysbench_out.clone(),

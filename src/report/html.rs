@@ -103,7 +103,12 @@ fn carryover_chart(r: &Report) -> Option<String> {
             points: s
                 .points
                 .iter()
-                .filter_map(|b| Some((b.from_ms as f64 + p.bin_ms as f64 / 2.0, b.vs_baseline?.change * 100.0)))
+                .filter_map(|b| {
+                    Some((
+                        b.from_ms as f64 + p.bin_ms as f64 / 2.0,
+                        b.vs_baseline?.change * 100.0,
+                    ))
+                })
                 .collect(),
         })
         .filter(|s| !s.points.is_empty())

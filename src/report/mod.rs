@@ -124,3 +124,43 @@ pub fn write_demo_report(phases: &[PhaseRecord], output: &Path) -> anyhow::Resul
     println!("report: {}", shown.display());
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::Metric;
+    use crate::controller::phase_log::parse_log;
+
+    /// A phase log written by psprobe 0.1 (format version 1: one record per 30 s phase, no
+    /// segment fields) reads and reports as it did: throughput -10.0% (the geometric mean of
+    /// the three blocks' ratios 0.90, 0.92, 0.88), mean latency +10%.
+    #[test]
+    fn version_1_logs_still_report() {
+        let log = parse_log(include_str!("../../tests/data/phases-v1.jsonl"));
+        assert_eq!((log.runs.len(), log.phases.len()), (1, 6));
+        assert!(log
+            .phases
+            .iter()
+            .all(|p| p.version == 1 && p.schedule.is_none()));
+        let report = report_of(&log.phases, None).unwrap();
+        let fast = report.analysis.fast.as_ref().expect("one design");
+        assert!(report.analysis.slow.is_none());
+        assert_eq!(fast.baseline, "pfson_conoff_insoff");
+        assert_eq!(fast.blocks, 3);
+        let t = fast
+            .estimate("pfson_conon_inson", Metric::Throughput)
+            .unwrap();
+        assert!((t.ratio * 100.0 + 10.0148).abs() < 0.01, "{}", t.ratio);
+        assert!(t.significant);
+        let l = fast
+            .estimate("pfson_conon_inson", Metric::MeanLatency)
+            .unwrap();
+        assert!((l.ratio - 0.1).abs() < 1e-9, "{}", l.ratio);
+        let md = render(&report, Format::Md).unwrap();
+        assert!(
+            md.contains("| pfson_conon_inson |") && md.contains("-10.0%"),
+            "{md}"
+        );
+        assert!(render(&report, Format::Html).unwrap().contains("<svg"));
+    }
+}

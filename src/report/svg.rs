@@ -20,7 +20,11 @@ pub fn escape(text: &str) -> String {
 
 /// Round tick values covering `[lo, hi]`: about `n` of them, steps of 1, 2 or 5 × 10^k.
 pub fn nice_ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
-    let (lo, hi) = if hi > lo { (lo, hi) } else { (lo - 1.0, lo + 1.0) };
+    let (lo, hi) = if hi > lo {
+        (lo, hi)
+    } else {
+        (lo - 1.0, lo + 1.0)
+    };
     let raw = (hi - lo) / n.max(1) as f64;
     let magnitude = 10f64.powf(raw.log10().floor());
     let step = [1.0, 2.0, 5.0, 10.0]
@@ -215,7 +219,10 @@ pub fn lines(title: &str, axes: &Axes<'_>, series: &[Series], bands: &[Band]) ->
         nice_ticks(x_min, x_max, 8)
     };
     let y_ticks = nice_ticks(y_min, y_max + (y_max - y_min).abs() * 0.05, 5);
-    let (x_min, x_max) = (x_ticks[0], x_ticks[x_ticks.len() - 1].max(x_ticks[0] + 1e-9));
+    let (x_min, x_max) = (
+        x_ticks[0],
+        x_ticks[x_ticks.len() - 1].max(x_ticks[0] + 1e-9),
+    );
     (y_min, y_max) = (y_ticks[0], y_ticks[y_ticks.len() - 1]);
     let px = |v: f64| left + (v - x_min) / (x_max - x_min) * (WIDTH - left - right);
     let py = |v: f64| height - bottom - (v - y_min) / (y_max - y_min) * (height - top - bottom);
@@ -328,8 +335,14 @@ mod tests {
     #[test]
     fn ticks_are_round_and_cover_the_range() {
         assert_eq!(nice_ticks(0.0, 9.3, 5), [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
-        assert_eq!(nice_ticks(-12.0, 12.0, 6), [-15.0, -10.0, -5.0, 0.0, 5.0, 10.0, 15.0]);
-        assert_eq!(nice_ticks(6_100.0, 13_400.0, 5), [6000.0, 8000.0, 10000.0, 12000.0, 14000.0]);
+        assert_eq!(
+            nice_ticks(-12.0, 12.0, 6),
+            [-15.0, -10.0, -5.0, 0.0, 5.0, 10.0, 15.0]
+        );
+        assert_eq!(
+            nice_ticks(6_100.0, 13_400.0, 5),
+            [6000.0, 8000.0, 10000.0, 12000.0, 14000.0]
+        );
         assert_eq!(tick_text(12_000.0), "12k");
         assert_eq!(tick_text(0.25), "0.25");
         assert_eq!(tick_text(-0.0), "0");
@@ -355,13 +368,22 @@ mod tests {
         assert_eq!(svg.matches("class=\"bar\"").count(), 2);
         assert_eq!(svg.matches("class=\"whisker\"").count(), 1);
         assert!(svg.contains("a&lt;b") && svg.contains("-5.0% (-7.0..-3.0)"));
-        assert!(svg.contains(">-5%<") && svg.contains(">0%<"), "ticks with the unit");
+        assert!(
+            svg.contains(">-5%<") && svg.contains(">0%<"),
+            "ticks with the unit"
+        );
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
         // Every value label starts right of the plot's right edge (where whiskers end).
         let plot_right = WIDTH - 190.0;
         let xs: Vec<f64> = svg
             .match_indices("<text x=\"")
-            .filter(|(i, _)| svg[*i..].split('>').next().unwrap().contains("class=\"value\""))
+            .filter(|(i, _)| {
+                svg[*i..]
+                    .split('>')
+                    .next()
+                    .unwrap()
+                    .contains("class=\"value\"")
+            })
             .map(|(i, m)| {
                 svg[i + m.len()..]
                     .split('"')
@@ -399,6 +421,9 @@ mod tests {
         );
         assert_eq!(svg.matches("<polyline").count(), 1);
         assert_eq!(svg.matches("class=\"band\"").count(), 1);
-        assert!(svg.contains(">100<") && svg.contains(">10<"), "log ticks: {svg}");
+        assert!(
+            svg.contains(">100<") && svg.contains(">10<"),
+            "log ticks: {svg}"
+        );
     }
 }

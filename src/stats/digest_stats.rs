@@ -82,6 +82,16 @@ impl DigestStats {
         }
     }
 
+    /// The q-quantile of latency in nanoseconds, read from the histogram (within 2.5%) and
+    /// kept within the exact min and max, so a p99 never reads above the slowest command.
+    pub fn quantile_ns(&self, q: f64) -> Option<f64> {
+        let v = self.latency.quantile_ns(q)?;
+        if self.timed == 0 || self.latency_max_ns < self.latency_min_ns {
+            return Some(v);
+        }
+        Some(v.clamp(self.latency_min_ns as f64, self.latency_max_ns as f64))
+    }
+
     /// Mean latency in nanoseconds of the timed commands.
     pub fn mean_ns(&self) -> Option<f64> {
         (self.timed > 0).then(|| self.latency_sum_ns as f64 / self.timed as f64)
@@ -116,5 +126,18 @@ mod tests {
         assert_eq!((a.latency_min_ns, a.latency_max_ns), (500, 2_000));
         assert_eq!(a.mean_ns(), Some(1_250.0));
         assert_eq!(a.latency.count(), 2);
+    }
+
+    #[test]
+    fn quantiles_stay_within_min_and_max() {
+        let mut a = DigestStats::default();
+        // One command: the bucket's middle could be above (or below) the only value.
+        a.record(&Sample {
+            latency_ns: Some(1_139_000),
+            ..Sample::default()
+        });
+        for q in [0.01, 0.5, 0.99] {
+            assert_eq!(a.quantile_ns(q), Some(1_139_000.0));
+        }
     }
 }

@@ -52,6 +52,12 @@ pub struct ExperimentArgs {
     /// TOML file with `[[scenario]]` tables: scenarios of your own (e.g. an A/A twin).
     #[arg(long, short = 'c', value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// After each run with pfsoff: this many repetitions of a direct sequential A/B on the
+    /// same server, without psprobe (restart with performance_schema OFF, sysbench for a slow
+    /// phase; restart ON with the reference's settings, sysbench; in random order), to set
+    /// beside psprobe's slow estimate.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub direct_check: u32,
     /// Seed of the schedule's order [default: fixed, so runs are reproducible].
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
@@ -140,6 +146,7 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
         plan.duration.as_secs()
     );
     let mut run_no = 0;
+    let mut direct: Vec<String> = Vec::new();
     for workload in &args.workloads {
         let workload: &'static str = WORKLOADS
             .iter()
@@ -170,6 +177,21 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
             let phases = read_phases(&phase_log)
                 .with_context(|| format!("cannot read {}", phase_log.display()))?;
             let report = report_of(&phases, None)?;
+            if args.direct_check > 0 && scenarios.iter().any(|s| s == "pfsoff") {
+                let line = direct_check(
+                    &server,
+                    &tables,
+                    workload,
+                    threads,
+                    &plan,
+                    &catalog,
+                    &scenarios,
+                    &report,
+                    args.direct_check,
+                )?;
+                println!("experiment: {line}");
+                direct.push(format!("- {workload}, {threads} threads: {line}"));
+            }
             let sysbench_qps =
                 sysbench_mean_qps(&std::fs::read_to_string(&sysbench_out).unwrap_or_default());
             rows.push((threads, report, sysbench_qps));
@@ -202,10 +224,88 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
         }
         let _ = writeln!(doc);
     }
+    if !direct.is_empty() {
+        let _ = writeln!(
+            doc,
+            "## pfsoff: psprobe's slow blocks against a direct sequential measurement\n\nOn the same server after each run, without psprobe: restart with performance_schema OFF, sysbench directly; restart ON with the reference's settings, sysbench directly; in random order per repetition, each after the same restart settle as the slow phases. The change is the reference against pfsoff (statements/s), a t interval over the repetitions.\n"
+        );
+        for line in &direct {
+            let _ = writeln!(doc, "{line}");
+        }
+        let _ = writeln!(doc);
+    }
     std::fs::write(&output, &doc).with_context(|| format!("cannot write {}", output.display()))?;
     println!("\n{doc}");
     println!("report: {}", output.display());
     Ok(())
+}
+
+/// A direct sequential A/B of pfsoff against the slow reference on `server`, without psprobe;
+/// returns one line setting it beside psprobe's slow estimate.
+#[allow(clippy::too_many_arguments)]
+fn direct_check(
+    server: &throwaway::Throwaway,
+    tables: &sysbench::Tables,
+    workload: &str,
+    threads: u32,
+    plan: &Plan,
+    catalog: &Catalog,
+    scenarios: &[String],
+    report: &crate::report::Report,
+    reps: u32,
+) -> anyhow::Result<String> {
+    use crate::analysis::paired::t_interval;
+    use crate::analysis::rng::Rng;
+    let reference = crate::controller::schedule_args::default_slow_reference(catalog, scenarios)
+        .context("pfsoff needs a runtime scenario to compare with")?;
+    let statements = catalog.get(&reference)?.sql().unwrap_or_default();
+    let measure = plan
+        .slow_phase
+        .saturating_sub(plan.restart_settle)
+        .as_secs()
+        .max(1);
+    let mut rng = Rng::new(plan.seed.unwrap_or(7) ^ 0xd1ec7);
+    let mut log_ratios = Vec::new();
+    for _ in 0..reps {
+        let mut qps = [0.0f64; 2]; // [off, on]
+        let first_on = rng.below(2) == 1;
+        for on in [first_on, !first_on] {
+            server.restart(on)?;
+            if on {
+                for sql in &statements {
+                    server.sql(&format!("{sql};"))?;
+                }
+            }
+            std::thread::sleep(plan.restart_settle);
+            qps[usize::from(on)] =
+                sysbench::run_for(&server.addr(), workload, tables, threads, measure)?;
+        }
+        log_ratios.push((qps[1] / qps[0]).ln());
+    }
+    server.restart(true)?;
+    let direct = t_interval(&log_ratios, 0.95).context("no repetition")?;
+    let pct = |x: f64| x.exp_m1() * 100.0;
+    let direct_text = match direct.bounds {
+        Some((lo, hi)) => format!(
+            "{:+.1}% ({:+.1}..{:+.1})",
+            pct(direct.center),
+            pct(lo),
+            pct(hi)
+        ),
+        None => format!("{:+.1}%", pct(direct.center)),
+    };
+    let psprobe_text = report
+        .analysis
+        .slow
+        .as_ref()
+        .and_then(|a| a.estimate(&reference, crate::analysis::Metric::Throughput))
+        .map_or_else(
+            || "no estimate".to_string(),
+            |e| crate::report::Interval::of(e).text(),
+        );
+    Ok(format!(
+        "{reference} vs pfsoff: psprobe (slow blocks) {psprobe_text}; direct sequential {direct_text} over {reps} repetitions"
+    ))
 }
 
 /// Mean of sysbench's per-interval `qps:` figures (over every respawned run).

@@ -14,7 +14,7 @@ use clap::{Args, ValueEnum};
 use crate::analysis::{analyze_run, Options};
 use crate::controller::phase_log::{read_phases, PhaseRecord};
 
-pub use model::{build, Report};
+pub use model::{build, Interval, Report};
 pub use text::headline_markdown;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

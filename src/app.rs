@@ -148,7 +148,9 @@ pub async fn launch(
     };
     let admin = match (admin_listener, &config.admin) {
         (Some(listener), Some(admin)) => {
-            tracing::info!("admin interface on {}", admin.listen);
+            if let Some(addr) = admin_addr {
+                tracing::info!("admin interface on {addr}");
+            }
             let data = ObserverData::new(
                 Arc::clone(&observer),
                 Arc::clone(&live.phases),

@@ -625,7 +625,7 @@ fn interactive_cli_on_a_terminal() {
     assert!(out.status.success(), "{text}");
     assert!(!text.contains("ERROR"), "{text}");
     for expected in [
-        "Server version: 0.1.0-psprobe-admin psprobe admin",
+        "Server version: 5.7.99-psprobe-admin-0.1.0 psprobe admin",
         "Database changed",
         "| psprobe    |",
         "Current user:\t\tadmin@127.0.0.1",
@@ -698,7 +698,7 @@ fn sql_over_the_tables() {
         admin.query("SHOW VARIABLES LIKE 'version%'"),
         lines(&[
             "Variable_name|Value",
-            &format!("version|{}-psprobe-admin", env!("CARGO_PKG_VERSION")),
+            &format!("version|5.7.99-psprobe-admin-{}", env!("CARGO_PKG_VERSION")),
             "version_comment|psprobe admin",
             &format!("version_compile_machine|{}", std::env::consts::ARCH),
             &format!("version_compile_os|{}", std::env::consts::OS),

@@ -14,9 +14,18 @@ pub const VERSION_COMMENT: &str = "psprobe admin";
 /// What opensrv-mysql answers to exactly `SELECT @@max_allowed_packet`; said everywhere else too.
 pub const MAX_ALLOWED_PACKET: u64 = 67_108_864;
 
-/// The server version announced in the handshake and returned by `VERSION()`.
+/// The MySQL version the admin interface claims: drivers refuse versions that do not look like
+/// MySQL's (mysql-connector-python: `X.Y.Z` with X.Y >= 4.1) or pick protocol features by it;
+/// 5.7 asks for nothing psprobe admin lacks.
+pub const MYSQL_VERSION: &str = "5.7.99";
+
+/// The server version announced in the handshake and returned by `VERSION()`:
+/// `5.7.99-psprobe-admin-<psprobe version>`.
 pub fn server_version() -> String {
-    format!("{}-psprobe-admin", env!("CARGO_PKG_VERSION"))
+    format!(
+        "{MYSQL_VERSION}-psprobe-admin-{}",
+        env!("CARGO_PKG_VERSION")
+    )
 }
 
 /// Every variable, by name.

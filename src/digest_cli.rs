@@ -17,7 +17,7 @@ use crate::digest::{split::split_statements, DigestStyle, FingerprintOptions, Fi
 pub struct DigestArgs {
     /// A statement to fingerprint (repeat for several). Without --query or FILE, statements
     /// are read from stdin.
-    #[arg(long, short = 'q', value_name = "SQL")]
+    #[arg(long, short = 'q', value_name = "SQL", allow_hyphen_values = true)]
     pub query: Vec<String>,
     /// Files of statements, one per line (or separated by `;` with --semicolon); `-` is stdin.
     #[arg(value_name = "FILE")]

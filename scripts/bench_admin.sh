@@ -86,15 +86,26 @@ window() { # label -> q/s
     --time="$seconds" run | awk '/queries:/ { gsub(/[(]/, "", $3); print $3 }'
 }
 
+busy_window() {
+  local load_pids=()
+  for _ in 1 2 3 4; do admin_load & load_pids+=($!); pids+=($!); done
+  sleep 1
+  window
+  for pid in "${load_pids[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+}
+
+# Rounds alternate the order (quiet first, then admin first), so a drift of the machine's load
+# does not favour either side.
 ratios=()
 printf '| round | q/s quiet | q/s during admin queries | ratio |\n|---:|---:|---:|---:|\n'
 for r in $(seq 1 "$rounds"); do
-  quiet="$(window)"
-  load_pids=()
-  for _ in 1 2 3 4; do admin_load & load_pids+=($!); pids+=($!); done
-  sleep 1
-  busy="$(window)"
-  for pid in "${load_pids[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+  if ((r % 2)); then
+    quiet="$(window)"
+    busy="$(busy_window)"
+  else
+    busy="$(busy_window)"
+    quiet="$(window)"
+  fi
   ratio="$(python3 -c "print(f'{$busy / $quiet:.3f}')")"
   ratios+=("$ratio")
   printf '| %s | %s | %s | %s |\n' "$r" "$quiet" "$busy" "$ratio"

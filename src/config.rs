@@ -88,9 +88,10 @@ pub struct ProxyArgs {
     /// psprobe's own) [default: pt].
     #[arg(long, value_name = "STYLE")]
     pub digest_style: Option<String>,
-    /// Serve the MySQL-protocol admin interface here (SELECT * FROM digests / phases /
-    /// overhead, SHOW STATUS). Its password comes from PSPROBE_ADMIN_PASSWORD or
-    /// `admin_password` in the config file, never from the command line.
+    /// Serve the MySQL-protocol admin interface here: read-only SQL (SQLite's dialect) over
+    /// the tables digests, commands, phases, overhead, connections, scenarios and status, plus
+    /// SHOW / DESCRIBE. Its password comes from PSPROBE_ADMIN_PASSWORD or `admin_password` in
+    /// the config file, never from the command line.
     #[arg(long, value_name = "IP:PORT")]
     pub admin: Option<String>,
     /// User name of the admin interface [default: admin].

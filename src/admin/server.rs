@@ -2,7 +2,7 @@
 //! blocking thread ([`tokio::task::spawn_blocking`]), never on the task's worker.
 //!
 //! [`spawn_dedicated`] runs the whole admin interface on a thread of its own (its own
-//! single-threaded runtime, its blocking threads at the lowest CPU priority), which is how
+//! single-threaded runtime, its threads in the idle scheduling class), which is how
 //! `psprobe proxy` runs it: admin work never takes a relay worker, and a long admin query gets
 //! only the CPU the proxy leaves.
 
@@ -115,14 +115,18 @@ impl Drop for AdminHandle {
     }
 }
 
-/// Lowers the calling thread's CPU priority to the minimum (nice 19), so admin work only takes
-/// CPU the proxy does not need. Linux: per thread.
+/// Puts the calling thread in the idle scheduling class (SCHED_IDLE: it runs only when no
+/// other thread wants the CPU, and any waking proxy thread preempts it at once), and at nice 19
+/// should that be refused. Linux: per thread.
 fn lower_thread_priority() {
     #[cfg(target_os = "linux")]
     // SAFETY: plain syscalls on the calling thread; a failure only leaves the priority as is.
     unsafe {
-        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-        libc::setpriority(libc::PRIO_PROCESS, tid, 19);
+        let tid = libc::syscall(libc::SYS_gettid) as libc::pid_t;
+        let param = libc::sched_param { sched_priority: 0 };
+        if libc::sched_setscheduler(tid, libc::SCHED_IDLE, &param) != 0 {
+            libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 19);
+        }
     }
 }
 

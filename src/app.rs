@@ -33,9 +33,13 @@ pub fn run_proxy(args: &ProxyArgs) -> anyhow::Result<()> {
         let running = launch(&config, controller).await?;
         // One machine-readable line on stdout (scripts and tests read the bound ports from it).
         let mut stdout = std::io::stdout();
+        let admin = running
+            .admin_addr
+            .map(|a| format!(" admin={a}"))
+            .unwrap_or_default();
         writeln!(
             stdout,
-            "psprobe listening proxy={} metrics={}",
+            "psprobe listening proxy={} metrics={}{admin}",
             running.proxy_addr, running.metrics_addr
         )
         .and_then(|()| stdout.flush())
@@ -64,6 +68,8 @@ fn init_logging(filter: &str) -> anyhow::Result<()> {
 pub struct Running {
     pub proxy_addr: SocketAddr,
     pub metrics_addr: SocketAddr,
+    /// Where the admin interface listens, when it is on.
+    pub admin_addr: Option<SocketAddr>,
     pub observer: Arc<Observer>,
     /// Finishes when the controller does (schedule complete, stopped, or failed).
     pub controller: Option<JoinHandle<()>>,
@@ -71,7 +77,7 @@ pub struct Running {
     stop_proxy: oneshot::Sender<()>,
     proxy: JoinHandle<()>,
     metrics: JoinHandle<()>,
-    admin: Option<JoinHandle<()>>,
+    admin: Option<admin::AdminHandle>,
 }
 
 impl Running {
@@ -85,7 +91,7 @@ impl Running {
         let _ = self.proxy.await;
         self.metrics.abort();
         if let Some(admin) = self.admin {
-            admin.abort();
+            let _ = tokio::task::spawn_blocking(move || admin.stop()).await;
         }
     }
 }
@@ -136,19 +142,33 @@ pub async fn launch(
         }
         None => None,
     };
+    let admin_addr = match &admin_listener {
+        Some(l) => Some(l.local_addr().context("admin listener has no address")?),
+        None => None,
+    };
     let admin = match (admin_listener, &config.admin) {
         (Some(listener), Some(admin)) => {
-            tracing::info!("admin interface on {}", admin.listen);
+            if let Some(addr) = admin_addr {
+                tracing::info!("admin interface on {addr}");
+            }
             let data = ObserverData::new(
                 Arc::clone(&observer),
                 Arc::clone(&live.phases),
                 Arc::clone(&live.overhead),
             );
-            Some(tokio::spawn(admin::serve(
-                listener,
-                Arc::new(data),
-                AdminAuth::new(&admin.user, &admin.password),
-            )))
+            // On a thread of its own at low priority: admin queries never take a relay worker.
+            let listener = listener
+                .into_std()
+                .context("cannot hand the admin listener to its thread")?;
+            Some(
+                admin::spawn_dedicated(
+                    listener,
+                    Arc::new(data),
+                    AdminAuth::new(&admin.user, &admin.password),
+                    admin::Limits::default(),
+                )
+                .context("cannot start the admin interface's thread")?,
+            )
         }
         _ => None,
     };
@@ -177,6 +197,7 @@ pub async fn launch(
     Ok(Running {
         proxy_addr,
         metrics_addr,
+        admin_addr,
         observer,
         controller,
         stop_controller,
@@ -201,8 +222,10 @@ pub fn observer(config: &ProxyConfig) -> prometheus::Result<Observer> {
         metrics,
         digests,
         scenarios,
+        connections: Default::default(),
         fingerprint: FingerprintOptions {
             fold_identifier_digits: config.digest_fold_digits,
+            style: config.digest_style,
             ..FingerprintOptions::default()
         },
     })

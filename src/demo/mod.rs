@@ -224,6 +224,7 @@ pub fn local_proxy_config(upstream: &str) -> ProxyConfig {
         max_digests: crate::stats::DEFAULT_MAX_DIGESTS,
         metrics_top_digests: crate::metrics::DEFAULT_TOP_DIGESTS,
         digest_fold_digits: false,
+        digest_style: crate::digest::DigestStyle::default(),
         admin: None,
         log: "warn".to_string(),
     }

@@ -277,7 +277,10 @@ impl Machine {
             Ok((_, ClientHello::SslRequest { .. })) => {
                 return self.stop_observing(UnobservedReason::Tls, sink);
             }
-            Ok((_, ClientHello::Response(r))) => r.capabilities,
+            Ok((_, ClientHello::Response(r))) => {
+                sink.client_hello(r.username, r.database);
+                r.capabilities
+            }
             Err(_) if p.head.len() >= 4 && p.head[1] & 0x02 == 0 => {
                 // CLIENT_PROTOCOL_41 (bit 9, in the second byte) is missing: a 3.20 client.
                 return self.stop_observing(UnobservedReason::UnsupportedProtocol, sink);

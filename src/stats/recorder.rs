@@ -8,6 +8,7 @@ use std::collections::VecDeque;
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
+use crate::connections::ConnectionTable;
 use crate::digest::{FingerprintOptions, Fingerprinter};
 use crate::metrics::ProxyMetrics;
 use crate::protocol::CommandKind;
@@ -31,6 +32,8 @@ pub struct Observer {
     pub digests: Arc<DigestStore>,
     pub scenarios: Arc<Scenarios>,
     pub fingerprint: FingerprintOptions,
+    /// Live connections, for the admin interface's `connections` table.
+    pub connections: ConnectionTable,
 }
 
 /// A command between its start and finish events.

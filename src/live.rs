@@ -68,6 +68,7 @@ impl LiveResults {
                 self.ci_high.with_label_values(&labels).set(hi);
             }
             rows.push(OverheadRow {
+                schedule: e.schedule.clone(),
                 scenario: e.scenario.clone(),
                 baseline: e.baseline.clone(),
                 metric: e.metric.label().to_string(),

@@ -151,6 +151,8 @@ impl AdminData for Fake {
                     Value::UInt(0),
                     Value::UInt(1),
                     "pfs_off".into(),
+                    "fast".into(),
+                    Value::UInt(1),
                     "2025-11-29T18:34:56Z".into(),
                     Value::Float(60.0),
                     Value::UInt(6000),
@@ -161,6 +163,7 @@ impl AdminData for Fake {
                     true.into(),
                 ]],
                 Table::Overhead => vec![overhead_row(&OverheadRow {
+                    schedule: "fast".into(),
                     scenario: "pfs_on".into(),
                     baseline: "pfs_off".into(),
                     metric: "mean_latency".into(),
@@ -200,15 +203,15 @@ fn select_each_table() {
     assert_eq!(
         admin.query("select * from phases;"),
         lines(&[
-            "phase|block|scenario|measure_from|seconds|statements|qps|mean_ms|errors|restarted|verified",
-            "0|1|pfs_off|2025-11-29T18:34:56Z|60.000|6000|100.000|1.500|0|0|1",
+            "phase|block|scenario|schedule|slots|measure_from|seconds|statements|qps|mean_ms|errors|restarted|verified",
+            "0|1|pfs_off|fast|1|2025-11-29T18:34:56Z|60.000|6000|100.000|1.500|0|0|1",
         ])
     );
     assert_eq!(
         admin.query("  Select *  From  psprobe.OVERHEAD  "),
         lines(&[
-            "scenario|baseline|metric|change_pct|ci_low_pct|ci_high_pct|significant|blocks",
-            "pfs_on|pfs_off|mean_latency|4.250|1.500|7.000|1|6",
+            "schedule|scenario|baseline|metric|change_pct|ci_low_pct|ci_high_pct|halfwidth_pct|significant|blocks",
+            "fast|pfs_on|pfs_off|mean_latency|4.250|1.500|7.000|2.750|1|6",
         ])
     );
 }
@@ -580,6 +583,7 @@ fn observer_data_serves_recorded_statistics() {
         ..PhaseRecord::default()
     });
     overhead.write().unwrap().push(OverheadRow {
+        schedule: "slow".into(),
         scenario: "pfs_on".into(),
         baseline: "pfs_off".into(),
         metric: "throughput".into(),
@@ -592,15 +596,15 @@ fn observer_data_serves_recorded_statistics() {
     assert_eq!(
         admin.query("SELECT * FROM phases"),
         lines(&[
-            "phase|block|scenario|measure_from|seconds|statements|qps|mean_ms|errors|restarted|verified",
-            "1|0|pfs_on|2025-11-29T18:34:56Z|30.000|3000|100.000|1.400|4|0|1",
+            "phase|block|scenario|schedule|slots|measure_from|seconds|statements|qps|mean_ms|errors|restarted|verified",
+            "1|0|pfs_on|fast|1|2025-11-29T18:34:56Z|30.000|3000|100.000|1.400|4|0|1",
         ])
     );
     assert_eq!(
         admin.query("SELECT * FROM overhead WHERE significant = 1"),
         lines(&[
-            "scenario|baseline|metric|change_pct|ci_low_pct|ci_high_pct|significant|blocks",
-            "pfs_on|pfs_off|throughput|-3.456|-5.000|-1.250|1|4",
+            "schedule|scenario|baseline|metric|change_pct|ci_low_pct|ci_high_pct|halfwidth_pct|significant|blocks",
+            "slow|pfs_on|pfs_off|throughput|-3.456|-5.000|-1.250|1.875|1|4",
         ])
     );
 }
@@ -709,6 +713,7 @@ fn sql_over_the_tables() {
     assert!(
         describe.starts_with(&lines(&[
             "Field|Type|Null|Key|Default|Extra",
+            "schedule|text|YES||NULL|",
             "scenario|text|YES||NULL|",
             "baseline|text|YES||NULL|",
             "metric|text|YES||NULL|",
@@ -716,7 +721,7 @@ fn sql_over_the_tables() {
         ])),
         "{describe}"
     );
-    assert_eq!(describe.lines().count(), 9, "{describe}");
+    assert_eq!(describe.lines().count(), 11, "{describe}");
     let full = admin.query("SHOW FULL COLUMNS FROM digests LIKE 'p9%'");
     assert!(full.contains("p95_ms\tdouble"), "{full}");
     assert!(full.contains("95th percentile"), "{full}");

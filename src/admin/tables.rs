@@ -242,15 +242,33 @@ pub const COMMAND_COLUMNS: &[Column] = &[
 ];
 
 pub const PHASE_COLUMNS: &[Column] = &[
-    col("phase", Int, "position of the phase in the run, from 0"),
-    col("block", Int, "block of the randomized schedule"),
-    col("scenario", Text, "scenario of the phase"),
+    col(
+        "phase",
+        Int,
+        "position in the run of the record's first slot, from 0",
+    ),
+    col(
+        "block",
+        Int,
+        "segment (fast schedule) or slow block the record covers",
+    ),
+    col("scenario", Text, "scenario of the record"),
+    col(
+        "schedule",
+        Text,
+        "fast (switched at runtime) or slow (entered by restart)",
+    ),
+    col("slots", Int, "slots of the scenario in the segment"),
     col(
         "measure_from",
         Text,
         "start of the measured window (UTC, RFC 3339)",
     ),
-    col("seconds", Float, "length of the measured window"),
+    col(
+        "seconds",
+        Float,
+        "measured time (the slots' windows, settle and switch left out)",
+    ),
     col(
         "statements",
         Int,
@@ -272,6 +290,11 @@ pub const PHASE_COLUMNS: &[Column] = &[
 ];
 
 pub const OVERHEAD_COLUMNS: &[Column] = &[
+    col(
+        "schedule",
+        Text,
+        "fast (switched at runtime) or slow (entered by restart)",
+    ),
     col("scenario", Text, "the scenario compared"),
     col("baseline", Text, "the scenario it is compared with"),
     col(
@@ -290,8 +313,17 @@ pub const OVERHEAD_COLUMNS: &[Column] = &[
         Float,
         "upper bound of the confidence interval, percent",
     ),
+    col(
+        "halfwidth_pct",
+        Float,
+        "half the interval's width, percentage points (it tightens as the run goes)",
+    ),
     col("significant", Int, "1 when the interval excludes zero"),
-    col("blocks", Int, "paired blocks behind the estimate"),
+    col(
+        "blocks",
+        Int,
+        "paired segments (or slow blocks) behind the estimate",
+    ),
 ];
 
 pub const CONNECTION_COLUMNS: &[Column] = &[
@@ -343,7 +375,7 @@ const STATEMENT_COMMANDS: [&str; 2] = ["query", "stmt_execute"];
 /// Count, errors, rows, latency mean / quantiles / max of one aggregate (the columns shared by
 /// `digests` and `commands`).
 fn latency_values(stats: &DigestStats) -> [Value; 9] {
-    let quantile = |q| stats.latency.quantile_ns(q).map(ns_to_ms);
+    let quantile = |q| stats.quantile_ns(q).map(ns_to_ms);
     let max = (stats.timed > 0).then(|| ns_to_ms(stats.latency_max_ns as f64));
     [
         stats.count.into(),
@@ -389,13 +421,15 @@ pub fn phase_row(record: &PhaseRecord) -> Row {
     let latency_sum_ns: u64 = statements
         .iter()
         .fold(0u64, |sum, a| sum.saturating_add(a.latency_sum_ns));
-    let seconds = record.measure_to_ms.saturating_sub(record.measure_from_ms) as f64 / 1000.0;
+    let seconds = record.measured_ms() as f64 / 1000.0;
     let qps = (seconds > 0.0).then(|| count as f64 / seconds);
     let mean_ms = (timed > 0).then(|| ns_to_ms(latency_sum_ns as f64 / timed as f64));
     vec![
         record.phase.into(),
         record.block.into(),
         record.scenario.as_str().into(),
+        record.schedule().into(),
+        record.slots.unwrap_or(1).into(),
         rfc3339(record.measure_from_ms / 1000).into(),
         seconds.into(),
         count.into(),
@@ -411,6 +445,8 @@ pub fn phase_row(record: &PhaseRecord) -> Row {
 /// `baseline`, with a confidence interval.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OverheadRow {
+    /// `fast` (switched at runtime) or `slow` (entered by restart).
+    pub schedule: String,
     pub scenario: String,
     pub baseline: String,
     pub metric: String,
@@ -423,13 +459,16 @@ pub struct OverheadRow {
 
 /// The `overhead` row of one estimate (a NaN bound becomes NULL).
 pub fn overhead_row(row: &OverheadRow) -> Row {
+    let halfwidth = (row.ci_high_pct - row.ci_low_pct) / 2.0;
     vec![
+        row.schedule.as_str().into(),
         row.scenario.as_str().into(),
         row.baseline.as_str().into(),
         row.metric.as_str().into(),
         row.change_pct.into(),
         row.ci_low_pct.into(),
         row.ci_high_pct.into(),
+        (!halfwidth.is_nan()).then_some(halfwidth).into(),
         row.significant.into(),
         row.blocks.into(),
     ]
@@ -742,9 +781,10 @@ mod tests {
         };
         let row = phase_row(&record);
         check_row(Table::Phases, &row);
-        assert_eq!(row[6], Value::Float(10.0), "qps");
-        assert_eq!(row[7], Value::Float(2.0), "mean_ms");
+        assert_eq!(row[8], Value::Float(10.0), "qps");
+        assert_eq!(row[9], Value::Float(2.0), "mean_ms");
         let overhead = OverheadRow {
+            schedule: "fast".into(),
             scenario: "a".into(),
             baseline: "b".into(),
             metric: "throughput".into(),

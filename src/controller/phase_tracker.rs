@@ -337,6 +337,7 @@ mod tests {
             digests: Arc::new(crate::stats::DigestStore::new(100)),
             scenarios,
             fingerprint: Default::default(),
+            connections: Default::default(),
         })
     }
 

@@ -133,26 +133,31 @@ fn leader(p: &Probe) -> f64 {
 }
 
 /// Short `mariadb` CLI sessions through a proxy, one after another, until finished.
-struct Load(Arc<AtomicBool>, Option<JoinHandle<(u64, u64)>>);
+struct Load(Arc<AtomicBool>, Option<JoinHandle<(u64, u64, String)>>);
 
 impl Load {
     fn start(addr: &str) -> Load {
         let (stop, addr) = (Arc::new(AtomicBool::new(false)), addr.to_string());
         let halt = stop.clone();
         let thread = std::thread::spawn(move || {
-            let (ok, failed) = (AtomicU64::new(0), AtomicU64::new(0));
+            let (mut ok, mut failed, mut errors) = (0, 0, String::new());
             while !halt.load(Relaxed) {
                 let sql = "SELECT 1; SELECT COUNT(*) FROM information_schema.PLUGINS";
                 let out = cli::mariadb(&addr, &["-e", sql], None);
-                [&ok, &failed][usize::from(!out.status.success())].fetch_add(1, Relaxed);
+                if out.status.success() {
+                    ok += 1;
+                } else {
+                    failed += 1;
+                    errors.push_str(&String::from_utf8_lossy(&out.stderr));
+                }
             }
-            (ok.into_inner(), failed.into_inner())
+            (ok, failed, errors)
         });
         Load(stop, Some(thread))
     }
 
-    /// Stops; returns (sessions that succeeded, sessions that failed).
-    fn finish(mut self) -> (u64, u64) {
+    /// Stops; returns (sessions that succeeded, sessions that failed, the failures' stderr).
+    fn finish(mut self) -> (u64, u64, String) {
         self.0.store(true, Relaxed);
         self.1.take().unwrap().join().unwrap()
     }
@@ -313,7 +318,15 @@ fn two_psprobes_one_leads_the_other_follows_and_takes_over() {
         (new.len() >= 2).then_some(new)
     });
     let via_survivor = loads[f].take().unwrap().finish();
-    assert!(via_leader.0 > 0 && via_survivor.0 > 0 && via_survivor.1 == 0);
+    assert!(
+        via_leader.0 > 0,
+        "no session through the leader: {via_leader:?}"
+    );
+    let failed = &via_survivor.2;
+    assert!(
+        via_survivor.0 > 0 && via_survivor.1 == 0,
+        "survivor: {via_survivor:?}; {failed}"
+    );
     let took = terminate(&mut probes[f]);
     found.check(Some(survivor), "after SIGTERM of the survivor");
     println!(

@@ -21,7 +21,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::controller::phase_log::{Aggregate, PhaseRecord, PHASE_LOG_VERSION, REST};
+use crate::controller::phase_log::{Aggregate, PhaseRecord, PHASE_LOG_VERSION};
 
 use super::weighted_hist::{self, Hist};
 
@@ -116,11 +116,6 @@ impl PhaseData {
             }
         }
         for agg in &record.digests {
-            // The sum of a record's smaller digests is not a query shape: left out of the
-            // per-digest comparison (the mix coverage says how much that leaves out).
-            if agg.digest.is_none() && agg.text.as_deref() == Some(REST) {
-                continue;
-            }
             let key = digest_key(agg);
             let d = self.digests.entry(key).or_default();
             d.timed += agg.timed;

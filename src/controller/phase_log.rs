@@ -207,15 +207,52 @@ fn aggregate(stats: &DigestStats) -> Aggregate {
 /// segment record stays a few KiB whatever the number of query shapes.
 pub const MAX_DIGESTS_PER_RECORD: usize = 20;
 /// `text` of the aggregate that sums a record's digests past [`MAX_DIGESTS_PER_RECORD`] (no
-/// `digest` id: it is not one query shape, and mix adjustment leaves it out).
+/// `digest` id). The records of one segment list the same digests (those with the most latency
+/// time over all its scenarios), so their rests hold the same query shapes and compare like
+/// one digest.
 pub const REST: &str = "(rest)";
 
+/// The digests a segment's records list one by one: the [`MAX_DIGESTS_PER_RECORD`] with the
+/// most latency time over `scenarios` between two snapshots. `None`: every digest fits.
+pub fn listed_digests(
+    start: &StoreSnapshot,
+    end: &StoreSnapshot,
+    scenarios: &[ScenarioId],
+) -> Option<std::collections::HashSet<crate::stats::store::DigestId>> {
+    let mut time: std::collections::HashMap<crate::stats::store::DigestId, u64> =
+        std::collections::HashMap::new();
+    for ((s, id), later) in &end.entries {
+        if !scenarios.contains(s) {
+            continue;
+        }
+        let before = start
+            .entries
+            .get(&(*s, *id))
+            .map_or(0, |e| e.latency_sum_ns);
+        *time.entry(*id).or_default() += later.latency_sum_ns.saturating_sub(before);
+    }
+    if time.len() <= MAX_DIGESTS_PER_RECORD {
+        return None;
+    }
+    let mut by_time: Vec<_> = time.into_iter().collect();
+    by_time.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    Some(
+        by_time
+            .into_iter()
+            .take(MAX_DIGESTS_PER_RECORD)
+            .map(|(id, _)| id)
+            .collect(),
+    )
+}
+
 /// What `scenario` added between two snapshots: (per command kind, per digest), the digests
-/// by latency time, at most [`MAX_DIGESTS_PER_RECORD`] of them and a [`REST`] aggregate.
+/// by latency time; with `listed`, only those digests one by one and the others summed into a
+/// [`REST`] aggregate.
 pub fn window_aggregates(
     start: &StoreSnapshot,
     end: &StoreSnapshot,
     scenario: ScenarioId,
+    listed: Option<&std::collections::HashSet<crate::stats::store::DigestId>>,
 ) -> (Vec<Aggregate>, Vec<Aggregate>) {
     let empty = DigestStats::default();
     let mut commands: Vec<Aggregate> = CommandKind::ALL
@@ -231,6 +268,7 @@ pub fn window_aggregates(
         })
         .collect();
     commands.sort_by(|a, b| a.command.cmp(&b.command));
+    let mut rest = DigestStats::default();
     let mut digests: Vec<Aggregate> = end
         .entries
         .iter()
@@ -238,7 +276,14 @@ pub fn window_aggregates(
         .filter_map(|((_, id), later)| {
             let earlier = start.entries.get(&(scenario, *id)).unwrap_or(&empty);
             let d = later.since(earlier);
-            (d.count > 0).then(|| Aggregate {
+            if d.count == 0 {
+                return None;
+            }
+            if listed.is_some_and(|l| !l.contains(id)) {
+                rest.merge(&d);
+                return None;
+            }
+            Some(Aggregate {
                 digest: Some(id.to_string()),
                 text: end.texts.get(id).map(|t| t.to_string()),
                 ..aggregate(&d)
@@ -251,36 +296,13 @@ pub fn window_aggregates(
             .then(b.count.cmp(&a.count))
             .then(a.digest.cmp(&b.digest))
     });
-    if digests.len() > MAX_DIGESTS_PER_RECORD {
-        let mut rest = DigestStats::default();
-        for d in digests.drain(MAX_DIGESTS_PER_RECORD..) {
-            rest.merge(&stats_of(&d));
-        }
+    if rest.count > 0 {
         digests.push(Aggregate {
             text: Some(REST.to_string()),
             ..aggregate(&rest)
         });
     }
     (commands, digests)
-}
-
-/// An aggregate back as stats (to sum several).
-fn stats_of(a: &Aggregate) -> DigestStats {
-    let mut latency = crate::stats::LogHistogram::default();
-    for &(bucket, n) in &a.histogram {
-        latency.add_bucket(bucket, n);
-    }
-    DigestStats {
-        count: a.count,
-        errors: a.errors,
-        rows_sent: a.rows_sent,
-        rows_affected: a.rows_affected,
-        timed: a.timed,
-        latency_sum_ns: a.latency_sum_ns,
-        latency_min_ns: a.latency_min_ns,
-        latency_max_ns: a.latency_max_ns,
-        latency,
-    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -390,7 +412,7 @@ mod tests {
         }
         store.record(tag(2), CommandKind::Query, Some(id), &sample(9_000_000));
         let end = store.snapshot();
-        let (commands, digests) = window_aggregates(&start, &end, 1);
+        let (commands, digests) = window_aggregates(&start, &end, 1, None);
         assert_eq!(commands.len(), 1);
         assert_eq!(commands[0].command.as_deref(), Some("query"));
         assert_eq!(commands[0].count, 3);

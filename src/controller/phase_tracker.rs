@@ -13,7 +13,8 @@ use crate::stats::{Observer, ScenarioId, StoreSnapshot};
 
 use super::error::{ControllerError, Result};
 use super::phase_log::{
-    window_aggregates, BinRecord, PhaseLog, PhaseRecord, SwitchCost, PHASE_LOG_VERSION,
+    listed_digests, window_aggregates, BinRecord, PhaseLog, PhaseRecord, SwitchCost,
+    PHASE_LOG_VERSION,
 };
 use super::runner::{now_ms, PhaseHook};
 use super::server_cpu::{cpu_ms, PidSource};
@@ -255,12 +256,15 @@ impl PhaseTracker {
             return Ok(Vec::new());
         };
         let end = self.observer.digests.snapshot_measured();
+        let ids: Vec<ScenarioId> = segment.totals.iter().map(|t| t.id).collect();
+        let listed = listed_digests(&segment.start, &end, &ids);
         let mut records = Vec::new();
         for t in segment.totals {
             let Some(from_ms) = t.from_ms.filter(|_| t.measured_ms > 0) else {
                 continue;
             };
-            let (commands, digests) = window_aggregates(&segment.start, &end, t.id);
+            let (commands, digests) =
+                window_aggregates(&segment.start, &end, t.id, listed.as_ref());
             let record = PhaseRecord {
                 version: PHASE_LOG_VERSION,
                 kind: "phase".into(),
@@ -417,11 +421,18 @@ mod tests {
         assert_eq!(first.schedule.as_deref(), Some("fast"));
         let statements: u64 = first.commands.iter().map(|c| c.count).sum();
         assert_eq!(statements, 5 * 50, "settle commands are not measured");
-        // The 20 digests with the most latency time, and the rest summed.
+        // The 20 digests with the most latency time in the segment, and the rest summed; the
+        // other scenario's record of the segment lists the same digests.
         assert_eq!(first.digests.len(), 21);
         let last = first.digests.last().unwrap();
         assert_eq!((last.text.as_deref(), last.count), (Some("(rest)"), 5 * 30));
         assert!(first.digests[0].latency_sum_ns >= first.digests[19].latency_sum_ns);
+        let ids = |r: &PhaseRecord| {
+            let mut ids: Vec<_> = r.digests.iter().map(|d| d.digest.clone()).collect();
+            ids.sort();
+            ids
+        };
+        assert_eq!(ids(first), ids(&contents.phases[1]));
         assert_eq!(first.switch.unwrap().count, 5);
         let bin0 = first.since_switch.iter().find(|b| b.bin == 0).unwrap();
         assert_eq!(bin0.count, 5 * 51, "the bins include the settle");

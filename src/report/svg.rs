@@ -188,10 +188,34 @@ pub struct Axes<'a> {
     pub markers: bool,
 }
 
-/// Line chart with optional shaded bands; legends in a row above the plot.
+/// Width of a 12 px label, px (generous: the report's sans-serif averages less).
+fn text_width(text: &str) -> f64 {
+    7.5 * text.chars().count() as f64
+}
+
+/// Where each legend entry goes: (x, row), entries side by side, a new row when the next
+/// would run past `right`.
+fn legend_layout(labels: &[&str], left: f64, right: f64) -> Vec<(f64, usize)> {
+    let mut out = Vec::new();
+    let (mut x, mut row) = (left, 0);
+    for label in labels {
+        let w = 14.0 + text_width(label) + 24.0;
+        if x > left && x + w > right {
+            x = left;
+            row += 1;
+        }
+        out.push((x, row));
+        x += w;
+    }
+    out
+}
+
+/// Line chart with optional shaded bands; legends in rows above the plot.
 pub fn lines(title: &str, axes: &Axes<'_>, series: &[Series], bands: &[Band]) -> String {
-    let legend_rows = series.len().div_ceil(4).max(1) as f64;
     let (left, right, bottom) = (74.0, 24.0, 50.0);
+    let labels: Vec<&str> = series.iter().map(|s| s.label.as_str()).collect();
+    let legend = legend_layout(&labels, left, WIDTH - right);
+    let legend_rows = legend.last().map_or(1, |l| l.1 + 1) as f64;
     let top = 34.0 + 16.0 * legend_rows;
     let height = top + 250.0 + bottom;
     let tx = |v: f64| if axes.log_x { v.max(1e-9).log10() } else { v };
@@ -290,13 +314,13 @@ pub fn lines(title: &str, axes: &Axes<'_>, series: &[Series], bands: &[Band]) ->
                 );
             }
         }
+        let (x, row) = legend[i];
         let _ = write!(
             s,
-            r#"<rect x="{}" y="{}" width="10" height="10" fill="{color}"/><text x="{}" y="{}" class="legend">{}</text>"#,
-            left + 200.0 * (i % 4) as f64,
-            28.0 + 16.0 * (i / 4) as f64,
-            left + 14.0 + 200.0 * (i % 4) as f64,
-            37.0 + 16.0 * (i / 4) as f64,
+            r#"<rect x="{x}" y="{}" width="10" height="10" fill="{color}"/><text x="{}" y="{}" class="legend">{}</text>"#,
+            28.0 + 16.0 * row as f64,
+            x + 14.0,
+            37.0 + 16.0 * row as f64,
             escape(&line.label)
         );
     }
@@ -395,6 +419,19 @@ mod tests {
             .collect();
         assert_eq!(xs.len(), 2);
         assert!(xs.iter().all(|x| *x > plot_right), "{xs:?}");
+    }
+
+    #[test]
+    fn legend_entries_never_share_space() {
+        let labels = ["pfson_conoff_inson vs pfson_conoff_insoff"; 5];
+        let at = legend_layout(&labels, 74.0, WIDTH - 24.0);
+        for pair in at.windows(2) {
+            let ((x0, r0), (x1, r1)) = (pair[0], pair[1]);
+            assert!(r1 > r0 || x1 >= x0 + text_width(labels[0]) + 14.0, "{at:?}");
+        }
+        assert!(at
+            .iter()
+            .all(|(x, _)| x + 14.0 + text_width(labels[0]) <= WIDTH - 24.0));
     }
 
     #[test]

@@ -41,11 +41,6 @@ impl LogHistogram {
         self.add_to_bucket(bucket_of(ns), 1);
     }
 
-    /// Adds `n` samples to bucket `index` (rebuilding a histogram from its buckets).
-    pub fn add_bucket(&mut self, index: u16, n: u64) {
-        self.add_to_bucket(index.min(MAX_BUCKET), n);
-    }
-
     fn add_to_bucket(&mut self, index: u16, n: u64) {
         if self.counts.is_empty() {
             self.first = index;

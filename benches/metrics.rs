@@ -45,6 +45,7 @@ fn observer() -> Observer {
         digests,
         scenarios,
         fingerprint: FingerprintOptions::default(),
+        connections: Default::default(),
     }
 }
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The main job on a fresh machine: set up, then `psprobe demo`: a throwaway mariadbd
 # (performance_schema ON), psprobe in front of it with the controller cycling the six
-# scenarios of the seed study (pfsoff through a restart of the throwaway server), sysbench
-# through psprobe, and an HTML report. About 2 minutes; DEMO_FULL=1 for the ~8 minute run.
+# scenarios of the seed study (runtime ones switched fast, pfsoff through restarts), sysbench
+# through psprobe, and an HTML report. About 3 minutes; DEMO_FULL=1 for the ~8 minute run.
 #   scripts/demo.sh [-o report.html]
 set -euo pipefail
 cd "$(dirname "$0")/.."

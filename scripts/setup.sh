@@ -21,10 +21,10 @@ if ((${#missing[@]})); then
 fi
 # The packaged service is not used: tests and the demo start throwaway servers of their own.
 
-# The TLS and client tests run a second server version: MariaDB 11.8 from Debian 13 (trixie),
-# unpacked into a folder and run with chroot (the host's packages stay as they are), and real
-# Python and Node drivers. All of it lives under target/, made once and reused.
-scripts/setup-tls-deps.sh
+# The TLS and client tests run a second server version (MariaDB 11.8 from Debian 13) and real
+# Python and Node drivers; all of it lives under target/, made once and reused.
+scripts/setup-trixie-mariadb.sh
+scripts/setup-clients.sh
 
 if ! command -v cargo >/dev/null 2>&1; then
   echo "setup: cargo not found; install the Rust toolchain (https://rustup.rs) and run again" >&2

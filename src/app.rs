@@ -35,9 +35,13 @@ pub fn run_proxy(args: &ProxyArgs) -> anyhow::Result<()> {
         let running = launch_with_tls(&config, controller, Some(tls)).await?;
         // One machine-readable line on stdout (scripts and tests read the bound ports from it).
         let mut stdout = std::io::stdout();
+        let admin = running
+            .admin_addr
+            .map(|a| format!(" admin={a}"))
+            .unwrap_or_default();
         writeln!(
             stdout,
-            "psprobe listening proxy={} metrics={}",
+            "psprobe listening proxy={} metrics={}{admin}",
             running.proxy_addr, running.metrics_addr
         )
         .and_then(|()| stdout.flush())
@@ -66,6 +70,8 @@ fn init_logging(filter: &str) -> anyhow::Result<()> {
 pub struct Running {
     pub proxy_addr: SocketAddr,
     pub metrics_addr: SocketAddr,
+    /// Where the admin interface listens, when it is on.
+    pub admin_addr: Option<SocketAddr>,
     pub observer: Arc<Observer>,
     /// Finishes when the controller does (schedule complete, stopped, or failed).
     pub controller: Option<JoinHandle<()>>,
@@ -73,7 +79,7 @@ pub struct Running {
     stop_proxy: oneshot::Sender<()>,
     proxy: JoinHandle<()>,
     metrics: JoinHandle<()>,
-    admin: Option<JoinHandle<()>>,
+    admin: Option<admin::AdminHandle>,
     tls_reload: Option<JoinHandle<()>>,
 }
 
@@ -88,7 +94,7 @@ impl Running {
         let _ = self.proxy.await;
         self.metrics.abort();
         if let Some(admin) = self.admin {
-            admin.abort();
+            let _ = tokio::task::spawn_blocking(move || admin.stop()).await;
         }
         if let Some(reload) = self.tls_reload {
             reload.abort();
@@ -152,25 +158,39 @@ pub async fn launch_with_tls(
     let controller = match controller {
         Some(mut settings) => {
             let live = Arc::clone(&live);
-            settings.on_phase = Some(Arc::new(move |record| live.on_phase(record)));
+            settings.on_phase = Some(Arc::new(move |records| live.on_segment(records)));
             let started = runner::start(&settings).await?;
             Some((settings, started))
         }
         None => None,
     };
+    let admin_addr = match &admin_listener {
+        Some(l) => Some(l.local_addr().context("admin listener has no address")?),
+        None => None,
+    };
     let admin = match (admin_listener, &config.admin) {
         (Some(listener), Some(admin)) => {
-            tracing::info!("admin interface on {}", admin.listen);
+            if let Some(addr) = admin_addr {
+                tracing::info!("admin interface on {addr}");
+            }
             let data = ObserverData::new(
                 Arc::clone(&observer),
                 Arc::clone(&live.phases),
                 Arc::clone(&live.overhead),
             );
-            Some(tokio::spawn(admin::serve(
-                listener,
-                Arc::new(data),
-                AdminAuth::new(&admin.user, &admin.password),
-            )))
+            // On a thread of its own at low priority: admin queries never take a relay worker.
+            let listener = listener
+                .into_std()
+                .context("cannot hand the admin listener to its thread")?;
+            Some(
+                admin::spawn_dedicated(
+                    listener,
+                    Arc::new(data),
+                    AdminAuth::new(&admin.user, &admin.password),
+                    admin::Limits::default(),
+                )
+                .context("cannot start the admin interface's thread")?,
+            )
         }
         _ => None,
     };
@@ -216,6 +236,7 @@ pub async fn launch_with_tls(
     Ok(Running {
         proxy_addr,
         metrics_addr,
+        admin_addr,
         observer,
         controller,
         stop_controller,
@@ -241,8 +262,10 @@ pub fn observer(config: &ProxyConfig) -> prometheus::Result<Observer> {
         metrics,
         digests,
         scenarios,
+        connections: Default::default(),
         fingerprint: FingerprintOptions {
             fold_identifier_digits: config.digest_fold_digits,
+            style: config.digest_style,
             ..FingerprintOptions::default()
         },
     })

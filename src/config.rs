@@ -8,6 +8,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use serde::Deserialize;
 
+use crate::digest::DigestStyle;
 use crate::metrics::DEFAULT_TOP_DIGESTS;
 use crate::proxy::ProxySettings;
 use crate::stats::DEFAULT_MAX_DIGESTS;
@@ -45,6 +46,9 @@ pub enum Command {
     /// The seed study automated: every workload x concurrency, scenarios cycled, one table
     /// per workload.
     Experiment(crate::demo::experiment::ExperimentArgs),
+    /// Print the fingerprint and digest id of statements (--query, stdin or files), computed
+    /// as the proxy computes them.
+    Digest(crate::digest_cli::DigestArgs),
 }
 
 #[derive(Debug, Args)]
@@ -79,9 +83,15 @@ pub struct ProxyArgs {
     /// digest, sbtest?). Off by default: different tables are different query shapes.
     #[arg(long)]
     pub digest_fold_digits: bool,
-    /// Serve the MySQL-protocol admin interface here (SELECT * FROM digests / phases /
-    /// overhead, SHOW STATUS). Its password comes from PSPROBE_ADMIN_PASSWORD or
-    /// `admin_password` in the config file, never from the command line.
+    /// How digests are spaced: pt (pt-fingerprint's spacing, pt-query-digest's ids) or mysql
+    /// (one canonical spacing from the tokens, so `id=1` and `id = 1` share a digest; ids are
+    /// psprobe's own) [default: pt].
+    #[arg(long, value_name = "STYLE")]
+    pub digest_style: Option<String>,
+    /// Serve the MySQL-protocol admin interface here: read-only SQL (SQLite's dialect) over
+    /// the tables digests, commands, phases, overhead, connections, scenarios and status, plus
+    /// SHOW / DESCRIBE. Its password comes from PSPROBE_ADMIN_PASSWORD or `admin_password` in
+    /// the config file, never from the command line.
     #[arg(long, value_name = "IP:PORT")]
     pub admin: Option<String>,
     /// User name of the admin interface [default: admin].
@@ -108,6 +118,7 @@ pub struct ProxyFile {
     pub max_digests: Option<usize>,
     pub metrics_top_digests: Option<usize>,
     pub digest_fold_digits: Option<bool>,
+    pub digest_style: Option<String>,
     pub admin: Option<String>,
     pub admin_user: Option<String>,
     pub admin_password: Option<String>,
@@ -167,6 +178,7 @@ pub struct ProxyConfig {
     pub max_digests: usize,
     pub metrics_top_digests: usize,
     pub digest_fold_digits: bool,
+    pub digest_style: DigestStyle,
     pub admin: Option<AdminConfig>,
     pub log: String,
 }
@@ -242,6 +254,14 @@ impl ProxyConfig {
                 "metrics_top_digests ({metrics_top_digests}) cannot exceed max_digests ({max_digests})"
             )));
         }
+        let digest_style = match args.digest_style.clone().or(file.digest_style) {
+            Some(v) => v
+                .parse()
+                .map_err(|e: crate::digest::ParseDigestStyleError| {
+                    ConfigError::Invalid(format!("digest_style: {e}"))
+                })?,
+            None => DigestStyle::default(),
+        };
         let admin = match args.admin.clone().or(file.admin) {
             None => None,
             Some(addr) => {
@@ -284,6 +304,7 @@ impl ProxyConfig {
             max_digests,
             metrics_top_digests,
             digest_fold_digits: args.digest_fold_digits || file.digest_fold_digits.unwrap_or(false),
+            digest_style,
             admin,
             log,
         })
@@ -422,6 +443,10 @@ mod tests {
         assert!(matches!(e, ConfigError::Loop(_)), "{e}");
         let e = ProxyConfig::from_args(&args(&["-c", "/nonexistent/psprobe.toml"])).unwrap_err();
         assert!(e.to_string().contains("cannot read"), "{e}");
+        let e = ProxyConfig::from_args(&args(&["--digest-style", "tokens"])).unwrap_err();
+        assert!(e.to_string().contains("use pt or mysql"), "{e}");
+        let c = ProxyConfig::from_args(&args(&["--digest-style", "mysql"])).unwrap();
+        assert_eq!(c.digest_style, DigestStyle::Mysql);
     }
 
     #[test]

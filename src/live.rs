@@ -1,14 +1,15 @@
-//! Results kept up to date while the schedule runs: every finished phase is added to the
-//! in-memory phase list, the analysis is run again, and its estimates are published as
-//! Prometheus gauges (`psprobe_overhead_ratio{scenario,metric}` with `_ci_low` / `_ci_high`)
-//! and as the admin interface's `overhead` table.
+//! Results kept up to date while the schedule runs: every finished segment's records are added
+//! to the in-memory phase list, the analysis is run again, and its estimates are published as
+//! Prometheus gauges (`psprobe_overhead_ratio{scenario,metric,baseline}` with `_ci_low` /
+//! `_ci_high`), so the interval can be watched tightening, and as the admin interface's
+//! `overhead` table.
 
 use std::sync::{Arc, RwLock};
 
 use prometheus::{GaugeVec, Opts, Registry};
 
 use crate::admin::OverheadRow;
-use crate::analysis::analyze;
+use crate::analysis::{analyze_run, Options};
 use crate::controller::phase_log::PhaseRecord;
 
 pub struct LiveResults {
@@ -21,7 +22,7 @@ pub struct LiveResults {
 }
 
 fn gauge(registry: &Registry, name: &str, help: &str) -> prometheus::Result<GaugeVec> {
-    let g = GaugeVec::new(Opts::new(name, help), &["scenario", "metric"])?;
+    let g = GaugeVec::new(Opts::new(name, help), &["scenario", "metric", "baseline"])?;
     registry.register(Box::new(g.clone()))?;
     Ok(g)
 }
@@ -42,14 +43,15 @@ impl LiveResults {
         })
     }
 
-    /// Adds a finished phase and refreshes the estimates (off the hot path: once per phase).
-    pub fn on_phase(&self, record: &PhaseRecord) {
+    /// Adds a finished segment's records and refreshes the estimates (off the hot path: once
+    /// per segment).
+    pub fn on_segment(&self, records: &[PhaseRecord]) {
         let phases = {
             let mut all = self.phases.write().unwrap_or_else(|e| e.into_inner());
-            all.push(record.clone());
+            all.extend_from_slice(records);
             all.clone()
         };
-        let analysis = match analyze(&phases, self.baseline.as_deref()) {
+        let analysis = match analyze_run(&phases, self.baseline.as_deref(), &Options::default()) {
             Ok(a) => a,
             // Too early (one scenario so far, no pair yet): nothing to publish.
             Err(e) => {
@@ -58,14 +60,15 @@ impl LiveResults {
             }
         };
         let mut rows = Vec::new();
-        for e in &analysis.estimates {
-            let labels = [e.scenario.as_str(), e.metric.label()];
+        for e in analysis.estimates() {
+            let labels = [e.scenario.as_str(), e.metric.label(), e.baseline.as_str()];
             self.ratio.with_label_values(&labels).set(e.ratio);
             if let (Some(lo), Some(hi)) = (e.ci_low, e.ci_high) {
                 self.ci_low.with_label_values(&labels).set(lo);
                 self.ci_high.with_label_values(&labels).set(hi);
             }
             rows.push(OverheadRow {
+                schedule: e.schedule.clone(),
                 scenario: e.scenario.clone(),
                 baseline: e.baseline.clone(),
                 metric: e.metric.label().to_string(),

@@ -1,6 +1,7 @@
-//! The admin interface against the real `mariadb` CLI: exact rows for every table, ORDER BY /
-//! LIMIT, SHOW STATUS LIKE, the statements clients send on connect, and clear errors for a
-//! wrong password and for unsupported statements.
+//! The admin interface against the real `mariadb` CLI (and mysql_async for column types):
+//! exact rows for every table, ORDER BY / LIMIT, GROUP BY / JOIN / aggregates on the SQL engine,
+//! SHOW STATUS LIKE, DESCRIBE, the statements clients send on connect, clear errors for a wrong
+//! password, for writes and for unknown names, and the limits (query size, time, rows).
 
 mod common;
 
@@ -9,7 +10,10 @@ use std::process::{Command, Output};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use psprobe::admin::{self, AdminAuth, AdminData, ObserverData, OverheadRow, Table, Value};
+use psprobe::admin::tables::{overhead_row, status_row};
+use psprobe::admin::{
+    self, AdminAuth, AdminData, Limits, ObserverData, OverheadRow, Row, Table, Value,
+};
 use psprobe::controller::phase_log::{Aggregate, PhaseRecord};
 use psprobe::digest::FingerprintOptions;
 use psprobe::metrics::ProxyMetrics;
@@ -30,6 +34,10 @@ struct Admin {
 
 impl Admin {
     fn start(data: Arc<dyn AdminData>) -> Admin {
+        Admin::start_with(data, Limits::default())
+    }
+
+    fn start_with(data: Arc<dyn AdminData>, limits: Limits) -> Admin {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -39,10 +47,11 @@ impl Admin {
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
             .expect("bind");
         let addr = listener.local_addr().expect("address");
-        runtime.spawn(admin::serve(
+        runtime.spawn(admin::serve_with(
             listener,
             data,
             AdminAuth::new("admin", SECRET),
+            limits,
         ));
         Admin {
             addr,
@@ -96,85 +105,83 @@ fn lines(rows: &[&str]) -> String {
 /// Known rows, independent of psprobe's statistics.
 struct Fake;
 
+fn fake_digests() -> Vec<Row> {
+    let row = |scenario: &str, digest: &str, text: &str, count: u64, mean: Option<f64>| {
+        vec![
+            Value::from(scenario),
+            digest.into(),
+            text.into(),
+            count.into(),
+            Value::UInt(count / 10),
+            Value::UInt(count * 2),
+            Value::UInt(0),
+            mean.into(),
+            mean.into(),
+            mean.map(|m| m * 2.0).into(),
+            mean.map(|m| m * 3.0).into(),
+            mean.map(|m| m * 4.0).into(),
+        ]
+    };
+    vec![
+        row(
+            "pfs_off",
+            "00000000000000A1",
+            "select c from sbtest1 where id = ?",
+            100,
+            Some(0.25),
+        ),
+        row(
+            "pfs_on",
+            "00000000000000A1",
+            "select c from sbtest1 where id = ?",
+            120,
+            Some(0.3125),
+        ),
+        row("pfs_on", "00000000000000B2", "commit", 30, None),
+    ]
+}
+
 impl AdminData for Fake {
-    fn digests(&self) -> Table {
-        let mut t = admin::tables::digests_table();
-        let row = |scenario: &str, digest: &str, text: &str, count: u64, mean: Option<f64>| {
-            vec![
-                Value::from(scenario),
-                digest.into(),
-                text.into(),
-                count.into(),
-                Value::UInt(count / 10),
-                Value::UInt(count * 2),
-                Value::UInt(0),
-                mean.into(),
-                mean.into(),
-                mean.map(|m| m * 2.0).into(),
-                mean.map(|m| m * 3.0).into(),
-                mean.map(|m| m * 4.0).into(),
-            ]
-        };
-        t.rows = vec![
-            row(
-                "pfs_off",
-                "00000000000000A1",
-                "select c from sbtest1 where id = ?",
-                100,
-                Some(0.25),
-            ),
-            row(
-                "pfs_on",
-                "00000000000000A1",
-                "select c from sbtest1 where id = ?",
-                120,
-                Some(0.3125),
-            ),
-            row("pfs_on", "00000000000000B2", "commit", 30, None),
-        ];
-        t
-    }
-
-    fn phases(&self) -> Table {
-        let mut t = admin::tables::phases_table();
-        t.rows = vec![vec![
-            Value::UInt(0),
-            Value::UInt(1),
-            "pfs_off".into(),
-            "2025-11-29T18:34:56Z".into(),
-            Value::Float(60.0),
-            Value::UInt(6000),
-            Value::Float(100.0),
-            Value::Float(1.5),
-            Value::UInt(0),
-            false.into(),
-            true.into(),
-        ]];
-        t
-    }
-
-    fn overhead(&self) -> Table {
-        let mut t = admin::tables::overhead_table();
-        t.rows = vec![admin::tables::overhead_row(&OverheadRow {
-            scenario: "pfs_on".into(),
-            baseline: "pfs_off".into(),
-            metric: "mean_latency".into(),
-            change_pct: 4.25,
-            ci_low_pct: 1.5,
-            ci_high_pct: 7.0,
-            significant: true,
-            blocks: 6,
-        })];
-        t
-    }
-
-    fn status(&self) -> Table {
-        Table::variables(vec![
-            ("uptime_seconds", Value::UInt(42)),
-            ("connections_active", Value::Int(3)),
-            ("connections_total", Value::UInt(17)),
-            ("current_scenario", "pfs_on".into()),
-        ])
+    fn snapshot(&self, tables: &[Table]) -> Vec<Vec<Row>> {
+        tables
+            .iter()
+            .map(|table| match table {
+                Table::Digests => fake_digests(),
+                Table::Phases => vec![vec![
+                    Value::UInt(0),
+                    Value::UInt(1),
+                    "pfs_off".into(),
+                    "fast".into(),
+                    Value::UInt(1),
+                    "2025-11-29T18:34:56Z".into(),
+                    Value::Float(60.0),
+                    Value::UInt(6000),
+                    Value::Float(100.0),
+                    Value::Float(1.5),
+                    Value::UInt(0),
+                    false.into(),
+                    true.into(),
+                ]],
+                Table::Overhead => vec![overhead_row(&OverheadRow {
+                    schedule: "fast".into(),
+                    scenario: "pfs_on".into(),
+                    baseline: "pfs_off".into(),
+                    metric: "mean_latency".into(),
+                    change_pct: 4.25,
+                    ci_low_pct: 1.5,
+                    ci_high_pct: 7.0,
+                    significant: true,
+                    blocks: 6,
+                })],
+                Table::Status => vec![
+                    status_row("uptime_seconds", Value::UInt(42)),
+                    status_row("connections_active", Value::Int(3)),
+                    status_row("connections_total", Value::UInt(17)),
+                    status_row("current_scenario", "pfs_on"),
+                ],
+                _ => Vec::new(),
+            })
+            .collect()
     }
 }
 
@@ -196,15 +203,15 @@ fn select_each_table() {
     assert_eq!(
         admin.query("select * from phases;"),
         lines(&[
-            "phase|block|scenario|measure_from|seconds|statements|qps|mean_ms|errors|restarted|verified",
-            "0|1|pfs_off|2025-11-29T18:34:56Z|60.000|6000|100.000|1.500|0|0|1",
+            "phase|block|scenario|schedule|slots|measure_from|seconds|statements|qps|mean_ms|errors|restarted|verified",
+            "0|1|pfs_off|fast|1|2025-11-29T18:34:56Z|60.000|6000|100.000|1.500|0|0|1",
         ])
     );
     assert_eq!(
         admin.query("  Select *  From  psprobe.OVERHEAD  "),
         lines(&[
-            "scenario|baseline|metric|change_pct|ci_low_pct|ci_high_pct|significant|blocks",
-            "pfs_on|pfs_off|mean_latency|4.250|1.500|7.000|1|6",
+            "schedule|scenario|baseline|metric|change_pct|ci_low_pct|ci_high_pct|halfwidth_pct|significant|blocks",
+            "fast|pfs_on|pfs_off|mean_latency|4.250|1.500|7.000|2.750|1|6",
         ])
     );
 }
@@ -271,7 +278,16 @@ fn what_clients_send_on_connect() {
     );
     assert_eq!(
         admin.query("SHOW TABLES"),
-        lines(&["Tables_in_psprobe", "digests", "phases", "overhead"])
+        lines(&[
+            "Tables_in_psprobe",
+            "digests",
+            "commands",
+            "phases",
+            "overhead",
+            "connections",
+            "scenarios",
+            "status"
+        ])
     );
     // Database on the command line, statements on stdin (batch mode), table output.
     let out = admin.client(
@@ -341,14 +357,15 @@ fn wrong_password_and_user_get_1045() {
     );
 }
 
+/// The messages here are the SQL engine's (they were the hand-written subset's before).
 #[test]
 fn unsupported_statements_get_a_clear_error() {
     let admin = Admin::start(Arc::new(Fake));
     let stderr = admin.error("DROP TABLE digests");
     assert!(
         stderr.contains(
-            "ERROR 1064 (42000) at line 1: psprobe admin does not support the statement \
-             'DROP TABLE digests'; supported: SELECT * FROM digests|phases|overhead"
+            "ERROR 1290 (HY000) at line 1: psprobe admin is read-only: DROP is refused (SELECT, \
+             SHOW, DESCRIBE and USE work)"
         ),
         "{stderr}"
     );
@@ -356,21 +373,24 @@ fn unsupported_statements_get_a_clear_error() {
     assert!(
         stderr.contains(
             "ERROR 1146 (42S02) at line 1: Table 'mysql.user' doesn't exist: psprobe admin has \
-             the tables digests, phases, overhead"
+             the tables digests, commands, phases, overhead, connections, scenarios, status"
         ),
         "{stderr}"
     );
     let stderr = admin.error("SELECT * FROM digests ORDER BY latency DESC");
     assert!(
         stderr.contains(
-            "ERROR 1054 (42S22) at line 1: Unknown column 'latency' in 'order clause': digests \
-             has the columns scenario, digest, digest_text, count,"
+            "ERROR 1054 (42S22) at line 1: Unknown column 'latency' (DESCRIBE <table> lists a \
+             table's columns)"
         ),
         "{stderr}"
     );
     let stderr = admin.error("SELECT * FROM digests LIMIT ten");
+    assert!(stderr.contains("ERROR 1054 (42S22)"), "{stderr}");
+    assert!(stderr.contains("Unknown column 'ten'"), "{stderr}");
+    let stderr = admin.error("SELECT * FROM digests WHERE");
     assert!(stderr.contains("ERROR 1064 (42000)"), "{stderr}");
-    assert!(stderr.contains("'ten' after LIMIT"), "{stderr}");
+    assert!(stderr.contains("SQLite's dialect"), "{stderr}");
 
     let out = admin.client("admin", SECRET, &["-B", "-e", "SELECT 1", "mysql"], None);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -387,7 +407,7 @@ fn unsupported_statements_get_a_clear_error() {
         &["-B", "--force"],
         Some(b"DELETE FROM digests;\nSHOW STATUS LIKE 'uptime_seconds';\n"),
     );
-    assert!(String::from_utf8_lossy(&out.stderr).contains("ERROR 1064"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ERROR 1290"));
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
         lines(&["Variable_name|Value", "uptime_seconds|42"])
@@ -452,6 +472,7 @@ fn observer_data_serves_recorded_statistics() {
         digests: Arc::new(DigestStore::new(100)),
         scenarios: Arc::clone(&scenarios),
         fingerprint: FingerprintOptions::default(),
+        connections: Default::default(),
     });
     let pfs_on = scenarios.intern("pfs_on").expect("scenario");
     scenarios.set_current(pfs_on);
@@ -559,8 +580,10 @@ fn observer_data_serves_recorded_statistics() {
         ],
         digests: vec![],
         server_cpu_ms: None,
+        ..PhaseRecord::default()
     });
     overhead.write().unwrap().push(OverheadRow {
+        schedule: "slow".into(),
         scenario: "pfs_on".into(),
         baseline: "pfs_off".into(),
         metric: "throughput".into(),
@@ -573,15 +596,15 @@ fn observer_data_serves_recorded_statistics() {
     assert_eq!(
         admin.query("SELECT * FROM phases"),
         lines(&[
-            "phase|block|scenario|measure_from|seconds|statements|qps|mean_ms|errors|restarted|verified",
-            "1|0|pfs_on|2025-11-29T18:34:56Z|30.000|3000|100.000|1.400|4|0|1",
+            "phase|block|scenario|schedule|slots|measure_from|seconds|statements|qps|mean_ms|errors|restarted|verified",
+            "1|0|pfs_on|fast|1|2025-11-29T18:34:56Z|30.000|3000|100.000|1.400|4|0|1",
         ])
     );
     assert_eq!(
         admin.query("SELECT * FROM overhead WHERE significant = 1"),
         lines(&[
-            "scenario|baseline|metric|change_pct|ci_low_pct|ci_high_pct|significant|blocks",
-            "pfs_on|pfs_off|throughput|-3.456|-5.000|-1.250|1|4",
+            "schedule|scenario|baseline|metric|change_pct|ci_low_pct|ci_high_pct|halfwidth_pct|significant|blocks",
+            "slow|pfs_on|pfs_off|throughput|-3.456|-5.000|-1.250|1.875|1|4",
         ])
     );
 }
@@ -607,7 +630,7 @@ fn interactive_cli_on_a_terminal() {
     assert!(out.status.success(), "{text}");
     assert!(!text.contains("ERROR"), "{text}");
     for expected in [
-        "Server version: 0.1.0-psprobe-admin psprobe admin",
+        "Server version: 5.7.99-psprobe-admin-0.1.0 psprobe admin",
         "Database changed",
         "| psprobe    |",
         "Current user:\t\tadmin@127.0.0.1",
@@ -620,4 +643,283 @@ fn interactive_cli_on_a_terminal() {
             "{expected:?} missing from:\n{text}"
         );
     }
+}
+
+/// The SQL engine: aggregates, GROUP BY, JOIN, subqueries, ORDER BY expressions, MySQL
+/// spellings (`@@var`, backticks, `'it\'s'`), DESCRIBE and SHOW, over the fake tables.
+#[test]
+fn sql_over_the_tables() {
+    let admin = Admin::start(Arc::new(Fake));
+    assert_eq!(
+        admin.query(
+            "SELECT digest_text, sum(count) AS n, count(*) AS scenarios FROM digests \
+             GROUP BY digest_text ORDER BY n DESC"
+        ),
+        lines(&[
+            "digest_text|n|scenarios",
+            "select c from sbtest1 where id = ?|220|2",
+            "commit|30|1",
+        ])
+    );
+    // JOIN and an ORDER BY expression: latency against the baseline's, per digest.
+    assert_eq!(
+        admin.query(
+            "SELECT `on`.digest, round(`on`.mean_ms / off.mean_ms, 2) AS ratio \
+             FROM digests `on` JOIN psprobe.digests off ON off.digest = `on`.digest \
+             WHERE `on`.scenario = 'pfs_on' AND off.scenario = 'pfs_off' \
+             ORDER BY `on`.count * `on`.mean_ms DESC"
+        ),
+        lines(&["digest|ratio", "00000000000000A1|1.25"])
+    );
+    assert_eq!(
+        admin.query(
+            "SELECT o.scenario, o.change_pct, (SELECT max(count) FROM digests d \
+             WHERE d.scenario = o.scenario) AS busiest FROM overhead o"
+        ),
+        lines(&["scenario|change_pct|busiest", "pfs_on|4.250|120"])
+    );
+    assert_eq!(
+        admin.query("SELECT count(*), sum(errors), avg(count), max(p99_ms) FROM digests"),
+        lines(&[
+            "count(*)|sum(errors)|avg(count)|max(p99_ms)",
+            "3|25|83.33333333333333|0.9375",
+        ])
+    );
+    // Text compares like MySQL's default collation: case-insensitively.
+    assert_eq!(
+        admin.query(
+            "SELECT count FROM digests WHERE scenario = 'PFS_OFF' AND digest_text LIKE 'SELECT%'"
+        ),
+        lines(&["count", "100"])
+    );
+    assert_eq!(
+        admin.query("SELECT @@version_comment, @@session.autocommit, 'it\\'s' AS s"),
+        lines(&[
+            "@@version_comment|@@session.autocommit|s",
+            "psprobe admin|1|it's"
+        ])
+    );
+    assert_eq!(
+        admin.query("SHOW VARIABLES LIKE 'version%'"),
+        lines(&[
+            "Variable_name|Value",
+            &format!("version|5.7.99-psprobe-admin-{}", env!("CARGO_PKG_VERSION")),
+            "version_comment|psprobe admin",
+            &format!("version_compile_machine|{}", std::env::consts::ARCH),
+            &format!("version_compile_os|{}", std::env::consts::OS),
+        ])
+    );
+    let describe = admin.query("DESCRIBE overhead");
+    assert!(
+        describe.starts_with(&lines(&[
+            "Field|Type|Null|Key|Default|Extra",
+            "schedule|text|YES||NULL|",
+            "scenario|text|YES||NULL|",
+            "baseline|text|YES||NULL|",
+            "metric|text|YES||NULL|",
+            "change_pct|double|YES||NULL|",
+        ])),
+        "{describe}"
+    );
+    assert_eq!(describe.lines().count(), 11, "{describe}");
+    let full = admin.query("SHOW FULL COLUMNS FROM digests LIKE 'p9%'");
+    assert!(full.contains("p95_ms\tdouble"), "{full}");
+    assert!(full.contains("95th percentile"), "{full}");
+    assert_eq!(full.lines().count(), 3, "{full}");
+    assert_eq!(
+        admin.query("SHOW STATUS WHERE Value > 10 AND Value < 100"),
+        lines(&[
+            "Variable_name|Value",
+            "uptime_seconds|42",
+            "connections_total|17",
+        ])
+    );
+    assert!(admin
+        .query("SHOW CREATE TABLE status")
+        .contains("CREATE TABLE"));
+}
+
+/// Statements that write, attach files, load extensions or change settings are refused, and
+/// the data is as before afterwards.
+#[test]
+fn writes_are_refused() {
+    let admin = Admin::start(Arc::new(Fake));
+    for (sql, refused) in [
+        ("INSERT INTO digests (scenario) VALUES ('x')", "INSERT"),
+        ("UPDATE overhead SET change_pct = 0", "UPDATE"),
+        ("REPLACE INTO status VALUES ('a', 1)", "REPLACE"),
+        ("CREATE TABLE t (a INT)", "CREATE"),
+        (
+            "ATTACH DATABASE '/tmp/psprobe-admin-test.db' AS x",
+            "ATTACH",
+        ),
+        (
+            "SELECT load_extension('/tmp/x.so')",
+            "the function load_extension()",
+        ),
+        ("PRAGMA writable_schema = ON", "PRAGMA writable_schema = ON"),
+        (
+            "WITH d AS (SELECT 1) DELETE FROM digests",
+            "DELETE from digests",
+        ),
+        ("SET GLOBAL max_connections = 1", "SET GLOBAL"),
+        ("VACUUM", "VACUUM"),
+    ] {
+        let stderr = admin.error(sql);
+        assert!(
+            stderr.contains(&format!(
+                "ERROR 1290 (HY000) at line 1: psprobe admin is read-only: {refused} is refused"
+            )),
+            "{sql}: {stderr}"
+        );
+    }
+    assert!(!std::path::Path::new("/tmp/psprobe-admin-test.db").exists());
+    assert_eq!(
+        admin.query("SELECT count(*) FROM digests"),
+        lines(&["count(*)", "3"])
+    );
+    // Session settings clients send are accepted (without effect).
+    assert_eq!(
+        admin.query("SET NAMES utf8mb4; SET autocommit = 0; BEGIN; COMMIT; SELECT 1"),
+        lines(&["1", "1"])
+    );
+}
+
+/// Many rows, for queries that would take long.
+struct Big;
+
+impl AdminData for Big {
+    fn snapshot(&self, tables: &[Table]) -> Vec<Vec<Row>> {
+        tables
+            .iter()
+            .map(|table| match table {
+                Table::Status => (0..2000u64)
+                    .map(|i| status_row(&format!("v{i}"), Value::UInt(i)))
+                    .collect(),
+                _ => Vec::new(),
+            })
+            .collect()
+    }
+}
+
+/// Query size cap, time limit, row limit, LIKE patterns: each gets a clear error quickly, and
+/// other clients are served meanwhile.
+#[test]
+fn limits_hold() {
+    let admin = Arc::new(Admin::start_with(
+        Arc::new(Big),
+        Limits {
+            timeout: Duration::from_secs(1),
+            max_rows: 10_000,
+            ..Limits::default()
+        },
+    ));
+    // A cross join of 2000^3 rows is stopped at the time limit.
+    let slow = {
+        let admin = Arc::clone(&admin);
+        std::thread::spawn(move || {
+            let started = Instant::now();
+            let stderr =
+                admin.error("SELECT count(*) FROM status a, status b, status c WHERE a.value + b.value + c.value < 0");
+            (started.elapsed(), stderr)
+        })
+    };
+    // Meanwhile another client is answered.
+    assert_eq!(
+        admin.query("SELECT value FROM status WHERE variable_name = 'v7'"),
+        lines(&["value", "7"])
+    );
+    let (elapsed, stderr) = slow.join().expect("slow query thread");
+    assert!(stderr.contains("ERROR 1317 (70100)"), "{stderr}");
+    assert!(stderr.contains("stops a query after 1 s"), "{stderr}");
+    assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
+
+    let stderr = admin.error("SELECT a.value FROM status a, status b");
+    assert!(stderr.contains("ERROR 1104 (42000)"), "{stderr}");
+    assert!(stderr.contains("more than 10000 rows"), "{stderr}");
+
+    // Issue 11's pattern, and one far longer: answered at once.
+    let started = Instant::now();
+    assert_eq!(admin.query("SHOW STATUS LIKE '%%%%%%%%%%%%#'"), "");
+    let stderr = admin.error(&format!("SHOW STATUS LIKE '{}#'", "%".repeat(30_000)));
+    assert!(
+        stderr.contains("LIKE or GLOB pattern too complex"),
+        "{stderr}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+
+    // 2 MiB of query: refused, and the connection goes on.
+    let mut big = b"SELECT '".to_vec();
+    big.extend(std::iter::repeat_n(b'x', 2 << 20));
+    big.extend_from_slice(b"';\nSELECT 'after';\n");
+    let out = admin.client("admin", SECRET, &["-B", "--force"], Some(&big));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("ERROR 1153 (08S01)"), "{stderr}");
+    assert!(stderr.contains("accepts at most 1048576"), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        lines(&["after", "after"])
+    );
+}
+
+/// Column types and typed values as a driver sees them (mysql_async).
+#[test]
+fn result_types_through_mysql_async() {
+    use mysql_async::consts::ColumnType;
+    use mysql_async::prelude::Queryable;
+
+    let admin = Admin::start(Arc::new(Fake));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let url = format!(
+            "mysql://admin:{SECRET}@127.0.0.1:{}/psprobe",
+            admin.addr.port()
+        );
+        let mut conn = mysql_async::Conn::from_url(url).await.expect("connect");
+        let result: Vec<mysql_async::Row> = conn
+            .query(
+                "SELECT count, mean_ms, digest_text, sum(count) OVER () AS total, \
+                 avg(count) OVER () AS mean, NULL AS empty FROM digests ORDER BY count DESC",
+            )
+            .await
+            .expect("query");
+        let types: Vec<ColumnType> = result[0]
+            .columns_ref()
+            .iter()
+            .map(|c| c.column_type())
+            .collect();
+        assert_eq!(
+            types,
+            [
+                ColumnType::MYSQL_TYPE_LONGLONG,
+                ColumnType::MYSQL_TYPE_DOUBLE,
+                ColumnType::MYSQL_TYPE_VAR_STRING,
+                ColumnType::MYSQL_TYPE_LONGLONG,
+                ColumnType::MYSQL_TYPE_DOUBLE,
+                ColumnType::MYSQL_TYPE_VAR_STRING,
+            ]
+        );
+        let first: (i64, f64, String, i64, f64, Option<String>) =
+            mysql_async::from_row(result[0].clone());
+        assert_eq!(
+            first,
+            (
+                120,
+                0.312,
+                "select c from sbtest1 where id = ?".to_string(),
+                250,
+                250.0 / 3.0,
+                None
+            )
+        );
+        let err = conn
+            .query_drop("DELETE FROM digests")
+            .await
+            .expect_err("refused");
+        assert!(err.to_string().contains("1290"), "{err}");
+        conn.disconnect().await.expect("disconnect");
+    });
 }

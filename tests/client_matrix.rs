@@ -69,7 +69,7 @@ fn checked(cmd: Command, what: &str) -> String {
 
 fn python(driver: &str, mode: &str, addr: &str, table: &str) -> String {
     let (host, port) = split_addr(addr);
-    let mut cmd = Command::new(deps("pydeps/bin/python"));
+    let mut cmd = Command::new(deps("clients/venv/bin/python"));
     cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/workload.py"))
         .args([driver, mode, host, port, USER, PASSWORD, DATABASE, table]);
     checked(cmd, &format!("{driver} {mode}"))
@@ -78,7 +78,7 @@ fn python(driver: &str, mode: &str, addr: &str, table: &str) -> String {
 fn node(mode: &str, addr: &str, table: &str) -> String {
     let (host, port) = split_addr(addr);
     let mut cmd = Command::new("node");
-    cmd.env("NODE_PATH", deps("nodedeps/node_modules"))
+    cmd.env("NODE_PATH", deps("clients/node/node_modules"))
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/workload.js"))
         .args([mode, host, port, USER, PASSWORD, DATABASE, table]);
     checked(cmd, &format!("mysql2 {mode}"))

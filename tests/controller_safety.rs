@@ -9,7 +9,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -133,26 +133,31 @@ fn leader(p: &Probe) -> f64 {
 }
 
 /// Short `mariadb` CLI sessions through a proxy, one after another, until finished.
-struct Load(Arc<AtomicBool>, Option<JoinHandle<(u64, u64)>>);
+struct Load(Arc<AtomicBool>, Option<JoinHandle<(u64, u64, String)>>);
 
 impl Load {
     fn start(addr: &str) -> Load {
         let (stop, addr) = (Arc::new(AtomicBool::new(false)), addr.to_string());
         let halt = stop.clone();
         let thread = std::thread::spawn(move || {
-            let (ok, failed) = (AtomicU64::new(0), AtomicU64::new(0));
+            let (mut ok, mut failed, mut errors) = (0, 0, String::new());
             while !halt.load(Relaxed) {
                 let sql = "SELECT 1; SELECT COUNT(*) FROM information_schema.PLUGINS";
                 let out = cli::mariadb(&addr, &["-e", sql], None);
-                [&ok, &failed][usize::from(!out.status.success())].fetch_add(1, Relaxed);
+                if out.status.success() {
+                    ok += 1;
+                } else {
+                    failed += 1;
+                    errors.push_str(&String::from_utf8_lossy(&out.stderr));
+                }
             }
-            (ok.into_inner(), failed.into_inner())
+            (ok, failed, errors)
         });
         Load(stop, Some(thread))
     }
 
-    /// Stops; returns (sessions that succeeded, sessions that failed).
-    fn finish(mut self) -> (u64, u64) {
+    /// Stops; returns (sessions that succeeded, sessions that failed, the failures' stderr).
+    fn finish(mut self) -> (u64, u64, String) {
         self.0.store(true, Relaxed);
         self.1.take().unwrap().join().unwrap()
     }
@@ -313,7 +318,15 @@ fn two_psprobes_one_leads_the_other_follows_and_takes_over() {
         (new.len() >= 2).then_some(new)
     });
     let via_survivor = loads[f].take().unwrap().finish();
-    assert!(via_leader.0 > 0 && via_survivor.0 > 0 && via_survivor.1 == 0);
+    assert!(
+        via_leader.0 > 0,
+        "no session through the leader: {via_leader:?}"
+    );
+    let failed = &via_survivor.2;
+    assert!(
+        via_survivor.0 > 0 && via_survivor.1 == 0,
+        "survivor: {via_survivor:?}; {failed}"
+    );
     let took = terminate(&mut probes[f]);
     found.check(Some(survivor), "after SIGTERM of the survivor");
     println!(
@@ -327,9 +340,10 @@ fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
-/// Writes `restart.sh ON|OFF`: stops the mariadbd of the harness's pid file (SIGTERM), waits
-/// until it is gone, and starts it again detached, with the same arguments (read from /proc)
-/// but `--performance-schema=$1`. Appends each pid it starts to `DIR/pids`.
+/// Writes `restart.sh ON|OFF [OPTION...]`: stops the mariadbd of the harness's pid file
+/// (SIGTERM), waits until it is gone, and starts it again detached, with the same arguments
+/// (read from /proc) but `--performance-schema=$1` and the options after it (a startup
+/// scenario's). Appends each pid it starts to `DIR/pids`.
 fn restart_script(db: &MariaDb, dir: &Path) -> PathBuf {
     let cmdline = std::fs::read_to_string(format!("/proc/{}/cmdline", db.pid())).unwrap();
     let args: Vec<&str> = cmdline.split('\0').filter(|a| !a.is_empty()).collect();
@@ -343,7 +357,8 @@ fn restart_script(db: &MariaDb, dir: &Path) -> PathBuf {
     let text = format!(
         "#!/bin/sh\nset -eu\nold=$(cat {})\nkill -TERM \"$old\"\n\
          while [ -e /proc/$old ] && ! grep -q '^State:.Z' /proc/$old/status; do sleep 0.05; done\n\
-         setsid nohup {} \"--performance-schema=$1\" </dev/null >>{} 2>&1 &\necho $! >>{}\n",
+         pfs=$1\nshift\n\
+         setsid nohup {} \"--performance-schema=$pfs\" \"$@\" </dev/null >>{} 2>&1 &\necho $! >>{}\n",
         sh_quote(pid_file),
         kept.join(" "),
         file("restarted.log"),
@@ -380,7 +395,8 @@ fn restart_hook_turns_performance_schema_off_and_back_under_load() {
     let dir = tempfile::tempdir().unwrap();
     let cmd = format!("sh {} {{pfs}}", restart_script(&db, dir.path()).display());
     let _reaper = Reaper(dir.path().to_path_buf());
-    // Seed 2 runs pfson_conon_inson first, then pfsoff; the final restore restarts with ON.
+    // A slow block: pfsoff and its reference, each entered by a restart; the final restore
+    // restarts with ON if the block ended in pfsoff.
     let spec = format!("{SWITCH_ON_OFF} --phase 6s --settle 1s --restart-settle 2s --seed 2");
     let mut args = flags(&spec, dir.path());
     args.extend(["--restart-cmd".into(), cmd]);
@@ -412,14 +428,15 @@ fn restart_hook_turns_performance_schema_off_and_back_under_load() {
     let sessions = load.finish();
     let m = probe.scrape();
     let phases = phases(dir.path());
-    let (on, off) = (&phases[0], &phases[1]);
-    let names = (key(on).2, key(off).2);
-    assert_eq!(names, ("pfson_conon_inson".into(), "pfsoff".into()));
-    let flags = (&on["restarted"], &off["restarted"], &off["verified"]);
-    assert!(
-        flags == (&false.into(), &true.into(), &true.into()),
-        "{phases:?}"
-    );
+    let find = |name: &str| phases.iter().find(|p| p["scenario"] == name);
+    let (on, off) = (find("pfson_conon_inson").unwrap(), find("pfsoff").unwrap());
+    for p in [on, off] {
+        let flags = (&p["restarted"], &p["verified"], &p["schedule"]);
+        assert!(
+            flags == (&true.into(), &true.into(), &"slow".into()),
+            "both entered by restart: {phases:?}"
+        );
+    }
     // What the poller read during each measured window (failed reads say nothing).
     let ms = |p: &Value, f: &str| p[f].as_u64().unwrap();
     let window = |p: &Value| -> Vec<String> {
@@ -464,6 +481,97 @@ fn restart_hook_turns_performance_schema_off_and_back_under_load() {
     terminate(&mut probe);
 }
 
+/// The harness mariadbd's pid file (its restarted successors write the same).
+fn pid_file(db: &MariaDb) -> PathBuf {
+    let cmdline = std::fs::read_to_string(format!("/proc/{}/cmdline", db.pid())).unwrap();
+    let path = cmdline
+        .split('\0')
+        .find_map(|a| a.strip_prefix("--pid-file="))
+        .unwrap();
+    PathBuf::from(path)
+}
+
+/// The running mariadbd's command line, empty while it restarts.
+fn server_cmdline(pid_file: &Path) -> String {
+    let pid = std::fs::read_to_string(pid_file).unwrap_or_default();
+    std::fs::read_to_string(format!("/proc/{}/cmdline", pid.trim()))
+        .unwrap_or_default()
+        .replace('\0', " ")
+}
+
+#[test]
+fn startup_scenario_runs_through_the_restart_hook_and_is_compared_with_its_runtime_twin() {
+    let db = MariaDb::start_default();
+    let found = Found::new(&db);
+    let dir = tempfile::tempdir().unwrap();
+    let cmd = format!(
+        "sh {} {{pfs}} {{opts}}",
+        restart_script(&db, dir.path()).display()
+    );
+    let _reaper = Reaper(dir.path().to_path_buf());
+    let pids = pid_file(&db);
+    let spec = "--scenarios pfson_conoff_insoff,pfson_conon_inson,pfson_conon_inson@startup \
+                --duration 40s --slow-blocks 1 --slow-phase 6s --restart-settle 2s --seed 3";
+    let mut args = flags(spec, dir.path());
+    args.extend(["--restart-cmd".into(), cmd]);
+    let mut probe = start(&db, &args);
+    let load = Load::start(probe.proxy_addr());
+    let started_with = poll("the startup phase", 90, || {
+        let line = server_cmdline(&pids);
+        line.contains("--performance-schema-instrument=%=ON")
+            .then_some(line)
+    });
+    poll("the schedule to end, settings restored", 120, || {
+        let done = probe.stderr_text().contains("controller finished");
+        (done && !has_state_file(dir.path(), &db)).then_some(())
+    });
+    let sessions = load.finish();
+    let phases = phases(dir.path());
+    let slow: Vec<&Value> = phases.iter().filter(|p| p["schedule"] == "slow").collect();
+    let names: Vec<&str> = slow
+        .iter()
+        .map(|p| p["scenario"].as_str().unwrap())
+        .collect();
+    assert_eq!(slow.len(), 2, "{names:?}");
+    for p in &slow {
+        let flags = (&p["restarted"], &p["verified"]);
+        assert!(flags == (&true.into(), &true.into()), "{p}");
+    }
+    assert!(names.contains(&"pfson_conon_inson@startup") && names.contains(&"pfson_conoff_insoff"));
+    let fast = phases.iter().filter(|p| p["schedule"] == "fast").count();
+    assert!(fast >= 4, "{fast} fast records");
+    // The report sets startup against runtime for the same settings.
+    let log = dir.path().join("phases.jsonl");
+    let out = cli::psprobe(&["report", log.to_str().unwrap(), "--format", "json"]);
+    let report: Value = serde_json::from_slice(&out.stdout).expect("report json");
+    let startup = report["analysis"]["startup"].as_array().expect("startup");
+    let throughput = startup
+        .iter()
+        .find(|c| c["scenario"] == "pfson_conon_inson" && c["metric"] == "throughput")
+        .expect("a throughput comparison");
+    assert!(
+        throughput["runtime"]["ratio"].is_f64() && throughput["startup"]["ratio"].is_f64(),
+        "{throughput}"
+    );
+    let md = cli::psprobe(&["report", log.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&md.stdout).contains("## Startup against runtime settings"));
+    // Left as found: the server runs without the startup options again, rows restored.
+    let now = server_cmdline(&pids);
+    assert!(!now.contains("--performance-schema-instrument"), "{now}");
+    found.check(Some(dir.path()), "after the schedule");
+    println!(
+        "startup scenario: server started with {:?}; sessions (ok, failed) {sessions:?}; \
+         runtime {} vs startup {}",
+        started_with
+            .split(' ')
+            .filter(|a| a.starts_with("--performance-schema-"))
+            .collect::<Vec<_>>(),
+        throughput["runtime"]["ratio"],
+        throughput["startup"]["ratio"]
+    );
+    terminate(&mut probe);
+}
+
 /// Runs `psprobe proxy` expecting it to refuse to start; returns its one line of stderr.
 fn refused(upstream: &str, dsn: &str, args: &[String]) -> String {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_psprobe"));
@@ -504,11 +612,14 @@ fn bad_input_is_one_clear_line_and_changes_nothing() {
     let e = refused(&addr, &dsn, &args(&format!("{SWITCH_ON_OFF} --settle 1s")));
     let hint = e.contains("'pfsoff' needs a server restart") && e.contains("--restart-cmd");
     assert!(hint, "{e}");
-    let e = refused(&addr, &dsn, &args("--scenarios pfsoff --settle 5s"));
+    let e = refused(&addr, &dsn, &args(&format!("{TWO} --settle 5s")));
     assert!(
         e.contains("--settle (5s) must be shorter than --phase (2s)"),
         "{e}"
     );
+    let e = refused(&addr, &dsn, &args("--scenarios pfsoff --restart-cmd true"));
+    let alone = e.contains("pfsoff needs a runtime scenario to be compared with");
+    assert!(alone, "{e}");
     let no_ps = Options {
         performance_schema: false,
         ..Options::default()
@@ -521,7 +632,7 @@ fn bad_input_is_one_clear_line_and_changes_nothing() {
     found.check(Some(dir.path()), "after the refused starts");
 
     // A failing restart hook stops the controller, not the proxy (fail-open), and leaves
-    // nothing changed. Seed 1 runs pfsoff first.
+    // nothing changed. (The slow block restarts into either scenario first.)
     let mut hook = args(&format!("{SWITCH_ON_OFF} --settle 1s --restart-settle 1s"));
     hook.extend(["--restart-cmd".into(), "false {pfs}".into()]);
     let mut probe = start(&db, &hook);
@@ -530,7 +641,8 @@ fn bad_input_is_one_clear_line_and_changes_nothing() {
         let line = err.lines().find(|l| l.contains("controller stopped"));
         line.map(String::from)
     });
-    assert!(line.contains("restart hook: `false OFF` failed"), "{line}");
+    let failed = ["`false OFF` failed", "`false ON` failed"];
+    assert!(failed.iter().any(|f| line.contains(f)), "{line}");
     let answer = cli::mariadb_ok(probe.proxy_addr(), &["-N", "-e", "SELECT 6*7"], None);
     assert_eq!(
         (answer.trim(), leader(&probe)),

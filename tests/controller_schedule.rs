@@ -1,6 +1,7 @@
-//! The scheduled controller under real traffic: a 4-scenario, 2-block schedule while sysbench
-//! runs through psprobe gives 8 measured phases in the phase log and metrics per scenario, and
-//! the server's performance_schema settings are restored at the end.
+//! The scheduled controller under real traffic: a 4-scenario, 2-block schedule of 2 s slots
+//! while sysbench runs through psprobe gives 8 records in the phase log (a block of 8 s is one
+//! segment: one record per scenario), metrics per scenario, and the server's
+//! performance_schema settings are restored at the end.
 
 mod common;
 
@@ -83,7 +84,9 @@ fn four_scenarios_two_blocks_under_sysbench() {
     assert_eq!(phases.len(), 8, "phase log:\n{text}");
     let mut per_scenario: BTreeMap<String, usize> = BTreeMap::new();
     for (i, p) in phases.iter().enumerate() {
-        assert_eq!(p["version"], 1);
+        assert_eq!(p["version"], 2);
+        assert_eq!(p["schedule"], "fast");
+        assert_eq!(p["slots"], 1, "one slot per scenario and segment: {p}");
         assert_eq!(p["phase"], i as u64);
         assert_eq!(p["block"], (i / 4) as u64);
         assert_eq!(p["verified"], true);
@@ -94,7 +97,14 @@ fn four_scenarios_two_blocks_under_sysbench() {
             .map(|c| c["count"].as_u64().unwrap_or(0))
             .sum();
         assert!(statements > 0, "phase {i} measured nothing: {p}");
-        assert!(p["measure_to_ms"].as_u64() > p["measure_from_ms"].as_u64());
+        let (from, to) = (p["measure_from_ms"].as_u64(), p["measure_to_ms"].as_u64());
+        assert!(to > from);
+        // Measured: the slot less the switch, the settle (500ms) and the guard before the next.
+        let measured = p["measured_ms"].as_u64().unwrap();
+        assert!(
+            measured <= to.unwrap() - from.unwrap() && (1000..1500).contains(&measured),
+            "{p}"
+        );
         *per_scenario
             .entry(p["scenario"].as_str().unwrap().to_string())
             .or_default() += 1;

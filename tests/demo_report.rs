@@ -1,6 +1,6 @@
-//! `psprobe demo --quick` end to end (throwaway mariadbd, six scenarios with a pfsoff restart,
-//! sysbench through psprobe), then the report in every format and the HTML page rendered by
-//! headless Chromium.
+//! `psprobe demo --quick` end to end (throwaway mariadbd, the five runtime scenarios switched
+//! fast, pfsoff in slow blocks through restarts, sysbench through psprobe), then the report in
+//! every format and the HTML page rendered by headless Chromium.
 
 mod common;
 
@@ -38,33 +38,51 @@ fn demo_quick_then_reports_and_html_in_chromium() {
             "headline row for {s}:\n{stdout}"
         );
     }
-    assert!(stdout.contains("QPS change vs pfsoff"), "{stdout}");
-    // The throwaway server runs here, so each phase recorded mysqld's CPU time.
+    assert!(
+        stdout.contains("statements/s change vs pfson_conoff_insoff")
+            && stdout.contains("statements/s change vs pfsoff"),
+        "a table per design: {stdout}"
+    );
+    // The throwaway server runs here, so each window recorded mysqld's CPU time: the CPU
+    // column (second to last) holds a number on every row.
     assert!(stdout.contains("server CPU µs/statement"), "{stdout}");
-    let with_cpu = stdout
+    let rows: Vec<&str> = stdout
         .lines()
         .filter(|l| SCENARIOS.iter().any(|s| l.starts_with(&format!("| {s} |"))))
-        .filter(|l| {
-            l.trim_end_matches(" |")
-                .rsplit(" | ")
-                .next()
-                .is_some_and(|c| c.parse::<f64>().is_ok())
-        })
-        .count();
-    assert_eq!(
-        with_cpu, 6,
-        "server CPU per statement for every scenario:\n{stdout}"
+        .collect();
+    assert_eq!(rows.len(), 7, "5 fast rows, 2 slow rows:\n{stdout}");
+    for row in &rows {
+        let cells: Vec<&str> = row.trim_end_matches(" |").split(" | ").collect();
+        let cpu = cells[cells.len() - 2];
+        assert!(cpu.parse::<f64>().is_ok(), "server CPU in {row}");
+    }
+    // The main job answers: the most instrumented runtime scenario's cost shows (server CPU
+    // per statement, the most precise figure, moves whether or not the server is saturated).
+    let inson = rows
+        .iter()
+        .find(|r| r.starts_with("| pfson_conon_inson |"))
+        .expect("pfson_conon_inson row");
+    assert!(
+        inson.trim_end_matches(" |").ends_with('*'),
+        "significant: {inson}"
     );
 
-    // The phase log kept beside the report: 6 scenarios x 3 blocks.
+    // The phase log kept beside the report: segments of the fast schedule (one record per
+    // scenario each), then the two slow blocks (pfsoff and its reference, entered by restart).
     let log = dir.path().join("report.phases.jsonl");
     let text = std::fs::read_to_string(&log).expect("phase log kept");
-    let phases = text
+    let records: Vec<serde_json::Value> = text
         .lines()
         .filter(|l| l.contains("\"kind\":\"phase\""))
-        .count();
-    assert_eq!(phases, 18, "{text}");
-    assert!(text.contains("\"scenario\":\"pfsoff\"") && text.contains("\"restarted\":true"));
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    let slow: Vec<_> = records.iter().filter(|r| r["schedule"] == "slow").collect();
+    assert_eq!(slow.len(), 4, "{text}");
+    assert!(slow
+        .iter()
+        .all(|r| r["restarted"] == true && r["verified"] == true));
+    let fast = records.len() - slow.len();
+    assert!(fast >= 5 * 8, "{fast} fast records");
 
     let log = log.to_str().unwrap();
     let md = psprobe(&["report", log]);
@@ -74,29 +92,33 @@ fn demo_quick_then_reports_and_html_in_chromium() {
         "{}",
         String::from_utf8_lossy(&md.stderr)
     );
-    assert!(md_text.contains("## Digests hurt most") && md_text.contains("## Timeline"));
+    for section in [
+        "## Digests hurt most",
+        "## Timeline",
+        "## Carryover after a switch",
+        "## What the switches cost",
+    ] {
+        assert!(md_text.contains(section), "{section}: {md_text}");
+    }
     let csv = psprobe(&["report", log, "--format", "csv"]);
     let csv_text = String::from_utf8_lossy(&csv.stdout);
-    assert!(csv_text.starts_with("scenario,metric,baseline,ratio"));
-    assert_eq!(
-        csv_text
-            .lines()
-            .filter(|l| l.contains(",throughput,pfsoff,"))
-            .count(),
-        5
-    );
+    assert!(csv_text.starts_with("schedule,scenario,metric,baseline,ratio"));
+    let count = |pattern: &str| csv_text.lines().filter(|l| l.contains(pattern)).count();
+    assert_eq!(count(",throughput,pfson_conoff_insoff,"), 4, "{csv_text}");
+    assert_eq!(count(",throughput,pfsoff,"), 1, "{csv_text}");
     let json = psprobe(&["report", log, "--format", "json"]);
     let value: serde_json::Value = serde_json::from_slice(&json.stdout).expect("report JSON");
+    assert_eq!(value["analysis"]["fast"]["baseline"], "pfson_conoff_insoff");
+    assert_eq!(value["analysis"]["slow"]["baseline"], "pfsoff");
     assert_eq!(
-        value["analysis"]["baseline"], "pfsoff",
-        "pfsoff is the baseline when present"
+        value["timeline"].as_array().map(Vec::len),
+        Some(records.len())
     );
-    assert_eq!(value["timeline"].as_array().map(Vec::len), Some(18));
     let bad = psprobe(&["report", log, "--baseline", "nope"]);
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("nope"));
     let md99 = psprobe(&["report", log, "--confidence", "0.99"]);
-    assert!(String::from_utf8_lossy(&md99.stdout).contains("QPS change vs pfsoff (99% CI)"));
+    assert!(String::from_utf8_lossy(&md99.stdout).contains("change vs pfsoff (99% CI)"));
     let percent = psprobe(&["report", log, "--confidence", "95"]);
     assert!(!percent.status.success());
     assert!(String::from_utf8_lossy(&percent.stderr).contains("not 95"));
@@ -132,8 +154,8 @@ fn demo_quick_then_reports_and_html_in_chromium() {
     assert!(!log.contains("CONSOLE"), "console messages: {log}");
     assert_eq!(
         rendered.matches("class=\"bar\"").count(),
-        6,
-        "one bar per scenario"
+        7,
+        "one bar per scenario in each design's chart"
     );
     assert!(rendered.contains("Throughput over time"));
 
@@ -145,7 +167,7 @@ fn demo_quick_then_reports_and_html_in_chromium() {
         .args(common)
         .arg(format!("--user-data-dir={}", profile.path().display()))
         .args([
-            "--window-size=1200,2600",
+            "--window-size=1300,2600",
             &format!("--screenshot={}", shot.display()),
             &url,
         ])

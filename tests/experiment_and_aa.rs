@@ -22,12 +22,8 @@ fn experiment_two_concurrencies_two_scenarios() {
         "1,2",
         "--scenarios",
         "pfson_conoff_insoff,pfson_conon_inson",
-        "--phase",
-        "3s",
-        "--settle",
-        "1s",
-        "--blocks",
-        "2",
+        "--duration",
+        "12s",
         "-o",
         md.to_str().unwrap(),
     ]);
@@ -188,7 +184,7 @@ fn throughput_change_agrees_with_sysbench_per_phase_qps() {
 
     let out = psprobe(&["report", log.to_str().unwrap(), "--format", "json"]);
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    let probe_change = report["analysis"]["estimates"]
+    let probe_change = report["analysis"]["fast"]["estimates"]
         .as_array()
         .expect("estimates")
         .iter()

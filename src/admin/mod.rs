@@ -1,25 +1,34 @@
-//! The admin interface: a small MySQL-protocol server (opensrv-mysql) inside psprobe that any
-//! MySQL client can query for what psprobe measured.
+//! The admin interface: a MySQL-protocol server (opensrv-mysql) inside psprobe that answers SQL
+//! about what psprobe measured, with an embedded SQLite engine (as ProxySQL's admin does):
 //!
 //! ```text
-//! mariadb -h 127.0.0.1 -P 6034 -u admin -p -e 'SELECT * FROM digests ORDER BY count DESC LIMIT 5'
+//! mariadb -h 127.0.0.1 -P 6034 -u admin -p -e \
+//!   'SELECT digest_text, sum(count) FROM digests GROUP BY digest_text ORDER BY 2 DESC LIMIT 5'
 //! ```
 //!
-//! Tables: `digests` (per scenario and digest), `phases` (the controller's finished phases),
-//! `overhead` (the analysis), and `SHOW STATUS`. See [`query`] for the SQL subset; anything else
-//! gets an ERR naming what is supported. Login is `mysql_native_password` against a configured
-//! secret; a wrong password gets ERR 1045.
-//!
-//! Wiring: bind a [`tokio::net::TcpListener`], build an [`ObserverData`] (or any [`AdminData`])
-//! and spawn [`serve`].
+//! - [`tables`]: the tables (`digests`, `commands`, `phases`, `overhead`, `connections`,
+//!   `scenarios`, `status`), their columns, and [`ObserverData`] which fills them from the live
+//!   statistics;
+//! - [`dialect`]: what MySQL clients send (`@@variables`, `SHOW ...`, `DESCRIBE`, `SET`, `USE`)
+//!   turned into engine queries;
+//! - [`engine`]: the SQLite database of one admin connection: read-only, one consistent
+//!   snapshot per query, bounded in time, rows and memory;
+//! - [`server`]: the listener and the protocol shim; queries run on blocking threads, and
+//!   [`spawn_dedicated`] puts the whole interface on a low-priority thread of its own;
+//! - [`wire`], [`auth`]: byte-level fixes around opensrv-mysql and `mysql_native_password`.
 
-pub mod answer;
 pub mod auth;
-pub mod query;
+pub mod dialect;
+pub mod engine;
+pub mod error;
 pub mod server;
+pub mod session;
 pub mod tables;
+pub mod variables;
 pub mod wire;
 
 pub use auth::{AdminAuth, DEFAULT_USER};
-pub use server::serve;
-pub use tables::{AdminData, Column, ColumnKind, ObserverData, OverheadRow, Table, Value};
+pub use engine::Limits;
+pub use error::AdminError;
+pub use server::{serve, serve_with, spawn_dedicated, AdminHandle};
+pub use tables::{AdminData, Column, ColumnKind, ObserverData, OverheadRow, Row, Table, Value};

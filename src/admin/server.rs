@@ -1,4 +1,10 @@
-//! The listener and the opensrv-mysql shim: one task per admin connection.
+//! The listener and the opensrv-mysql shim: one task per admin connection; each query runs on a
+//! blocking thread ([`tokio::task::spawn_blocking`]), never on the task's worker.
+//!
+//! [`spawn_dedicated`] runs the whole admin interface on a thread of its own (its own
+//! single-threaded runtime, its threads in the idle scheduling class), which is how
+//! `psprobe proxy` runs it: admin work never takes a relay worker, and a long admin query gets
+//! only the CPU the proxy leaves.
 
 use std::io;
 use std::net::SocketAddr;
@@ -12,16 +18,37 @@ use opensrv_mysql::{
 };
 use tokio::io::AsyncWrite;
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 
-use super::answer::{self, Reply, Session};
 use super::auth::{self, AdminAuth, SALT_LEN};
-use super::tables::{AdminData, ColumnKind, Table};
-use super::wire::{self, Denial, DenialWriter, FieldListReader, FIELD_LIST_MARKER};
+use super::dialect::{self, EngineQuery, Statement};
+use super::engine::{Engine, Limits, ResultKind, ResultSet};
+use super::error::AdminError;
+use super::session::SessionInfo;
+use super::tables::AdminData;
+use super::variables;
+use super::wire::{
+    self, CommandReader, Denial, DenialWriter, FIELD_LIST_MARKER, NOT_UTF8_MARKER, TOO_LARGE_MARKER,
+};
 
-/// Serves the admin interface on `listener` until this future is dropped (which also ends the
-/// open admin connections). Each connection runs in its own task; failures are logged.
+/// Admin queries running at once in [`spawn_dedicated`]; more wait for a thread.
+pub const MAX_CONCURRENT_QUERIES: usize = 2;
+
+/// Serves the admin interface on `listener` with the default [`Limits`] until this future is
+/// dropped (which also ends the open admin connections).
 pub async fn serve(listener: TcpListener, data: Arc<dyn AdminData>, auth: AdminAuth) {
+    serve_with(listener, data, auth, Limits::default()).await
+}
+
+/// Serves the admin interface on `listener` until this future is dropped. Each connection runs
+/// in its own task; failures are logged.
+pub async fn serve_with(
+    listener: TcpListener,
+    data: Arc<dyn AdminData>,
+    auth: AdminAuth,
+    limits: Limits,
+) {
     if auth.password.is_empty() {
         tracing::error!("admin interface has no password configured: every login is refused");
     }
@@ -39,6 +66,7 @@ pub async fn serve(listener: TcpListener, data: Arc<dyn AdminData>, auth: AdminA
                         id,
                         Arc::clone(&data),
                         Arc::clone(&auth),
+                        limits,
                     ));
                 }
                 Err(e) => {
@@ -58,12 +86,98 @@ pub async fn serve(listener: TcpListener, data: Arc<dyn AdminData>, auth: AdminA
     }
 }
 
+/// The admin interface running on its own thread; [`AdminHandle::stop`] ends it.
+pub struct AdminHandle {
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl AdminHandle {
+    /// Stops accepting, closes the admin connections and waits for the thread (a query still
+    /// running finishes on its own, within the query time limit, and is discarded).
+    pub fn stop(mut self) {
+        self.stop_now();
+    }
+
+    fn stop_now(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for AdminHandle {
+    fn drop(&mut self) {
+        self.stop_now();
+    }
+}
+
+/// Puts the calling thread in the idle scheduling class (SCHED_IDLE: it runs only when no
+/// other thread wants the CPU, and any waking proxy thread preempts it at once), and at nice 19
+/// should that be refused. Linux: per thread.
+fn lower_thread_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: plain syscalls on the calling thread; a failure only leaves the priority as is.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::pid_t;
+        let param = libc::sched_param { sched_priority: 0 };
+        if libc::sched_setscheduler(tid, libc::SCHED_IDLE, &param) != 0 {
+            libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 19);
+        }
+    }
+}
+
+/// Runs [`serve_with`] on a new thread with its own runtime. `listener` must be non-blocking
+/// (as [`tokio::net::TcpListener::into_std`] leaves it).
+pub fn spawn_dedicated(
+    listener: std::net::TcpListener,
+    data: Arc<dyn AdminData>,
+    auth: AdminAuth,
+    limits: Limits,
+) -> io::Result<AdminHandle> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .max_blocking_threads(MAX_CONCURRENT_QUERIES)
+        .thread_name("psprobe-admin-query")
+        .on_thread_start(lower_thread_priority)
+        .build()?;
+    let (stop, stopped) = oneshot::channel::<()>();
+    let thread = std::thread::Builder::new()
+        .name("psprobe-admin".into())
+        .spawn(move || {
+            lower_thread_priority();
+            runtime.block_on(async move {
+                let listener = match TcpListener::from_std(listener) {
+                    Ok(l) => l,
+                    Err(e) => {
+                        tracing::error!("admin interface cannot use its listener: {e}");
+                        return;
+                    }
+                };
+                tokio::select! {
+                    () = serve_with(listener, data, auth, limits) => {}
+                    _ = stopped => {}
+                }
+            });
+            // Queries still running finish on their own; do not wait for them.
+            runtime.shutdown_background();
+        })?;
+    Ok(AdminHandle {
+        stop: Some(stop),
+        thread: Some(thread),
+    })
+}
+
 async fn connection(
     stream: TcpStream,
     peer: SocketAddr,
     id: u32,
     data: Arc<dyn AdminData>,
     auth: Arc<AdminAuth>,
+    limits: Limits,
 ) {
     let _ = stream.set_nodelay(true);
     let (reader, writer) = stream.into_split();
@@ -73,15 +187,12 @@ async fn connection(
         auth: Arc::clone(&auth),
         salt: auth::new_salt(),
         denial: Arc::clone(&denial),
-        session: Session {
-            // The only user that can log in.
-            user: auth.user.clone(),
-            host: peer.ip().to_string(),
-            connection_id: id,
-            database: None,
-        },
+        // The only user that can log in.
+        session: Arc::new(SessionInfo::new(&auth.user, &peer.ip().to_string(), id)),
+        engine: Mutex::new(None),
+        limits,
     };
-    let reader = FieldListReader::new(reader);
+    let reader = CommandReader::new(reader, limits.max_query_bytes.saturating_add(1));
     let writer = DenialWriter::new(writer, denial);
     match AsyncMysqlIntermediary::run_on(shim, reader, writer).await {
         Ok(()) => tracing::debug!(%peer, "admin connection closed"),
@@ -98,54 +209,125 @@ struct Shim {
     /// Generated once: opensrv-mysql asks for it twice (greeting, then verification).
     salt: [u8; SALT_LEN],
     denial: Denial,
-    session: Session,
+    session: Arc<SessionInfo>,
+    /// Created on the first query; away on a blocking thread while a query runs. (A mutex
+    /// only because opensrv wants the shim `Sync`; one task uses it.)
+    engine: Mutex<Option<Engine>>,
+    limits: Limits,
 }
 
-impl Shim {
-    async fn reply<W: AsyncWrite + Send + Unpin>(
-        reply: Reply,
-        results: QueryResultWriter<'_, W>,
-    ) -> io::Result<()> {
-        match reply {
-            Reply::Rows(table) => write_table(&table, results).await,
-            Reply::Ok => results.completed(OkResponse::default()).await,
-            Reply::Error(e) => {
-                results
-                    .error(ErrorKind::from(e.code()), e.to_string().as_bytes())
-                    .await
-            }
-        }
-    }
-}
-
-fn column_type(kind: ColumnKind) -> ColumnType {
+fn column_type(kind: ResultKind) -> (ColumnType, ColumnFlags) {
     match kind {
-        ColumnKind::Int => ColumnType::MYSQL_TYPE_LONGLONG,
-        ColumnKind::Float => ColumnType::MYSQL_TYPE_DOUBLE,
-        ColumnKind::Text => ColumnType::MYSQL_TYPE_VAR_STRING,
+        ResultKind::Int => (ColumnType::MYSQL_TYPE_LONGLONG, ColumnFlags::NUM_FLAG),
+        ResultKind::Float { .. } => (ColumnType::MYSQL_TYPE_DOUBLE, ColumnFlags::NUM_FLAG),
+        ResultKind::Text => (ColumnType::MYSQL_TYPE_VAR_STRING, ColumnFlags::empty()),
+        ResultKind::Blob => (
+            ColumnType::MYSQL_TYPE_BLOB,
+            ColumnFlags::BLOB_FLAG | ColumnFlags::BINARY_FLAG,
+        ),
     }
 }
 
-async fn write_table<W: AsyncWrite + Send + Unpin>(
-    table: &Table,
+async fn write_result<W: AsyncWrite + Send + Unpin>(
+    query: &EngineQuery,
+    result: &ResultSet,
     results: QueryResultWriter<'_, W>,
 ) -> io::Result<()> {
-    let columns: Vec<opensrv_mysql::Column> = table
+    let columns: Vec<opensrv_mysql::Column> = result
         .columns
         .iter()
-        .map(|c| opensrv_mysql::Column {
-            table: String::new(),
-            column: c.name.clone(),
-            coltype: column_type(c.kind),
-            colflags: ColumnFlags::empty(),
+        .map(|c| {
+            let (coltype, colflags) = column_type(c.kind);
+            opensrv_mysql::Column {
+                table: String::new(),
+                column: query.column_name(&c.name),
+                coltype,
+                colflags,
+            }
         })
         .collect();
     let mut rows = results.start(&columns).await?;
-    for row in &table.rows {
-        // Every value goes out as text (the text protocol); NULL as NULL.
-        rows.write_row(row.iter().map(|v| v.render())).await?;
+    for row in &result.rows {
+        rows.write_row(row.iter().map(Option::as_ref)).await?;
     }
     rows.finish().await
+}
+
+async fn write_error<W: AsyncWrite + Send + Unpin>(
+    e: &AdminError,
+    results: QueryResultWriter<'_, W>,
+) -> io::Result<()> {
+    results.error(e.kind(), e.message.as_bytes()).await
+}
+
+impl Shim {
+    /// Runs `query` on this connection's engine, on a blocking thread.
+    async fn run(&mut self, query: &EngineQuery) -> Result<ResultSet, AdminError> {
+        let engine = wire::lock(&self.engine).take();
+        let data = Arc::clone(&self.data);
+        let session = Arc::clone(&self.session);
+        let limits = self.limits;
+        let (sql, params) = (query.sql.clone(), query.params.clone());
+        let (engine, result) = tokio::task::spawn_blocking(move || {
+            let mut engine = match engine {
+                Some(engine) => engine,
+                None => match Engine::new(limits, session) {
+                    Ok(engine) => engine,
+                    Err(e) => return (None, Err(e)),
+                },
+            };
+            let result = engine.query(&sql, &params, &*data);
+            (Some(engine), result)
+        })
+        .await
+        .map_err(AdminError::internal)?;
+        *wire::lock(&self.engine) = engine;
+        result
+    }
+
+    async fn answer<W: AsyncWrite + Send + Unpin>(
+        &mut self,
+        query: &str,
+        results: QueryResultWriter<'_, W>,
+    ) -> io::Result<()> {
+        if query == FIELD_LIST_MARKER {
+            let e = AdminError::new(
+                1047,
+                b"08S01",
+                "psprobe admin does not list fields (COM_FIELD_LIST)",
+            );
+            return write_error(&e, results).await;
+        }
+        if query == NOT_UTF8_MARKER {
+            return write_error(&AdminError::not_utf8(), results).await;
+        }
+        if let Some(len) = query.strip_prefix(TOO_LARGE_MARKER) {
+            let len = len.parse().unwrap_or(usize::MAX);
+            let e = AdminError::query_too_large(len, self.limits.max_query_bytes);
+            tracing::debug!("admin query refused: {e}");
+            return write_error(&e, results).await;
+        }
+        if query.len() > self.limits.max_query_bytes {
+            let e = AdminError::query_too_large(query.len(), self.limits.max_query_bytes);
+            return write_error(&e, results).await;
+        }
+        let outcome = match dialect::parse(query) {
+            Ok(Statement::Query(q)) => match self.run(&q).await {
+                Ok(result) => return write_result(&q, &result, results).await,
+                Err(e) => Err(e),
+            },
+            Ok(Statement::Use(db)) => self.session.use_database(&db),
+            Ok(Statement::Set | Statement::Transaction) => Ok(()),
+            Err(e) => Err(e),
+        };
+        match outcome {
+            Ok(()) => results.completed(OkResponse::default()).await,
+            Err(e) => {
+                tracing::debug!(query, "admin query failed: {e}");
+                write_error(&e, results).await
+            }
+        }
+    }
 }
 
 #[async_trait::async_trait]
@@ -153,7 +335,7 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Shim {
     type Error = io::Error;
 
     fn version(&self) -> String {
-        answer::server_version()
+        variables::server_version()
     }
 
     fn connect_id(&self) -> u32 {
@@ -230,19 +412,7 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Shim {
         query: &'a str,
         results: QueryResultWriter<'a, W>,
     ) -> io::Result<()> {
-        if query == FIELD_LIST_MARKER {
-            return results
-                .error(
-                    ErrorKind::ER_UNKNOWN_COM_ERROR,
-                    b"psprobe admin does not list fields (COM_FIELD_LIST)".as_slice(),
-                )
-                .await;
-        }
-        let reply = answer::answer(query, &*self.data, &mut self.session);
-        if let Reply::Error(e) = &reply {
-            tracing::debug!(query, "admin query refused: {e}");
-        }
-        Shim::reply(reply, results).await
+        self.answer(query, results).await
     }
 
     async fn on_init<'a>(
@@ -250,13 +420,9 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Shim {
         database: &'a str,
         writer: InitWriter<'a, W>,
     ) -> io::Result<()> {
-        match answer::use_database(database, &mut self.session) {
+        match self.session.use_database(database) {
             Ok(()) => writer.ok().await,
-            Err(e) => {
-                writer
-                    .error(ErrorKind::from(e.code()), e.to_string().as_bytes())
-                    .await
-            }
+            Err(e) => writer.error(e.kind(), e.message.as_bytes()).await,
         }
     }
 }

@@ -1,38 +1,118 @@
-//! What the admin interface serves: the [`AdminData`] provider trait, the [`Table`] it returns,
-//! and [`ObserverData`], the provider built from psprobe's live statistics.
+//! What the admin interface serves: the tables (names, typed columns, what each column means),
+//! the [`AdminData`] provider that fills them, and [`ObserverData`], the provider over psprobe's
+//! live statistics.
+//!
+//! Each table's rows come from one small mapping function next to its column list
+//! ([`digest_row`], [`command_row`], [`phase_row`], [`overhead_row`], [`connection_row`], ...):
+//! a new field is one line in the column list and one in the function (a unit test checks that
+//! the two agree).
 
-use std::cmp::Ordering;
+use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
-use std::time::Instant;
+use std::time::{Instant, UNIX_EPOCH};
 
+use crate::connections::ConnectionInfo;
 use crate::controller::phase_log::{Aggregate, PhaseRecord};
 use crate::controller::snapshot::rfc3339;
-use crate::stats::{DigestStats, Observer};
+use crate::protocol::CommandKind;
+use crate::stats::{DigestStats, Observer, ScenarioId, StoreSnapshot};
 
-/// How a column is typed towards the client (text protocol: only alignment and client-side
-/// typing depend on it).
+/// How a column is stored (SQLite) and typed towards MySQL clients.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ColumnKind {
+    /// 64-bit integer (MySQL BIGINT).
     Int,
+    /// Double, shown with [`FLOAT_DECIMALS`] decimals (MySQL DOUBLE).
     Float,
+    /// Text (MySQL VARCHAR), compared case-insensitively like MySQL's default collation.
     Text,
+    /// Any of the above per row (a `status` value).
+    Any,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Decimals shown for values of [`ColumnKind::Float`] columns.
+pub const FLOAT_DECIMALS: usize = 3;
+
+/// One column: name, type, and what it holds (shown by `SHOW FULL COLUMNS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Column {
-    pub name: String,
+    pub name: &'static str,
     pub kind: ColumnKind,
+    pub doc: &'static str,
 }
 
-impl Column {
-    pub fn new(name: &str, kind: ColumnKind) -> Self {
-        Column {
-            name: name.to_string(),
-            kind,
+const fn col(name: &'static str, kind: ColumnKind, doc: &'static str) -> Column {
+    Column { name, kind, doc }
+}
+
+/// The tables, in the order `SHOW TABLES` lists them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Table {
+    Digests,
+    Commands,
+    Phases,
+    Overhead,
+    Connections,
+    Scenarios,
+    Status,
+}
+
+impl Table {
+    pub const ALL: [Table; 7] = [
+        Table::Digests,
+        Table::Commands,
+        Table::Phases,
+        Table::Overhead,
+        Table::Connections,
+        Table::Scenarios,
+        Table::Status,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Table::Digests => "digests",
+            Table::Commands => "commands",
+            Table::Phases => "phases",
+            Table::Overhead => "overhead",
+            Table::Connections => "connections",
+            Table::Scenarios => "scenarios",
+            Table::Status => "status",
+        }
+    }
+
+    /// The table of a name, case-insensitively (as SQLite resolves names).
+    pub fn from_name(name: &str) -> Option<Table> {
+        Table::ALL
+            .into_iter()
+            .find(|t| t.name().eq_ignore_ascii_case(name))
+    }
+
+    pub fn doc(self) -> &'static str {
+        match self {
+            Table::Digests => "per scenario and query shape (digest): counts and latency since start",
+            Table::Commands => "per scenario and command kind (query, stmt_execute, ping, ...): counts and latency since start",
+            Table::Phases => "the controller's finished phases",
+            Table::Overhead => "each scenario against the baseline, with confidence intervals (after each phase)",
+            Table::Connections => "client connections open now (no credentials, no statement text)",
+            Table::Scenarios => "every scenario seen, the active one flagged",
+            Table::Status => "counters and state of this psprobe (SHOW STATUS)",
+        }
+    }
+
+    pub fn columns(self) -> &'static [Column] {
+        match self {
+            Table::Digests => DIGEST_COLUMNS,
+            Table::Commands => COMMAND_COLUMNS,
+            Table::Phases => PHASE_COLUMNS,
+            Table::Overhead => OVERHEAD_COLUMNS,
+            Table::Connections => CONNECTION_COLUMNS,
+            Table::Scenarios => SCENARIO_COLUMNS,
+            Table::Status => STATUS_COLUMNS,
         }
     }
 }
 
+/// A value of a row, before it goes into the engine.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     Null,
@@ -40,55 +120,6 @@ pub enum Value {
     UInt(u64),
     Float(f64),
     Text(String),
-}
-
-/// Decimals shown for floating-point values.
-pub const FLOAT_DECIMALS: usize = 3;
-
-impl Value {
-    /// The value as the text protocol sends it; `None` is SQL NULL.
-    pub fn render(&self) -> Option<String> {
-        match self {
-            Value::Null => None,
-            Value::Int(v) => Some(v.to_string()),
-            Value::UInt(v) => Some(v.to_string()),
-            Value::Float(v) if v.is_finite() => Some(format!("{v:.FLOAT_DECIMALS$}")),
-            Value::Float(_) => None,
-            Value::Text(s) => Some(s.clone()),
-        }
-    }
-
-    fn as_f64(&self) -> Option<f64> {
-        match self {
-            Value::Int(v) => Some(*v as f64),
-            Value::UInt(v) => Some(*v as f64),
-            Value::Float(v) if v.is_finite() => Some(*v),
-            _ => None,
-        }
-    }
-
-    /// SQL-like ordering: NULL first, numbers numerically, text case-insensitively.
-    pub fn compare(&self, other: &Value) -> Ordering {
-        match (self, other) {
-            (Value::Null, Value::Null) => Ordering::Equal,
-            (Value::Null, _) => Ordering::Less,
-            (_, Value::Null) => Ordering::Greater,
-            (Value::Int(a), Value::Int(b)) => a.cmp(b),
-            (Value::UInt(a), Value::UInt(b)) => a.cmp(b),
-            (Value::Int(a), Value::UInt(b)) => i128::from(*a).cmp(&i128::from(*b)),
-            (Value::UInt(a), Value::Int(b)) => i128::from(*a).cmp(&i128::from(*b)),
-            _ => match (self.as_f64(), other.as_f64()) {
-                (Some(a), Some(b)) => a.total_cmp(&b),
-                _ => {
-                    let a = self.render().unwrap_or_default();
-                    let b = other.render().unwrap_or_default();
-                    a.to_lowercase()
-                        .cmp(&b.to_lowercase())
-                        .then_with(|| a.cmp(&b))
-                }
-            },
-        }
-    }
 }
 
 impl From<&str> for Value {
@@ -133,138 +164,220 @@ impl From<f64> for Value {
     }
 }
 
-/// A result set: column definitions and rows (each row has one value per column).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Table {
-    pub columns: Vec<Column>,
-    pub rows: Vec<Vec<Value>>,
-}
-
-impl Table {
-    pub fn new(columns: &[(&str, ColumnKind)]) -> Self {
-        Table {
-            columns: columns
-                .iter()
-                .map(|(name, kind)| Column::new(name, *kind))
-                .collect(),
-            rows: Vec::new(),
-        }
-    }
-
-    /// Position of a column, matched case-insensitively like MySQL column names.
-    pub fn column_index(&self, name: &str) -> Option<usize> {
-        self.columns
-            .iter()
-            .position(|c| c.name.eq_ignore_ascii_case(name))
-    }
-
-    pub fn column_names(&self) -> String {
-        self.columns
-            .iter()
-            .map(|c| c.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-
-    /// A two-column `Variable_name` / `Value` table, like `SHOW STATUS`.
-    pub fn variables(rows: Vec<(&str, Value)>) -> Self {
-        let mut table = Table::new(&[
-            ("Variable_name", ColumnKind::Text),
-            ("Value", ColumnKind::Text),
-        ]);
-        table.rows = rows
-            .into_iter()
-            .map(|(name, value)| vec![Value::from(name), value])
-            .collect();
-        table
+impl From<Option<String>> for Value {
+    fn from(v: Option<String>) -> Self {
+        v.map_or(Value::Null, Value::Text)
     }
 }
 
-/// The data the admin interface serves. Called on every query, from the connection's task:
-/// implementations should take a snapshot and return quickly.
+impl From<Option<&str>> for Value {
+    fn from(v: Option<&str>) -> Self {
+        v.map_or(Value::Null, Value::from)
+    }
+}
+
+pub type Row = Vec<Value>;
+
+/// The data the admin interface serves.
 pub trait AdminData: Send + Sync + 'static {
-    fn digests(&self) -> Table;
-    fn phases(&self) -> Table;
-    fn overhead(&self) -> Table;
-    /// `Variable_name` / `Value` rows for `SHOW STATUS`.
-    fn status(&self) -> Table;
+    /// The rows of each of `tables` (in that order), taken at one moment: a query that reads
+    /// several tables sees one consistent state. Called once per query, on a blocking thread,
+    /// only for the tables the query reads.
+    fn snapshot(&self, tables: &[Table]) -> Vec<Vec<Row>>;
 }
 
-/// One line of the overhead analysis: how much `metric` changed under `scenario` relative to
-/// `baseline`, with a confidence interval.
-#[derive(Debug, Clone, PartialEq)]
-pub struct OverheadRow {
-    pub scenario: String,
-    pub baseline: String,
-    pub metric: String,
-    pub change_pct: f64,
-    pub ci_low_pct: f64,
-    pub ci_high_pct: f64,
-    pub significant: bool,
-    pub blocks: u64,
-}
+use ColumnKind::{Any, Float, Int, Text};
 
-pub fn digests_table() -> Table {
-    use ColumnKind::{Float, Int, Text};
-    Table::new(&[
-        ("scenario", Text),
-        ("digest", Text),
-        ("digest_text", Text),
-        ("count", Int),
-        ("errors", Int),
-        ("rows_sent", Int),
-        ("rows_affected", Int),
-        ("mean_ms", Float),
-        ("p50_ms", Float),
-        ("p95_ms", Float),
-        ("p99_ms", Float),
-        ("max_ms", Float),
-    ])
-}
+pub const DIGEST_COLUMNS: &[Column] = &[
+    col(
+        "scenario",
+        Text,
+        "scenario in effect when the command started",
+    ),
+    col(
+        "digest",
+        Text,
+        "digest id: 16 hex digits (see docs/fingerprint.md)",
+    ),
+    col("digest_text", Text, "the fingerprint, cut at 1024 bytes"),
+    col("count", Int, "commands finished"),
+    col("errors", Int, "commands answered with ERR"),
+    col("rows_sent", Int, "rows of result sets"),
+    col("rows_affected", Int, "affected rows of OK packets"),
+    col("mean_ms", Float, "mean latency, milliseconds"),
+    col(
+        "p50_ms",
+        Float,
+        "median latency, milliseconds (log buckets, within 2.5%)",
+    ),
+    col("p95_ms", Float, "95th percentile latency, milliseconds"),
+    col("p99_ms", Float, "99th percentile latency, milliseconds"),
+    col("max_ms", Float, "highest latency, milliseconds"),
+];
 
-pub fn phases_table() -> Table {
-    use ColumnKind::{Float, Int, Text};
-    Table::new(&[
-        ("phase", Int),
-        ("block", Int),
-        ("scenario", Text),
-        ("measure_from", Text),
-        ("seconds", Float),
-        ("statements", Int),
-        ("qps", Float),
-        ("mean_ms", Float),
-        ("errors", Int),
-        ("restarted", Int),
-        ("verified", Int),
-    ])
-}
+pub const COMMAND_COLUMNS: &[Column] = &[
+    col(
+        "scenario",
+        Text,
+        "scenario in effect when the command started",
+    ),
+    col(
+        "command",
+        Text,
+        "command kind, as the `command` label of psprobe_commands_total",
+    ),
+    col("count", Int, "commands finished"),
+    col("errors", Int, "commands answered with ERR"),
+    col("rows_sent", Int, "rows of result sets"),
+    col("rows_affected", Int, "affected rows of OK packets"),
+    col("mean_ms", Float, "mean latency, milliseconds"),
+    col(
+        "p50_ms",
+        Float,
+        "median latency, milliseconds (log buckets, within 2.5%)",
+    ),
+    col("p95_ms", Float, "95th percentile latency, milliseconds"),
+    col("p99_ms", Float, "99th percentile latency, milliseconds"),
+    col("max_ms", Float, "highest latency, milliseconds"),
+];
 
-pub fn overhead_table() -> Table {
-    use ColumnKind::{Float, Int, Text};
-    Table::new(&[
-        ("scenario", Text),
-        ("baseline", Text),
-        ("metric", Text),
-        ("change_pct", Float),
-        ("ci_low_pct", Float),
-        ("ci_high_pct", Float),
-        ("significant", Int),
-        ("blocks", Int),
-    ])
-}
+pub const PHASE_COLUMNS: &[Column] = &[
+    col(
+        "phase",
+        Int,
+        "position in the run of the record's first slot, from 0",
+    ),
+    col(
+        "block",
+        Int,
+        "segment (fast schedule) or slow block the record covers",
+    ),
+    col("scenario", Text, "scenario of the record"),
+    col(
+        "schedule",
+        Text,
+        "fast (switched at runtime) or slow (entered by restart)",
+    ),
+    col("slots", Int, "slots of the scenario in the segment"),
+    col(
+        "measure_from",
+        Text,
+        "start of the measured window (UTC, RFC 3339)",
+    ),
+    col(
+        "seconds",
+        Float,
+        "measured time (the slots' windows, settle and switch left out)",
+    ),
+    col(
+        "statements",
+        Int,
+        "queries and prepared-statement executions measured",
+    ),
+    col("qps", Float, "statements per second"),
+    col("mean_ms", Float, "mean statement latency, milliseconds"),
+    col("errors", Int, "statements answered with ERR"),
+    col(
+        "restarted",
+        Int,
+        "1 when the server was restarted to enter the phase",
+    ),
+    col(
+        "verified",
+        Int,
+        "1 when the scenario was read back from the server",
+    ),
+];
+
+pub const OVERHEAD_COLUMNS: &[Column] = &[
+    col(
+        "schedule",
+        Text,
+        "fast (switched at runtime) or slow (entered by restart)",
+    ),
+    col("scenario", Text, "the scenario compared"),
+    col("baseline", Text, "the scenario it is compared with"),
+    col(
+        "metric",
+        Text,
+        "what is compared (throughput, latency, ...)",
+    ),
+    col("change_pct", Float, "change against the baseline, percent"),
+    col(
+        "ci_low_pct",
+        Float,
+        "lower bound of the confidence interval, percent",
+    ),
+    col(
+        "ci_high_pct",
+        Float,
+        "upper bound of the confidence interval, percent",
+    ),
+    col(
+        "halfwidth_pct",
+        Float,
+        "half the interval's width, percentage points (it tightens as the run goes)",
+    ),
+    col("significant", Int, "1 when the interval excludes zero"),
+    col(
+        "blocks",
+        Int,
+        "paired segments (or slow blocks) behind the estimate",
+    ),
+];
+
+pub const CONNECTION_COLUMNS: &[Column] = &[
+    col("id", Int, "psprobe's number for the connection, from 1"),
+    col("client", Text, "client address and port"),
+    col("user", Text, "user name from the handshake (NULL before it)"),
+    col("db", Text, "default database from the handshake"),
+    col("connected_at", Text, "when the connection was accepted (UTC, RFC 3339)"),
+    col("seconds", Float, "time since then"),
+    col("state", Text, "idle, the command in progress (query, stmt_execute, ...), connecting, handshake, unobserved or refused"),
+    col("command_seconds", Float, "time the command in progress has run so far"),
+    col("commands", Int, "commands finished"),
+    col("errors", Int, "commands answered with ERR"),
+    col("observed", Int, "1 while psprobe follows the protocol, 0 once forwarded verbatim"),
+    col("unobserved_reason", Text, "why it is not observed (tls, compression, ...)"),
+];
+
+pub const SCENARIO_COLUMNS: &[Column] = &[
+    col("id", Int, "the scenario's number (0 is `none`)"),
+    col("scenario", Text, "name"),
+    col("active", Int, "1 for the scenario in effect now"),
+    col("commands", Int, "commands finished under it, since start"),
+    col(
+        "statements",
+        Int,
+        "of which queries and prepared-statement executions",
+    ),
+    col("errors", Int, "commands answered with ERR"),
+    col("phases", Int, "finished phases of the controller"),
+    col(
+        "measured_seconds",
+        Float,
+        "length of their measured windows",
+    ),
+];
+
+pub const STATUS_COLUMNS: &[Column] = &[
+    col("variable_name", Text, "name"),
+    col("value", Any, "value (a number or a text)"),
+];
 
 fn ns_to_ms(ns: f64) -> f64 {
     ns / 1e6
 }
 
-/// The `digests` row of one (scenario, digest) aggregate.
-pub fn digest_row(scenario: &str, digest: &str, text: &str, stats: &DigestStats) -> Vec<Value> {
-    let quantile = |q| stats.latency.quantile_ns(q).map(ns_to_ms);
+/// Command kinds counted as statements in the `phases` and `scenarios` tables.
+const STATEMENT_COMMANDS: [&str; 2] = ["query", "stmt_execute"];
+
+/// Count, errors, rows, latency mean / quantiles / max of one aggregate (the columns shared by
+/// `digests` and `commands`).
+fn latency_values(stats: &DigestStats) -> [Value; 9] {
+    let quantile = |q| stats.quantile_ns(q).map(ns_to_ms);
     let max = (stats.timed > 0).then(|| ns_to_ms(stats.latency_max_ns as f64));
-    vec![
-        scenario.into(),
-        digest.into(),
-        text.into(),
+    [
         stats.count.into(),
         stats.errors.into(),
         stats.rows_sent.into(),
@@ -277,11 +390,22 @@ pub fn digest_row(scenario: &str, digest: &str, text: &str, stats: &DigestStats)
     ]
 }
 
-/// Command kinds counted as statements in the `phases` table.
-const STATEMENT_COMMANDS: [&str; 2] = ["query", "stmt_execute"];
+/// The `digests` row of one (scenario, digest) aggregate.
+pub fn digest_row(scenario: &str, digest: &str, text: &str, stats: &DigestStats) -> Row {
+    let mut row = vec![scenario.into(), digest.into(), text.into()];
+    row.extend(latency_values(stats));
+    row
+}
+
+/// The `commands` row of one (scenario, command kind) aggregate.
+pub fn command_row(scenario: &str, command: CommandKind, stats: &DigestStats) -> Row {
+    let mut row = vec![scenario.into(), command.label().into()];
+    row.extend(latency_values(stats));
+    row
+}
 
 /// The `phases` row of one phase-log record.
-pub fn phase_row(record: &PhaseRecord) -> Vec<Value> {
+pub fn phase_row(record: &PhaseRecord) -> Row {
     let statements: Vec<&Aggregate> = record
         .commands
         .iter()
@@ -297,13 +421,15 @@ pub fn phase_row(record: &PhaseRecord) -> Vec<Value> {
     let latency_sum_ns: u64 = statements
         .iter()
         .fold(0u64, |sum, a| sum.saturating_add(a.latency_sum_ns));
-    let seconds = record.measure_to_ms.saturating_sub(record.measure_from_ms) as f64 / 1000.0;
+    let seconds = record.measured_ms() as f64 / 1000.0;
     let qps = (seconds > 0.0).then(|| count as f64 / seconds);
     let mean_ms = (timed > 0).then(|| ns_to_ms(latency_sum_ns as f64 / timed as f64));
     vec![
         record.phase.into(),
         record.block.into(),
         record.scenario.as_str().into(),
+        record.schedule().into(),
+        record.slots.unwrap_or(1).into(),
         rfc3339(record.measure_from_ms / 1000).into(),
         seconds.into(),
         count.into(),
@@ -315,17 +441,88 @@ pub fn phase_row(record: &PhaseRecord) -> Vec<Value> {
     ]
 }
 
-pub fn overhead_row(row: &OverheadRow) -> Vec<Value> {
+/// One line of the overhead analysis: how much `metric` changed under `scenario` relative to
+/// `baseline`, with a confidence interval.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OverheadRow {
+    /// `fast` (switched at runtime) or `slow` (entered by restart).
+    pub schedule: String,
+    pub scenario: String,
+    pub baseline: String,
+    pub metric: String,
+    pub change_pct: f64,
+    pub ci_low_pct: f64,
+    pub ci_high_pct: f64,
+    pub significant: bool,
+    pub blocks: u64,
+}
+
+/// The `overhead` row of one estimate (a NaN bound becomes NULL).
+pub fn overhead_row(row: &OverheadRow) -> Row {
+    let halfwidth = (row.ci_high_pct - row.ci_low_pct) / 2.0;
     vec![
+        row.schedule.as_str().into(),
         row.scenario.as_str().into(),
         row.baseline.as_str().into(),
         row.metric.as_str().into(),
         row.change_pct.into(),
         row.ci_low_pct.into(),
         row.ci_high_pct.into(),
+        (!halfwidth.is_nan()).then_some(halfwidth).into(),
         row.significant.into(),
         row.blocks.into(),
     ]
+}
+
+/// The `connections` row of one live connection.
+pub fn connection_row(c: &ConnectionInfo) -> Row {
+    let connected_at = c
+        .connected_at
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    vec![
+        c.id.into(),
+        c.client.to_string().into(),
+        c.identity.as_ref().map(|i| i.user.clone()).into(),
+        c.identity.as_ref().and_then(|i| i.database.clone()).into(),
+        rfc3339(connected_at).into(),
+        c.seconds.into(),
+        c.state.as_str().into(),
+        c.command_seconds.into(),
+        c.commands.into(),
+        c.errors.into(),
+        c.unobserved_reason.is_none().into(),
+        c.unobserved_reason.into(),
+    ]
+}
+
+/// Per-scenario sums the `scenarios` table shows.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct ScenarioTotals {
+    pub commands: u64,
+    pub statements: u64,
+    pub errors: u64,
+    pub phases: u64,
+    pub measured_seconds: f64,
+}
+
+/// The `scenarios` row of one scenario.
+pub fn scenario_row(id: ScenarioId, name: &str, active: bool, t: &ScenarioTotals) -> Row {
+    vec![
+        u64::from(id).into(),
+        name.into(),
+        active.into(),
+        t.commands.into(),
+        t.statements.into(),
+        t.errors.into(),
+        t.phases.into(),
+        t.measured_seconds.into(),
+    ]
+}
+
+/// A `status` row.
+pub fn status_row(name: &str, value: impl Into<Value>) -> Row {
+    vec![name.into(), value.into()]
 }
 
 fn read<T: Clone>(lock: &RwLock<Vec<T>>) -> Vec<T> {
@@ -369,76 +566,133 @@ impl ObserverData {
             .map(|m| m.get_counter().get_value() + m.get_gauge().get_value())
             .sum::<f64>() as u64
     }
-}
 
-impl AdminData for ObserverData {
-    fn digests(&self) -> Table {
-        let snapshot = self.observer.digests.snapshot();
+    fn digests(&self, store: &StoreSnapshot) -> Vec<Row> {
         let scenarios = &self.observer.scenarios;
-        let mut entries: Vec<_> = snapshot.entries.iter().collect();
+        let mut entries: Vec<_> = store.entries.iter().collect();
         // Busiest first; ties in a stable order.
         entries.sort_by(|((sa, da), a), ((sb, db), b)| {
             b.count.cmp(&a.count).then(sa.cmp(sb)).then(da.0.cmp(&db.0))
         });
-        let mut table = digests_table();
-        table.rows = entries
+        entries
             .into_iter()
             .map(|((scenario, digest), stats)| {
-                let text = snapshot.texts.get(digest).map_or("", |t| &**t);
+                let text = store.texts.get(digest).map_or("", |t| &**t);
                 digest_row(&scenarios.name(*scenario), &digest.to_string(), text, stats)
             })
-            .collect();
-        table
+            .collect()
     }
 
-    fn phases(&self) -> Table {
-        let mut table = phases_table();
-        table.rows = read(&self.phases).iter().map(phase_row).collect();
-        table
+    fn commands(&self, store: &StoreSnapshot) -> Vec<Row> {
+        let scenarios = &self.observer.scenarios;
+        let mut entries: Vec<_> = store.commands.iter().collect();
+        entries.sort_by_key(|((scenario, kind), _)| (*scenario, kind.index()));
+        entries
+            .into_iter()
+            .map(|((scenario, kind), stats)| command_row(&scenarios.name(*scenario), *kind, stats))
+            .collect()
     }
 
-    fn overhead(&self) -> Table {
-        let mut table = overhead_table();
-        table.rows = read(&self.overhead).iter().map(overhead_row).collect();
-        table
+    fn scenarios(&self, store: &StoreSnapshot, phases: &[PhaseRecord]) -> Vec<Row> {
+        let scenarios = &self.observer.scenarios;
+        let mut totals: HashMap<ScenarioId, ScenarioTotals> = HashMap::new();
+        for ((scenario, kind), stats) in &store.commands {
+            let t = totals.entry(*scenario).or_default();
+            t.commands += stats.count;
+            t.errors += stats.errors;
+            if STATEMENT_COMMANDS.contains(&kind.label()) {
+                t.statements += stats.count;
+            }
+        }
+        let all = scenarios.all();
+        for record in phases {
+            if let Some((id, _)) = all.iter().find(|(_, n)| **n == *record.scenario) {
+                let t = totals.entry(*id).or_default();
+                t.phases += 1;
+                t.measured_seconds +=
+                    record.measure_to_ms.saturating_sub(record.measure_from_ms) as f64 / 1000.0;
+            }
+        }
+        let current = scenarios.current();
+        all.iter()
+            .map(|(id, name)| {
+                let t = totals.remove(id).unwrap_or_default();
+                scenario_row(*id, name, *id == current, &t)
+            })
+            .collect()
     }
 
-    fn status(&self) -> Table {
+    fn status(&self, store: &StoreSnapshot) -> Vec<Row> {
         let observer = &self.observer;
         let metrics = &observer.metrics;
-        let snapshot = observer.digests.snapshot();
-        let commands: u64 = snapshot.commands.values().map(|s| s.count).sum();
+        let commands: u64 = store.commands.values().map(|s| s.count).sum();
         let scenario = observer.scenarios.name(observer.scenarios.current());
-        Table::variables(vec![
-            ("uptime_seconds", self.started.elapsed().as_secs().into()),
-            (
-                "connections_active",
-                metrics.connections_active.get().into(),
-            ),
-            ("connections_total", metrics.connections_total.get().into()),
-            ("commands_total", commands.into()),
-            (
-                "digests_tracked",
-                (observer.digests.digest_count() as u64).into(),
-            ),
-            ("current_scenario", scenario.to_string().into()),
-            ("controller_leader", metrics.controller_leader.get().into()),
-            (
+        vec![
+            status_row("uptime_seconds", self.started.elapsed().as_secs()),
+            status_row("connections_active", metrics.connections_active.get()),
+            status_row("connections_total", metrics.connections_total.get()),
+            status_row("commands_total", commands),
+            status_row("digests_tracked", observer.digests.digest_count() as u64),
+            status_row("current_scenario", scenario.to_string()),
+            status_row("controller_leader", metrics.controller_leader.get()),
+            status_row(
                 "unobserved_connections",
-                self.metric_sum("psprobe_unobserved_connections_total")
-                    .into(),
+                self.metric_sum("psprobe_unobserved_connections_total"),
             ),
-            (
+            status_row(
                 "parse_errors",
-                self.metric_sum("psprobe_parse_errors_total").into(),
+                self.metric_sum("psprobe_parse_errors_total"),
             ),
-            (
+            status_row(
                 "upstream_connect_errors",
-                metrics.upstream_connect_errors.get().into(),
+                metrics.upstream_connect_errors.get(),
             ),
-            ("auth_failures", metrics.auth_failures.get().into()),
-            ("version", env!("CARGO_PKG_VERSION").into()),
-        ])
+            status_row("auth_failures", metrics.auth_failures.get()),
+            status_row("version", env!("CARGO_PKG_VERSION")),
+        ]
+    }
+}
+
+impl AdminData for ObserverData {
+    fn snapshot(&self, tables: &[Table]) -> Vec<Vec<Row>> {
+        // One copy of each source, shared by every table that reads it.
+        let needs_store = tables.iter().any(|t| {
+            matches!(
+                t,
+                Table::Digests | Table::Commands | Table::Scenarios | Table::Status
+            )
+        });
+        let store = if needs_store {
+            self.observer.digests.snapshot()
+        } else {
+            StoreSnapshot::default()
+        };
+        let phases = if tables
+            .iter()
+            .any(|t| matches!(t, Table::Phases | Table::Scenarios))
+        {
+            read(&self.phases)
+        } else {
+            Vec::new()
+        };
+        tables
+            .iter()
+            .map(|table| match table {
+                Table::Digests => self.digests(&store),
+                Table::Commands => self.commands(&store),
+                Table::Phases => phases.iter().map(phase_row).collect(),
+                Table::Overhead => read(&self.overhead).iter().map(overhead_row).collect(),
+                Table::Connections => self
+                    .observer
+                    .connections
+                    .snapshot()
+                    .iter()
+                    .map(connection_row)
+                    .collect(),
+                Table::Scenarios => self.scenarios(&store, &phases),
+                Table::Status => self.status(&store),
+            })
+            .collect()
     }
 }
 
@@ -447,26 +701,24 @@ mod tests {
     use super::*;
     use crate::stats::Sample;
 
-    #[test]
-    fn values_render_and_order_like_sql() {
-        assert_eq!(Value::Float(1.23456).render().as_deref(), Some("1.235"));
-        assert_eq!(Value::Float(f64::NAN).render(), None);
-        assert_eq!(Value::Null.render(), None);
-        assert_eq!(Value::UInt(7).render().as_deref(), Some("7"));
-        assert_eq!(Value::Null.compare(&Value::Int(-5)), Ordering::Less);
-        assert_eq!(Value::Int(-1).compare(&Value::UInt(0)), Ordering::Less);
-        assert_eq!(
-            Value::UInt(10).compare(&Value::Float(9.5)),
-            Ordering::Greater
-        );
-        assert_eq!(
-            Value::from("abc").compare(&Value::from("ABD")),
-            Ordering::Less
-        );
+    /// Every value of a row fits its column's type.
+    fn check_row(table: Table, row: &Row) {
+        let columns = table.columns();
+        assert_eq!(row.len(), columns.len(), "{table:?}: {row:?}");
+        for (value, column) in row.iter().zip(columns) {
+            let fits = matches!(
+                (value, column.kind),
+                (Value::Null, _)
+                    | (_, Any)
+                    | (Value::Int(_) | Value::UInt(_), Int)
+                    | (Value::Float(_), Float)
+                    | (Value::Text(_), Text)
+            );
+            assert!(fits, "{table:?}.{}: {value:?}", column.name);
+        }
     }
 
-    #[test]
-    fn digest_row_in_milliseconds() {
+    fn stats() -> DigestStats {
         let mut stats = DigestStats::default();
         for ns in [1_000_000, 3_000_000] {
             stats.record(&Sample {
@@ -475,7 +727,13 @@ mod tests {
                 ..Sample::default()
             });
         }
-        let row = digest_row("none", "ABC", "select ?", &stats);
+        stats
+    }
+
+    #[test]
+    fn digest_row_in_milliseconds() {
+        let row = digest_row("none", "ABC", "select ?", &stats());
+        check_row(Table::Digests, &row);
         assert_eq!(row[3], Value::UInt(2));
         assert_eq!(row[5], Value::UInt(4));
         assert_eq!(row[7], Value::Float(2.0));
@@ -484,60 +742,78 @@ mod tests {
             panic!("p50 {:?}", row[8])
         };
         assert!((p50 / 1.0 - 1.0).abs() <= 0.025, "{p50}");
-        assert_eq!(row.len(), digests_table().columns.len());
+        check_row(
+            Table::Commands,
+            &command_row("none", CommandKind::Ping, &stats()),
+        );
     }
 
     #[test]
-    fn phase_row_counts_statements_only() {
-        let agg = |command: &str, count, sum| Aggregate {
-            command: Some(command.to_string()),
-            digest: None,
-            text: None,
-            count,
-            errors: 1,
-            rows_sent: 0,
-            rows_affected: 0,
-            timed: count,
-            latency_sum_ns: sum,
-            latency_min_ns: 0,
-            latency_max_ns: 0,
-            histogram: vec![],
-        };
+    fn rows_match_their_columns() {
         let record = PhaseRecord {
             version: 1,
             kind: "phase".into(),
             scenario: "pfs_on".into(),
             block: 2,
             phase: 5,
-            switched_at_ms: 0,
+            switched_at_ms: 1_764_441_290_000,
             measure_from_ms: 1_764_441_296_000,
             measure_to_ms: 1_764_441_306_000,
-            restarted: true,
-            verified: false,
-            commands: vec![
-                agg("query", 60, 60_000_000),
-                agg("stmt_execute", 40, 140_000_000),
-                agg("ping", 1000, 1),
-            ],
+            restarted: false,
+            verified: true,
+            commands: vec![Aggregate {
+                command: Some("query".into()),
+                digest: None,
+                text: None,
+                count: 100,
+                errors: 2,
+                rows_sent: 0,
+                rows_affected: 0,
+                timed: 100,
+                latency_sum_ns: 200_000_000,
+                latency_min_ns: 0,
+                latency_max_ns: 0,
+                histogram: vec![],
+            }],
             digests: vec![],
             server_cpu_ms: None,
+            ..PhaseRecord::default()
         };
         let row = phase_row(&record);
-        assert_eq!(
-            row,
-            vec![
-                Value::UInt(5),
-                Value::UInt(2),
-                "pfs_on".into(),
-                "2025-11-29T18:34:56Z".into(),
-                Value::Float(10.0),
-                Value::UInt(100),
-                Value::Float(10.0),
-                Value::Float(2.0),
-                Value::UInt(2),
-                Value::Int(1),
-                Value::Int(0),
-            ]
+        check_row(Table::Phases, &row);
+        assert_eq!(row[8], Value::Float(10.0), "qps");
+        assert_eq!(row[9], Value::Float(2.0), "mean_ms");
+        let overhead = OverheadRow {
+            schedule: "fast".into(),
+            scenario: "a".into(),
+            baseline: "b".into(),
+            metric: "throughput".into(),
+            change_pct: 1.0,
+            ci_low_pct: f64::NAN,
+            ci_high_pct: 2.0,
+            significant: false,
+            blocks: 3,
+        };
+        check_row(Table::Overhead, &overhead_row(&overhead));
+        let table = crate::connections::ConnectionTable::default();
+        let _entry = table.register("127.0.0.1:9".parse().unwrap());
+        check_row(Table::Connections, &connection_row(&table.snapshot()[0]));
+        check_row(
+            Table::Scenarios,
+            &scenario_row(0, "none", true, &ScenarioTotals::default()),
         );
+        check_row(Table::Status, &status_row("version", "1"));
+    }
+
+    #[test]
+    fn names_are_unique_and_found() {
+        for t in Table::ALL {
+            assert_eq!(Table::from_name(&t.name().to_uppercase()), Some(t));
+            let mut names: Vec<_> = t.columns().iter().map(|c| c.name).collect();
+            names.sort_unstable();
+            names.dedup();
+            assert_eq!(names.len(), t.columns().len(), "{t:?}");
+        }
+        assert_eq!(Table::from_name("user"), None);
     }
 }

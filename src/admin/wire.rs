@@ -3,11 +3,17 @@
 //! - [`DenialWriter`]: a refused login gets opensrv's ERR 1698 "Authenticate failed, ...";
 //!   clients and scripts expect MySQL's 1045 "Access denied for user ...". The writer swallows
 //!   opensrv's packet and sends ours under the same sequence number.
-//! - [`FieldListReader`]: opensrv answers COM_FIELD_LIST (which the `mariadb` CLI sends for
-//!   every table after `USE db`, to complete column names) with an OK packet the client reads as
-//!   a column definition, and then waits forever. The reader turns the command into a COM_QUERY
-//!   of [`FIELD_LIST_MARKER`], which the shim answers with an ERR (the CLI then skips column
-//!   completion for that table).
+//! - [`CommandReader`], on the client's packets before opensrv reads them:
+//!   - COM_FIELD_LIST (which the `mariadb` CLI sends for every table after `USE db`, to
+//!     complete column names) is answered by opensrv with an OK packet the client reads as a
+//!     column definition, and then waits forever. It becomes a COM_QUERY of
+//!     [`FIELD_LIST_MARKER`], which the shim answers with an ERR (the CLI then skips column
+//!     completion for that table).
+//!   - A command longer than the query size cap is dropped as it streams in (never buffered
+//!     whole) and becomes a COM_QUERY of [`TOO_LARGE_MARKER`] and its length, answered with an
+//!     ERR; the connection goes on.
+//!   - A COM_QUERY that is not UTF-8 (opensrv would close the connection without a word)
+//!     becomes [`NOT_UTF8_MARKER`], answered with an ERR.
 
 use std::io;
 use std::pin::Pin;
@@ -18,6 +24,10 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// Query text COM_FIELD_LIST is rewritten to (a NUL first, so no client types it by accident).
 pub const FIELD_LIST_MARKER: &str = "\0psprobe:COM_FIELD_LIST";
+/// Query text a command over the size cap is replaced with, followed by its length in bytes.
+pub const TOO_LARGE_MARKER: &str = "\0psprobe:TOO_LARGE:";
+/// Query text a COM_QUERY that is not UTF-8 is replaced with.
+pub const NOT_UTF8_MARKER: &str = "\0psprobe:NOT_UTF8";
 
 const COM_QUERY: u8 = 0x03;
 const COM_FIELD_LIST: u8 = 0x04;
@@ -147,10 +157,12 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for DenialWriter<W> {
     }
 }
 
-/// Passes the client's packets through, rewriting COM_FIELD_LIST commands into a COM_QUERY of
-/// [`FIELD_LIST_MARKER`]. Reads whole packets before handing them on (admin commands are small).
-pub struct FieldListReader<R> {
+/// Passes the client's packets through to opensrv, with the rewrites described in the module
+/// documentation. Reads whole packets (up to the cap) before handing them on.
+pub struct CommandReader<R> {
     inner: R,
+    /// Longest command payload (command byte included) passed on.
+    max_command: usize,
     /// Bytes read from the client, not yet split into packets.
     incoming: Vec<u8>,
     /// Packets ready for opensrv, from `out_pos`.
@@ -158,48 +170,124 @@ pub struct FieldListReader<R> {
     out_pos: usize,
     /// The previous packet had the maximal length: the next one continues its payload.
     continuation: bool,
+    /// A command over the cap being dropped.
+    discard: Option<Discard>,
     eof: bool,
 }
 
-impl<R> FieldListReader<R> {
-    pub fn new(inner: R) -> Self {
-        FieldListReader {
+#[derive(Debug)]
+struct Discard {
+    /// Payload bytes of the current packet still to drop.
+    remaining: usize,
+    /// Sequence number of the current packet (the marker takes it).
+    seq: u8,
+    /// The current packet has the maximal length: another one follows.
+    more: bool,
+    /// Payload bytes of the whole command.
+    total: usize,
+}
+
+fn marker_packet(seq: u8, marker: &str) -> Vec<u8> {
+    let mut query = vec![COM_QUERY];
+    query.extend_from_slice(marker.as_bytes());
+    packet(seq, &query)
+}
+
+impl<R> CommandReader<R> {
+    pub fn new(inner: R, max_command: usize) -> Self {
+        CommandReader {
             inner,
+            max_command: max_command.max(1),
             incoming: Vec::new(),
             out: Vec::new(),
             out_pos: 0,
             continuation: false,
+            discard: None,
             eof: false,
         }
     }
 
-    /// Moves complete packets from `incoming` to `out`; false when none is complete.
-    fn split_packets(&mut self) -> bool {
+    /// Moves complete packets from `incoming` to `out` (dropping what is over the cap); false
+    /// when nothing moved. An oversized packet outside a command (a handshake response) is an
+    /// error: the connection is closed.
+    fn split_packets(&mut self) -> io::Result<bool> {
         let mut moved = false;
-        while self.incoming.len() >= HEADER {
+        loop {
+            if let Some(d) = &mut self.discard {
+                let n = d.remaining.min(self.incoming.len());
+                self.incoming.drain(..n);
+                d.remaining -= n;
+                if d.remaining > 0 {
+                    break;
+                }
+                if d.more {
+                    if self.incoming.len() < HEADER {
+                        break;
+                    }
+                    let len = payload_len(&self.incoming);
+                    d.seq = self.incoming[3];
+                    d.remaining = len;
+                    d.more = len == MAX_PAYLOAD;
+                    d.total = d.total.saturating_add(len);
+                    self.incoming.drain(..HEADER);
+                    continue;
+                }
+                let marker = format!("{TOO_LARGE_MARKER}{}", d.total);
+                self.out.extend_from_slice(&marker_packet(d.seq, &marker));
+                self.discard = None;
+                self.continuation = false;
+                moved = true;
+                continue;
+            }
+            if self.incoming.len() < HEADER {
+                break;
+            }
             let len = payload_len(&self.incoming);
+            let seq = self.incoming[3];
+            // A command is the first packet (sequence 0) of an exchange; the handshake response
+            // (sequence 1) and continuations are left alone.
+            let command = seq == 0 && !self.continuation;
+            if len > self.max_command {
+                if !command {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("admin client sent a {len}-byte packet during login"),
+                    ));
+                }
+                self.incoming.drain(..HEADER);
+                self.discard = Some(Discard {
+                    remaining: len,
+                    seq,
+                    more: len == MAX_PAYLOAD,
+                    total: len,
+                });
+                continue;
+            }
             if self.incoming.len() < HEADER + len {
                 break;
             }
             let whole: Vec<u8> = self.incoming.drain(..HEADER + len).collect();
-            let (seq, payload) = (whole[3], &whole[HEADER..]);
-            // A command is the first packet (sequence 0) of an exchange; the handshake response
-            // (sequence 1) and continuations are left alone.
-            if seq == 0 && !self.continuation && payload.first() == Some(&COM_FIELD_LIST) {
-                let mut query = vec![COM_QUERY];
-                query.extend_from_slice(FIELD_LIST_MARKER.as_bytes());
-                self.out.extend_from_slice(&packet(seq, &query));
+            let payload = &whole[HEADER..];
+            if command && payload.first() == Some(&COM_FIELD_LIST) {
+                self.out
+                    .extend_from_slice(&marker_packet(seq, FIELD_LIST_MARKER));
+            } else if command
+                && payload.first() == Some(&COM_QUERY)
+                && std::str::from_utf8(&payload[1..]).is_err()
+            {
+                self.out
+                    .extend_from_slice(&marker_packet(seq, NOT_UTF8_MARKER));
             } else {
                 self.out.extend_from_slice(&whole);
             }
             self.continuation = len == MAX_PAYLOAD;
             moved = true;
         }
-        moved
+        Ok(moved)
     }
 }
 
-impl<R: AsyncRead + Unpin> AsyncRead for FieldListReader<R> {
+impl<R: AsyncRead + Unpin> AsyncRead for CommandReader<R> {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -217,12 +305,12 @@ impl<R: AsyncRead + Unpin> AsyncRead for FieldListReader<R> {
                 }
                 return Poll::Ready(Ok(()));
             }
-            if this.split_packets() {
+            if this.split_packets()? {
                 continue;
             }
             if this.eof {
                 // A truncated packet at the end goes through as it is; opensrv reports it.
-                if this.incoming.is_empty() {
+                if this.incoming.is_empty() || this.discard.is_some() {
                     return Poll::Ready(Ok(()));
                 }
                 this.out = std::mem::take(&mut this.incoming);
@@ -283,7 +371,7 @@ mod tests {
                 }
             }
         });
-        let mut reader = FieldListReader::new(server_end);
+        let mut reader = CommandReader::new(server_end, 1 << 20);
         let mut got = Vec::new();
         reader.read_to_end(&mut got).await.unwrap();
         writer.await.unwrap();
@@ -303,10 +391,49 @@ mod tests {
         client.write_all(&[9, 0, 0, 0, 3, b'x']).await.unwrap();
         drop(client);
         let mut got = Vec::new();
-        FieldListReader::new(server_end)
+        CommandReader::new(server_end, 1 << 20)
             .read_to_end(&mut got)
             .await
             .unwrap();
         assert_eq!(got, [9, 0, 0, 0, 3, b'x']);
+    }
+
+    #[tokio::test]
+    async fn oversized_commands_become_a_marker_and_bad_utf8_too() {
+        let (mut client, server_end) = tokio::io::duplex(1 << 16);
+        let mut stream = Vec::new();
+        let mut big = vec![COM_QUERY];
+        big.extend(std::iter::repeat_n(b'x', 5000));
+        stream.extend_from_slice(&packet(0, &big));
+        stream.extend_from_slice(&packet(0, b"\x03select \xff"));
+        stream.extend_from_slice(&packet(0, b"\x03select 1"));
+        let writer = tokio::spawn(async move {
+            for piece in stream.chunks(700) {
+                client.write_all(piece).await.unwrap();
+            }
+        });
+        let mut got = Vec::new();
+        CommandReader::new(server_end, 1000)
+            .read_to_end(&mut got)
+            .await
+            .unwrap();
+        writer.await.unwrap();
+        let mut expected = marker_packet(0, &format!("{TOO_LARGE_MARKER}5001"));
+        expected.extend_from_slice(&marker_packet(0, NOT_UTF8_MARKER));
+        expected.extend_from_slice(&packet(0, b"\x03select 1"));
+        assert_eq!(got, expected);
+    }
+
+    #[tokio::test]
+    async fn oversized_login_packets_close_the_connection() {
+        let (mut client, server_end) = tokio::io::duplex(1 << 16);
+        client.write_all(&packet(1, &[0u8; 2000])).await.unwrap();
+        drop(client);
+        let mut got = Vec::new();
+        let err = CommandReader::new(server_end, 1000)
+            .read_to_end(&mut got)
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData);
     }
 }

@@ -6,17 +6,17 @@ use super::baseline;
 use super::bootstrap;
 use super::estimate::{Analysis, AnalysisError, Drift, Estimate, Method, Metric, Options, Scale};
 use super::mix::latency_pair;
-use super::paired::{pair_blocks, t_interval, trend, Interval};
+use super::paired::{pair_blocks, pooled, robust_interval, trend, Interval, Pooled};
 use super::phase_data::{collect, PhaseData};
 use super::rng::seed_of;
 use super::stats_math::mean;
-use super::weighted_hist;
 
 /// Below this share of the baseline's latency time in digests common to both phases, the
 /// mix-adjusted latency speaks for only part of the workload: warned.
 const MIN_COVERAGE: f64 = 0.9;
 
-/// Analyses a phase log with the default [`Options`] (95% intervals).
+/// Analyses phase records of one design (see [`super::run::analyze_run`] for a whole log)
+/// with the default [`Options`] (95% intervals).
 pub fn analyze(phases: &[PhaseRecord], baseline: Option<&str>) -> Result<Analysis, AnalysisError> {
     analyze_with(phases, baseline, &Options::default())
 }
@@ -87,8 +87,9 @@ pub fn analyze_with(
         ));
     }
 
-    let mut estimates = Vec::new();
-    let mut drift = Vec::new();
+    // Every comparison's per-block series first: comparisons with few blocks borrow the
+    // noise estimate of the others (same run, same host).
+    let mut compared: Vec<(&String, Vec<(Metric, Series)>)> = Vec::new();
     for scenario in data.scheduled.iter().filter(|s| **s != base_name) {
         let pairs = pair_blocks(&data, &blocks, &base_name, scenario);
         if pairs.is_empty() {
@@ -97,23 +98,49 @@ pub fn analyze_with(
             ));
             continue;
         }
-        let series = block_series(&pairs);
+        let metrics: &[Metric] = if options.headline_only {
+            &Metric::HEADLINE
+        } else {
+            &Metric::ALL
+        };
+        compared.push((scenario, block_series(&pairs, metrics)));
+    }
+    let pools: Vec<(Metric, Option<Pooled>)> = Metric::ALL
+        .iter()
+        .map(|m| {
+            let of_metric: Vec<&[f64]> = compared
+                .iter()
+                .flat_map(|(_, series)| series.iter())
+                .filter(|(metric, _)| metric == m)
+                .map(|(_, s)| s.diffs.as_slice())
+                .collect();
+            (*m, pooled(&of_metric))
+        })
+        .collect();
+    let pool_of = |m: Metric| pools.iter().find(|(x, _)| *x == m).and_then(|(_, p)| *p);
+
+    let mut estimates = Vec::new();
+    let mut drift = Vec::new();
+    for (scenario, series) in &compared {
         let cmp = Comparison {
             scenario,
             baseline: &base_name,
             options,
+            schedule: data.schedule.as_str(),
         };
         let mut fewest = usize::MAX;
-        for (metric, s) in &series {
+        for (metric, s) in series {
             if s.diffs.is_empty() {
-                warnings.push(format!(
-                    "{scenario}: no block has enough data for {}",
-                    metric.label()
-                ));
+                if *metric != Metric::ServerCpu {
+                    warnings.push(format!(
+                        "{scenario}: no block has enough data for {}",
+                        metric.label()
+                    ));
+                }
                 continue;
             }
             fewest = fewest.min(s.diffs.len());
-            let e = cmp.estimate(*metric, s);
+            let e = cmp.estimate(*metric, s, pool_of(*metric));
             if e.digest_coverage.is_some_and(|c| c < MIN_COVERAGE)
                 && e.metric == Metric::MeanLatency
             {
@@ -148,7 +175,13 @@ pub fn analyze_with(
         if fewest < 2 {
             warnings.push(format!(
                 "{scenario}: a single paired block for some metrics: point estimates without \
-                 intervals, never significant"
+                 intervals unless the run's other comparisons lend a noise estimate"
+            ));
+        } else if fewest < super::paired::MIN_OWN_PAIRS {
+            warnings.push(format!(
+                "{scenario}: only {fewest} paired blocks: its intervals use the noise of the \
+                 run's other comparisons where that is larger (run at least {} blocks)",
+                super::paired::MIN_OWN_PAIRS
             ));
         }
     }
@@ -158,6 +191,7 @@ pub fn analyze_with(
         });
     }
     Ok(Analysis {
+        schedule: data.schedule.clone(),
         baseline: base_name,
         baseline_rule: rule,
         scenarios: data.scheduled.clone(),
@@ -172,8 +206,11 @@ pub fn analyze_with(
 
 /// Every metric's per-block values for one scenario, from its (block, baseline, scenario)
 /// phases.
-fn block_series(pairs: &[(u64, &PhaseData, &PhaseData)]) -> Vec<(Metric, Series)> {
-    let mut out: Vec<(Metric, Series)> = Metric::ALL.iter().map(|m| (*m, Series::new())).collect();
+fn block_series(
+    pairs: &[(u64, &PhaseData, &PhaseData)],
+    metrics: &[Metric],
+) -> Vec<(Metric, Series)> {
+    let mut out: Vec<(Metric, Series)> = metrics.iter().map(|m| (*m, Series::new())).collect();
     let ln_ratio = |s: f64, b: f64| (s > 0.0 && b > 0.0).then(|| (s / b).ln());
     for &(block, b, s) in pairs {
         let latency = latency_pair(b, s);
@@ -190,6 +227,12 @@ fn block_series(pairs: &[(u64, &PhaseData, &PhaseData)]) -> Vec<(Metric, Series)
                         series.push(block, es - eb, Some(eb), Some(es));
                     }
                 }
+                Metric::ServerCpu => {
+                    let (cb, cs) = (b.cpu_per_statement(), s.cpu_per_statement());
+                    if let Some(d) = cb.zip(cs).and_then(|(cb, cs)| ln_ratio(cs, cb)) {
+                        series.push(block, d, cb, cs);
+                    }
+                }
                 Metric::MeanLatency
                 | Metric::P50Latency
                 | Metric::P95Latency
@@ -201,7 +244,7 @@ fn block_series(pairs: &[(u64, &PhaseData, &PhaseData)]) -> Vec<(Metric, Series)
                     };
                     let Some(diff) = diff else { continue };
                     let raw = |p: &PhaseData| match metric.quantile() {
-                        Some(q) => weighted_hist::quantile_ns(&p.histogram, q),
+                        Some(q) => p.raw_quantile_ns(q),
                         None => p.mean_latency_ns(),
                     };
                     series.push(block, diff, raw(b), raw(s));
@@ -220,17 +263,18 @@ struct Comparison<'a> {
     scenario: &'a str,
     baseline: &'a str,
     options: &'a Options,
+    schedule: &'a str,
 }
 
 impl Comparison<'_> {
-    fn estimate(&self, metric: Metric, s: &Series) -> Estimate {
+    fn estimate(&self, metric: Metric, s: &Series, pool: Option<Pooled>) -> Estimate {
         let (method, scale) = match metric {
             Metric::ErrorRate => (Method::T, Scale::Difference),
             m if m.quantile().is_some() => (Method::Bootstrap, Scale::Ratio),
             _ => (Method::T, Scale::Ratio),
         };
         let interval = match method {
-            Method::T => t_interval(&s.diffs, self.options.level),
+            Method::T => robust_interval(&s.diffs, self.options.level, pool),
             Method::Bootstrap => {
                 let seed =
                     self.options.seed ^ seed_of(&[self.scenario, self.baseline, metric.label()]);
@@ -252,8 +296,12 @@ impl Comparison<'_> {
             Scale::Ratio => x.exp_m1(),
             Scale::Difference => x,
         };
-        let latency = metric != Metric::Throughput && metric != Metric::ErrorRate;
+        let latency = !matches!(
+            metric,
+            Metric::Throughput | Metric::ErrorRate | Metric::ServerCpu
+        );
         Estimate {
+            schedule: self.schedule.to_string(),
             metric,
             scenario: self.scenario.to_string(),
             baseline: self.baseline.to_string(),

@@ -19,17 +19,24 @@ pub enum Metric {
     P95Latency,
     P99Latency,
     ErrorRate,
+    /// mysqld's CPU time per statement (phases recorded with `--mysqld-pid`): the cost that
+    /// shows when the server is not saturated and throughput cannot move.
+    ServerCpu,
 }
 
 impl Metric {
-    pub const ALL: [Metric; 6] = [
+    pub const ALL: [Metric; 7] = [
         Metric::Throughput,
         Metric::MeanLatency,
         Metric::P50Latency,
         Metric::P95Latency,
         Metric::P99Latency,
         Metric::ErrorRate,
+        Metric::ServerCpu,
     ];
+
+    /// The metrics whose intervals "stop when precise" waits for.
+    pub const HEADLINE: [Metric; 2] = [Metric::Throughput, Metric::MeanLatency];
 
     pub fn label(self) -> &'static str {
         match self {
@@ -39,6 +46,7 @@ impl Metric {
             Metric::P95Latency => "p95_latency",
             Metric::P99Latency => "p99_latency",
             Metric::ErrorRate => "error_rate",
+            Metric::ServerCpu => "server_cpu",
         }
     }
 
@@ -73,7 +81,8 @@ pub enum Scale {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Method {
-    /// Student's t on the per-block log-ratios (or differences).
+    /// Student's t on the per-block log-ratios (or differences), standard error the larger of
+    /// the plain and the Newey–West one, variance pooled across comparisons when few blocks.
     T,
     /// Expanded-percentile block bootstrap of the per-block log-ratios, never narrower than
     /// the t interval.
@@ -83,6 +92,8 @@ pub enum Method {
 /// One scenario's difference from the baseline in one metric, paired by block.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Estimate {
+    /// `fast` (switched at runtime) or `slow` (entered through restarts).
+    pub schedule: String,
     pub metric: Metric,
     pub scenario: String,
     pub baseline: String,
@@ -118,6 +129,11 @@ impl Estimate {
     pub fn percent(&self) -> f64 {
         self.ratio * 100.0
     }
+
+    /// Half the interval's width in percentage points (`None` without an interval).
+    pub fn halfwidth_points(&self) -> Option<f64> {
+        Some((self.ci_high? - self.ci_low?) * 50.0)
+    }
 }
 
 /// A trend, over blocks, of a scenario's paired log-ratios (throughput, mean latency).
@@ -139,6 +155,8 @@ pub struct Drift {
 /// Everything the analysis found.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Analysis {
+    /// `fast` (switched at runtime) or `slow` (entered through restarts).
+    pub schedule: String,
     pub baseline: String,
     pub baseline_rule: BaselineRule,
     /// Scenarios in the log, in order of first appearance.
@@ -180,6 +198,8 @@ pub struct Options {
     pub resamples: usize,
     /// Base seed of the bootstrap (mixed with the scenario and metric names).
     pub seed: u64,
+    /// Only [`Metric::HEADLINE`] (cheap: for a stopping rule checked every segment).
+    pub headline_only: bool,
 }
 
 impl Default for Options {
@@ -188,6 +208,7 @@ impl Default for Options {
             level: 0.95,
             resamples: super::bootstrap::DEFAULT_RESAMPLES,
             seed: 0x7073_7072_6f62_6521, // "psprobe!"
+            headline_only: false,
         }
     }
 }

@@ -22,14 +22,18 @@
 mod analyze;
 pub mod baseline;
 pub mod bootstrap;
+pub mod carryover;
 pub mod estimate;
 pub mod mix;
 pub mod paired;
 pub mod phase_data;
 pub mod rng;
+pub mod run;
 pub mod stats_math;
 pub mod weighted_hist;
 
+#[cfg(test)]
+pub mod sim_fast;
 #[cfg(test)]
 mod synth;
 #[cfg(test)]
@@ -37,4 +41,6 @@ mod tests;
 
 pub use analyze::{analyze, analyze_with};
 pub use baseline::BaselineRule;
+pub use carryover::CarryoverProfile;
 pub use estimate::{Analysis, AnalysisError, Drift, Estimate, Method, Metric, Options, Scale};
+pub use run::{analyze_run, RunAnalysis, StartupComparison, SwitchSummary};

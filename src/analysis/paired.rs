@@ -6,7 +6,13 @@
 //!
 //! - interval: Student's t on the differences, n − 1 degrees of freedom (few blocks, unknown
 //!   variance: the t interval is exact for normal differences and robust for log-ratios of
-//!   phase aggregates, which are averages of many queries);
+//!   phase aggregates, which are averages of many queries). The standard error is the larger
+//!   of the plain one and the Newey–West one, so noise correlated from block to block (a host
+//!   drifting over seconds) cannot make the interval too narrow; with the order randomized
+//!   inside every block the plain one is already right, and Newey–West is the insurance.
+//!   With few blocks, the variance is pooled with the run's other comparisons (they share the
+//!   host's noise), so three blocks that agree by chance do not give an absurdly narrow
+//!   interval;
 //! - drift: least-squares slope of the differences over block number, t-tested with n − 2
 //!   degrees of freedom; a significant slope means the scenario's cost changed during the run
 //!   (warming caches, growing PS tables, a changing workload), so the average hides a trend.
@@ -14,7 +20,33 @@
 use std::collections::BTreeSet;
 
 use super::phase_data::{Collected, PhaseData};
-use super::stats_math::{mean, ols_slope, sd, t_quantile, t_two_sided_p};
+use super::stats_math::{mean, newey_west_se, ols_slope, sd, t_quantile, t_two_sided_p};
+
+/// Below this many pairs a comparison's own variance is not trusted alone.
+pub const MIN_OWN_PAIRS: usize = 6;
+
+/// A noise estimate shared by the comparisons of one run and metric: the variance of the
+/// per-block differences around each comparison's own mean, and its degrees of freedom.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pooled {
+    pub variance: f64,
+    pub df: f64,
+}
+
+/// Pools the residual variance of several comparisons' differences (`None` without any
+/// degree of freedom).
+pub fn pooled(series: &[&[f64]]) -> Option<Pooled> {
+    let (mut ss, mut df) = (0.0, 0.0);
+    for xs in series.iter().filter(|xs| xs.len() >= 2) {
+        let m = mean(xs)?;
+        ss += xs.iter().map(|x| (x - m).powi(2)).sum::<f64>();
+        df += (xs.len() - 1) as f64;
+    }
+    (df > 0.0).then(|| Pooled {
+        variance: ss / df,
+        df,
+    })
+}
 
 /// The blocks in which both `scenario` and `baseline` have a usable phase, with the phases.
 pub fn pair_blocks<'a>(
@@ -60,6 +92,45 @@ pub fn t_interval(diffs: &[f64], level: f64) -> Option<Interval> {
     };
     let df = (n - 1) as f64;
     let se = s / (n as f64).sqrt();
+    let half = t_quantile(0.5 + level / 2.0, df) * se;
+    let p_value = if se > 0.0 {
+        t_two_sided_p(center / se, df)
+    } else if center == 0.0 {
+        1.0
+    } else {
+        0.0
+    };
+    Some(Interval {
+        center,
+        bounds: Some((center - half, center + half)),
+        p_value: Some(p_value),
+        n,
+    })
+}
+
+/// The interval the analysis reports: Student's t on the per-block differences with the
+/// larger of the plain and the Newey–West standard error; below [`MIN_OWN_PAIRS`] pairs the
+/// variance is at least the pooled one (and the pooled degrees of freedom are used when it is
+/// the larger). `None` when empty; no bounds with a single difference and nothing pooled.
+pub fn robust_interval(diffs: &[f64], level: f64, pool: Option<Pooled>) -> Option<Interval> {
+    let center = mean(diffs)?;
+    let n = diffs.len();
+    let own = sd(diffs).map(|s| (s * s, (n - 1) as f64));
+    let (variance, df) = match (own, pool.filter(|_| n < MIN_OWN_PAIRS)) {
+        (Some((v, _)), Some(p)) if p.variance > v => (p.variance, p.df),
+        (Some(own), _) => own,
+        (None, Some(p)) => (p.variance, p.df),
+        (None, None) => {
+            return Some(Interval {
+                center,
+                bounds: None,
+                p_value: None,
+                n,
+            })
+        }
+    };
+    let plain = (variance / n as f64).sqrt();
+    let se = newey_west_se(diffs).map_or(plain, |nw| nw.max(plain));
     let half = t_quantile(0.5 + level / 2.0, df) * se;
     let p_value = if se > 0.0 {
         t_two_sided_p(center / se, df)
@@ -133,6 +204,40 @@ mod tests {
         assert!(t_interval(&[], 0.95).is_none());
         let flat = t_interval(&[0.0, 0.0, 0.0], 0.95).unwrap();
         assert!(!flat.significant() && flat.p_value == Some(1.0));
+    }
+
+    #[test]
+    fn robust_interval_pools_when_few_and_never_narrower_than_plain() {
+        let d = [0.01, 0.011, 0.012];
+        let plain = t_interval(&d, 0.95).unwrap().bounds.unwrap();
+        let pool = pooled(&[&[0.1, -0.1, 0.05, -0.05], &d]).unwrap();
+        assert_eq!(pool.df, 5.0);
+        let wide = robust_interval(&d, 0.95, Some(pool))
+            .unwrap()
+            .bounds
+            .unwrap();
+        assert!(
+            wide.1 - wide.0 > 5.0 * (plain.1 - plain.0),
+            "{wide:?} vs {plain:?}"
+        );
+        // Enough pairs: its own variance only (pool ignored), never narrower than plain t.
+        let many: Vec<f64> = (0..30).map(|i| 0.01 * f64::from(i % 5)).collect();
+        let own = robust_interval(&many, 0.95, Some(pool))
+            .unwrap()
+            .bounds
+            .unwrap();
+        let t = t_interval(&many, 0.95).unwrap().bounds.unwrap();
+        assert!(own.1 - own.0 >= t.1 - t.0 - 1e-12);
+        assert!(own.1 - own.0 < wide.1 - wide.0);
+        // One difference: bounds only from the pool.
+        assert!(robust_interval(&[0.3], 0.95, None)
+            .unwrap()
+            .bounds
+            .is_none());
+        assert!(robust_interval(&[0.3], 0.95, Some(pool))
+            .unwrap()
+            .bounds
+            .is_some());
     }
 
     #[test]

@@ -55,6 +55,11 @@ pub struct PhaseData {
     pub histogram: Hist,
     /// Digest id (or text when the id is missing) → its aggregates.
     pub digests: BTreeMap<String, DigestData>,
+    /// mysqld CPU ms over the measured time, when every record had it.
+    pub server_cpu_ms: Option<f64>,
+    /// Fastest and slowest statement (ns), to keep quantiles read from buckets within them.
+    pub min_ns: Option<f64>,
+    pub max_ns: Option<f64>,
 }
 
 impl PhaseData {
@@ -67,6 +72,12 @@ impl PhaseData {
         (self.timed > 0).then(|| self.latency_sum_ns / self.timed as f64)
     }
 
+    /// Server CPU ms per statement.
+    pub fn cpu_per_statement(&self) -> Option<f64> {
+        let cpu = self.server_cpu_ms?;
+        (self.statements > 0 && cpu > 0.0).then(|| cpu / self.statements as f64)
+    }
+
     pub fn error_rate(&self) -> Option<f64> {
         (self.statements > 0).then(|| self.errors as f64 / self.statements as f64)
     }
@@ -74,8 +85,15 @@ impl PhaseData {
     /// The q-quantile of statement latency, when enough statements were timed.
     pub fn quantile_ns(&self, q: f64) -> Option<f64> {
         weighted_hist::enough_for(weighted_hist::total(&self.histogram), q)
-            .then(|| weighted_hist::quantile_ns(&self.histogram, q))
+            .then(|| self.raw_quantile_ns(q))
             .flatten()
+    }
+
+    /// The q-quantile read from the buckets (within 2.5%), clamped to the exact min and max.
+    pub fn raw_quantile_ns(&self, q: f64) -> Option<f64> {
+        let v = weighted_hist::quantile_ns(&self.histogram, q)?;
+        let v = self.max_ns.map_or(v, |m| v.min(m));
+        Some(self.min_ns.map_or(v, |m| v.max(m)))
     }
 
     fn add_counts(&mut self, record: &PhaseRecord) {
@@ -87,6 +105,11 @@ impl PhaseData {
             {
                 self.statements += agg.count;
                 self.errors += agg.errors;
+                if agg.timed > 0 && agg.latency_max_ns >= agg.latency_min_ns {
+                    let (lo, hi) = (agg.latency_min_ns as f64, agg.latency_max_ns as f64);
+                    self.min_ns = Some(self.min_ns.map_or(lo, |m| m.min(lo)));
+                    self.max_ns = Some(self.max_ns.map_or(hi, |m| m.max(hi)));
+                }
                 self.timed += agg.timed;
                 self.latency_sum_ns += agg.latency_sum_ns as f64;
                 weighted_hist::add(&mut self.histogram, &agg.histogram, 1.0);
@@ -103,6 +126,10 @@ impl PhaseData {
 
     fn absorb(&mut self, other: PhaseData) {
         self.window_s += other.window_s;
+        self.server_cpu_ms = self
+            .server_cpu_ms
+            .zip(other.server_cpu_ms)
+            .map(|(a, b)| a + b);
         self.statements += other.statements;
         self.errors += other.errors;
         self.timed += other.timed;
@@ -133,6 +160,8 @@ pub struct Collected {
     /// scenario.
     pub phases: Vec<PhaseData>,
     pub warnings: Vec<String>,
+    /// The records' design: `fast` or `slow` (version 1 logs: `fast`).
+    pub schedule: String,
 }
 
 impl Collected {
@@ -147,13 +176,28 @@ impl Collected {
     }
 }
 
+/// One (scenario, block, phase) window, from the records of every psprobe that saw it: their
+/// counts add, the time does not.
+struct Window {
+    from: u64,
+    to: u64,
+    /// Measured ms of the longest record (version 2).
+    measured: u64,
+    /// Server CPU ms, the same in every record of the window (the server's own figure);
+    /// `None` once a record lacks it.
+    cpu: Option<f64>,
+    data: PhaseData,
+}
+
 /// Reduces phase records to one [`PhaseData`] per (scenario, block).
 pub fn collect(records: &[PhaseRecord]) -> Collected {
     let mut out = Collected::default();
     let (mut unverified, mut empty, mut newer, mut unsettled) = (0, 0, 0, 0);
-    // (scenario, block, phase) → (from, to, data).
-    let mut windows: BTreeMap<(String, u64, u64), (u64, u64, PhaseData)> = BTreeMap::new();
+    let mut windows: BTreeMap<(String, u64, u64), Window> = BTreeMap::new();
     for r in records.iter().filter(|r| r.kind == "phase") {
+        if out.schedule.is_empty() {
+            out.schedule = r.schedule().to_string();
+        }
         if !out.scheduled.contains(&r.scenario) {
             out.scheduled.push(r.scenario.clone());
         }
@@ -173,21 +217,38 @@ pub fn collect(records: &[PhaseRecord]) -> Collected {
             unsettled += 1;
         }
         let key = (r.scenario.clone(), r.block, r.phase);
-        let entry = windows.entry(key).or_insert_with(|| {
-            let data = PhaseData {
+        let cpu = r.server_cpu_ms.map(|c| c as f64);
+        let w = windows.entry(key).or_insert_with(|| Window {
+            from: r.measure_from_ms,
+            to: r.measure_to_ms,
+            measured: 0,
+            cpu,
+            data: PhaseData {
                 scenario: r.scenario.clone(),
                 block: r.block,
                 ..PhaseData::default()
-            };
-            (r.measure_from_ms, r.measure_to_ms, data)
+            },
         });
-        entry.0 = entry.0.min(r.measure_from_ms);
-        entry.1 = entry.1.max(r.measure_to_ms);
-        entry.2.add_counts(r);
+        w.from = w.from.min(r.measure_from_ms);
+        w.to = w.to.max(r.measure_to_ms);
+        if r.measured_ms.is_some() {
+            w.measured = w.measured.max(r.measured_ms());
+        }
+        w.cpu = w.cpu.zip(cpu).map(|(a, b)| a.max(b));
+        w.data.add_counts(r);
     }
     let mut pooled: BTreeMap<(u64, String), (PhaseData, usize)> = BTreeMap::new();
-    for ((scenario, block, _), (from, to, mut data)) in windows {
-        data.window_s = (to - from) as f64 / 1000.0;
+    for ((scenario, block, _), w) in windows {
+        let mut data = w.data;
+        // Version 2 records say how long they measured (slots of a segment are not one
+        // stretch); version 1 records measured from `from` to `to`.
+        let ms = if w.measured > 0 {
+            w.measured
+        } else {
+            w.to - w.from
+        };
+        data.window_s = ms as f64 / 1000.0;
+        data.server_cpu_ms = w.cpu;
         match pooled.entry((block, scenario)) {
             std::collections::btree_map::Entry::Vacant(v) => {
                 v.insert((data, 1));
@@ -266,6 +327,7 @@ mod tests {
             ],
             digests: vec![agg(None, Some("aa"), 1000), agg(None, Some("bb"), 500)],
             server_cpu_ms: None,
+            ..PhaseRecord::default()
         }
     }
 

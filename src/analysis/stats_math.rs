@@ -18,6 +18,31 @@ pub fn sd(xs: &[f64]) -> Option<f64> {
     Some((ss / (xs.len() - 1) as f64).sqrt())
 }
 
+/// Standard error of the mean of a series that may be autocorrelated: Newey–West (Bartlett
+/// kernel) with the usual automatic lag `floor(4 (n/100)^(2/9))`, at least 1. `None` below
+/// three values.
+pub fn newey_west_se(xs: &[f64]) -> Option<f64> {
+    let n = xs.len();
+    if n < 3 {
+        return None;
+    }
+    let m = mean(xs)?;
+    let lags = ((4.0 * (n as f64 / 100.0).powf(2.0 / 9.0)).floor() as usize).clamp(1, n - 1);
+    let gamma = |lag: usize| -> f64 {
+        xs[lag..]
+            .iter()
+            .zip(xs)
+            .map(|(a, b)| (a - m) * (b - m))
+            .sum::<f64>()
+            / n as f64
+    };
+    let mut lrv = gamma(0);
+    for l in 1..=lags {
+        lrv += 2.0 * (1.0 - l as f64 / (lags + 1) as f64) * gamma(l);
+    }
+    Some((lrv.max(0.0) / n as f64).sqrt())
+}
+
 /// ln Γ(x) for x > 0 (Lanczos, g = 7, 9 terms; ~1e-15 relative).
 pub fn ln_gamma(x: f64) -> f64 {
     const G: f64 = 7.0;
@@ -320,6 +345,21 @@ pub fn ols_slope(xs: &[f64], ys: &[f64]) -> Option<(f64, f64, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn newey_west_is_iid_se_without_correlation_and_wider_with_it() {
+        assert!(newey_west_se(&[1.0, 2.0]).is_none());
+        // Alternating signs: negative autocorrelation shrinks the long-run variance.
+        let alt: Vec<f64> = (0..100)
+            .map(|i| if i % 2 == 0 { 1.0 } else { -1.0 })
+            .collect();
+        let iid = sd(&alt).unwrap() / 10.0;
+        assert!(newey_west_se(&alt).unwrap() < iid);
+        // A slow wave: positive autocorrelation widens it.
+        let wave: Vec<f64> = (0..100).map(|i| (i as f64 / 8.0).sin()).collect();
+        let iid = sd(&wave).unwrap() / 10.0;
+        assert!(newey_west_se(&wave).unwrap() > 1.5 * iid);
+    }
 
     #[test]
     fn t_quantiles_match_tables() {

@@ -217,6 +217,7 @@ pub fn simulate(rng: &mut Rng, sim: &Sim, arms: &[Arm]) -> Vec<PhaseRecord> {
                 ],
                 digests,
                 server_cpu_ms: None,
+                ..PhaseRecord::default()
             });
             phase += 1;
         }

@@ -115,6 +115,18 @@ impl Catalog {
             })
     }
 
+    /// Like [`Catalog::get`], and `NAME@startup` (the startup variant of runtime scenario
+    /// `NAME`, see [`super::startup`]) is added on first use.
+    pub fn resolve(&mut self, name: &str) -> Result<&Scenario> {
+        if self.find(name).is_none() {
+            if let Some(twin) = super::startup::twin_name(name) {
+                let variant = super::startup::startup_of(self.get(twin)?)?;
+                self.scenarios.push(variant);
+            }
+        }
+        self.get(name)
+    }
+
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.scenarios.iter().map(|s| s.name.as_str())
     }

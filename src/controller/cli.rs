@@ -218,7 +218,7 @@ impl Context {
 
     async fn apply(&self, name: &str, state_file: Option<&Path>) -> anyhow::Result<()> {
         // Refuse what cannot work before connecting to anything.
-        let scenario = self.catalog.get(name)?.clone();
+        let scenario = self.catalog.clone().resolve(name)?.clone();
         if scenario.requires_restart() {
             return Err(ControllerError::NeedsRestart {
                 name: scenario.name,

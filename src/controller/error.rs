@@ -76,11 +76,15 @@ pub enum ControllerError {
     UnknownScenario { name: String, valid: Vec<String> },
 
     #[error(
-        "scenario '{name}' needs a server restart with performance_schema=OFF (a startup-only \
-         setting): schedule it in `psprobe proxy --scenarios ...` with --restart-cmd 'CMD {{pfs}}' \
-         (`psprobe ps apply` cannot restart the server). Nothing was changed"
+        "scenario '{name}' needs a server restart (performance_schema=OFF and startup options are \
+         startup-only settings): schedule it in `psprobe proxy --scenarios ...` with \
+         --restart-cmd 'CMD {{pfs}} {{opts}}' (`psprobe ps apply` cannot restart the server). \
+         Nothing was changed"
     )]
     NeedsRestart { name: String },
+
+    #[error("scenario '{name}' has no startup form: {reason}")]
+    StartupScenario { name: String, reason: String },
 
     #[error("restart hook: {reason}; check --restart-cmd")]
     Restart { reason: String },

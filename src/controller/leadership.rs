@@ -16,15 +16,55 @@ use super::snapshot::Snapshot;
 pub const LOCK_NAME: &str = "psprobe_controller";
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// What the leader publishes about the phase in effect.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What the leader publishes about the slot in effect, once per slot.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct PhaseRow {
     pub scenario: String,
+    /// Segment (fast) or slow block.
     pub block: u64,
+    /// Position of the slot in the run.
     pub phase: u64,
-    /// `switching`, `measuring`, or `idle` (no schedule running).
+    /// `switching` (a restart is coming), `settling` (the scenario is in effect; the settle
+    /// time runs, then the measured window), `measuring` (older psprobes), `idle` (no schedule
+    /// running) or `done` (the schedule completed).
     pub state: String,
     pub leader: String,
+    /// `fast` or `slow`.
+    pub schedule: String,
+    /// From the moment the row was written: settle, then measure for this long.
+    pub settle_ms: u64,
+    pub measure_ms: u64,
+}
+
+impl PhaseRow {
+    /// The `leader` column: the leader's name, then the slot's timing (the table predates it,
+    /// and the controller account may not ALTER it).
+    fn leader_column(&self) -> String {
+        if self.schedule.is_empty() {
+            return self.leader.clone();
+        }
+        format!(
+            "{} {} {} {}",
+            self.leader, self.schedule, self.settle_ms, self.measure_ms
+        )
+    }
+
+    fn parse_leader_column(&mut self, column: &str) {
+        let words: Vec<&str> = column.rsplitn(4, ' ').collect();
+        match words.as_slice() {
+            [measure, settle, schedule, leader] => {
+                if let (Ok(m), Ok(s)) = (measure.parse(), settle.parse()) {
+                    self.leader = leader.to_string();
+                    self.schedule = schedule.to_string();
+                    self.settle_ms = s;
+                    self.measure_ms = m;
+                    return;
+                }
+                self.leader = column.to_string();
+            }
+            _ => self.leader = column.to_string(),
+        }
+    }
 }
 
 pub struct Leadership {
@@ -117,13 +157,34 @@ impl Leadership {
         Ok(self.leader)
     }
 
+    /// The statement that publishes `row`, for a batch sent on another connection (the
+    /// controller's, in the NO_BACKSLASH_ESCAPES session the quoting assumes).
+    pub fn publish_sql(row: &PhaseRow) -> String {
+        use super::pattern::quote;
+        format!(
+            "REPLACE INTO psprobe.phase (id, scenario, block, phase, state, leader) VALUES \
+             (1, {}, {}, {}, {}, {})",
+            quote(&row.scenario),
+            row.block,
+            row.phase,
+            quote(&row.state),
+            quote(&row.leader_column())
+        )
+    }
+
     pub async fn publish(&mut self, row: &PhaseRow) -> Result<()> {
         let target = self.target.clone();
         self.conn
             .exec_drop(
                 "REPLACE INTO psprobe.phase (id, scenario, block, phase, state, leader) \
                  VALUES (1, ?, ?, ?, ?, ?)",
-                (&row.scenario, row.block, row.phase, &row.state, &row.leader),
+                (
+                    &row.scenario,
+                    row.block,
+                    row.phase,
+                    &row.state,
+                    row.leader_column(),
+                ),
             )
             .await
             .map_err(|e| sql_error(&target, "publish the phase", e))
@@ -141,13 +202,15 @@ impl Leadership {
         Ok(row.and_then(|r| {
             let (scenario, block, phase, state, leader) =
                 mysql_async::from_row_opt::<(String, u64, u64, String, String)>(r).ok()?;
-            Some(PhaseRow {
+            let mut row = PhaseRow {
                 scenario,
                 block,
                 phase,
                 state,
-                leader,
-            })
+                ..PhaseRow::default()
+            };
+            row.parse_leader_column(&leader);
+            Some(row)
         }))
     }
 
@@ -187,6 +250,17 @@ impl Leadership {
             .map_err(|e| sql_error(&target, "clear the snapshot on the server", e))
     }
 
+    /// The session's round trip to the server (one cheap query).
+    pub async fn ping(&mut self) -> Result<Duration> {
+        let t = std::time::Instant::now();
+        let target = self.target.clone();
+        self.conn
+            .ping()
+            .await
+            .map_err(|e| sql_error(&target, "ping", e))?;
+        Ok(t.elapsed())
+    }
+
     pub async fn release(mut self) {
         if self.leader {
             let _ = self
@@ -195,5 +269,42 @@ impl Leadership {
                 .await;
         }
         let _ = self.conn.disconnect().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timing_rides_in_the_leader_column() {
+        let row = PhaseRow {
+            scenario: "a".into(),
+            leader: "host:12".into(),
+            schedule: "fast".into(),
+            settle_ms: 100,
+            measure_ms: 880,
+            ..PhaseRow::default()
+        };
+        let mut back = PhaseRow::default();
+        back.parse_leader_column(&row.leader_column());
+        assert_eq!(
+            (
+                back.leader.as_str(),
+                back.schedule.as_str(),
+                back.settle_ms,
+                back.measure_ms
+            ),
+            ("host:12", "fast", 100, 880)
+        );
+        let mut old = PhaseRow::default();
+        old.parse_leader_column("host:12");
+        assert_eq!(
+            (old.leader.as_str(), old.schedule.as_str()),
+            ("host:12", "")
+        );
+        let mut odd = PhaseRow::default();
+        odd.parse_leader_column("a b c d");
+        assert_eq!(odd.leader, "a b c d");
     }
 }

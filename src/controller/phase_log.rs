@@ -1,11 +1,17 @@
-//! The phase log: an append-only JSON Lines file, one record per finished phase, written and
-//! fsynced when the phase ends, so a crash loses at most the phase in progress.
+//! The phase log: an append-only JSON Lines file, written and fsynced record by record, so a
+//! crash loses at most the segment in progress.
 //!
-//! Format (version 1), documented in docs/phase-log.md:
-//! - first line of each run: `{"version":1,"kind":"run",...}` with the schedule and the
+//! Format (version 2), documented in docs/phase-log.md:
+//! - first line of each run: `{"version":2,"kind":"run",...}` with the schedule and the
 //!   histogram layout;
-//! - then `{"version":1,"kind":"phase",...}` per phase, with the measured window's aggregates
-//!   per command kind and per digest.
+//! - then `{"version":2,"kind":"phase",...}` per scenario and segment: the aggregates, per
+//!   command kind and per digest, of the scenario's measured windows in that segment (one slot
+//!   of a slow schedule, or every slot of a few seconds of a fast one), the measured time, the
+//!   cost of the switches and the statements binned by time since the switch.
+//!
+//! Version 1 logs (one record per phase, no segment fields) read as they always did: every new
+//! field is optional, and a record without `measured_ms` measured from `measure_from_ms` to
+//! `measure_to_ms`.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -17,9 +23,19 @@ use crate::protocol::CommandKind;
 use crate::stats::histogram::{BUCKET_FACTOR, FIRST_BOUND_NS};
 use crate::stats::{DigestStats, ScenarioId, StoreSnapshot};
 
-pub const PHASE_LOG_VERSION: u32 = 1;
+pub const PHASE_LOG_VERSION: u32 = 2;
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// `schedule` of records switched at runtime, fast or slow.
+pub const FAST: &str = "fast";
+/// `schedule` of records entered through a server restart (pfsoff, startup scenarios, and the
+/// reference they are compared with).
+pub const SLOW: &str = "slow";
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct RunRecord {
     pub version: u32,
     pub kind: String,
@@ -35,6 +51,65 @@ pub struct RunRecord {
     /// Bucket `i` of every histogram spans `[first_bound_ns·factor^i, first_bound_ns·factor^(i+1))`.
     pub histogram_first_bound_ns: f64,
     pub histogram_factor: f64,
+    /// Target length of a fast segment (version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment_ms: Option<u64>,
+    /// The settle time is chosen from the carryover profile as the run goes.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub settle_auto: bool,
+    /// Scenarios entered through a restart, in slow blocks, and their reference.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slow_scenarios: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slow_phase_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slow_blocks: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_halfwidth_pct: Option<f64>,
+    /// Width of a since-switch bin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bin_ms: Option<u64>,
+}
+
+/// What switching into a scenario cost during a segment: apply + verify, from the first
+/// statement sent to the verification read back (the slot's time not measured because of it).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct SwitchCost {
+    pub count: u64,
+    pub sum_ms: f64,
+    pub max_ms: f64,
+    /// Statements sent to the server for these switches (apply and verify).
+    #[serde(default)]
+    pub statements: u64,
+}
+
+impl SwitchCost {
+    pub fn add(&mut self, ms: f64, statements: u64) {
+        self.count += 1;
+        self.sum_ms += ms;
+        self.max_ms = self.max_ms.max(ms);
+        self.statements += statements;
+    }
+
+    pub fn merge(&mut self, o: &SwitchCost) {
+        self.count += o.count;
+        self.sum_ms += o.sum_ms;
+        self.max_ms = self.max_ms.max(o.max_ms);
+        self.statements += o.statements;
+    }
+}
+
+/// Statements that started in one since-switch bin during a segment.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct BinRecord {
+    pub bin: u16,
+    /// Slots whose post-switch time covered the whole bin (its exposure, for rates).
+    pub slots: u64,
+    pub count: u64,
+    pub timed: u64,
+    pub latency_sum_ns: u64,
 }
 
 /// Aggregates of one command kind or one digest over a phase's measured window.
@@ -58,7 +133,7 @@ pub struct Aggregate {
     pub histogram: Vec<(u16, u64)>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct PhaseRecord {
     pub version: u32,
     pub kind: String,
@@ -79,6 +154,36 @@ pub struct PhaseRecord {
     /// given (same host only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_cpu_ms: Option<u64>,
+    /// `fast` or `slow` (version 2; version 1 records have none and are analysed together).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<String>,
+    /// Slots of this scenario in the segment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slots: Option<u64>,
+    /// Sum of the measured windows (ms); without it, `measure_to_ms - measure_from_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_ms: Option<u64>,
+    /// Settle time in effect at the end of the segment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settle_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub switch: Option<SwitchCost>,
+    /// Statements by time since the switch, settle included (non-empty bins only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub since_switch: Vec<BinRecord>,
+}
+
+impl PhaseRecord {
+    /// The measured time in ms (version 1: the one window).
+    pub fn measured_ms(&self) -> u64 {
+        self.measured_ms
+            .unwrap_or_else(|| self.measure_to_ms.saturating_sub(self.measure_from_ms))
+    }
+
+    /// `fast`, `slow`, or `fast` for version 1 records (one design, analysed together).
+    pub fn schedule(&self) -> &str {
+        self.schedule.as_deref().unwrap_or(FAST)
+    }
 }
 
 fn aggregate(stats: &DigestStats) -> Aggregate {
@@ -98,11 +203,56 @@ fn aggregate(stats: &DigestStats) -> Aggregate {
     }
 }
 
-/// What `scenario` added between two snapshots: (per command kind, per digest).
+/// Digests a record lists one by one; the rest are summed into one [`REST`] aggregate, so a
+/// segment record stays a few KiB whatever the number of query shapes.
+pub const MAX_DIGESTS_PER_RECORD: usize = 20;
+/// `text` of the aggregate that sums a record's digests past [`MAX_DIGESTS_PER_RECORD`] (no
+/// `digest` id). The records of one segment list the same digests (those with the most latency
+/// time over all its scenarios), so their rests hold the same query shapes and compare like
+/// one digest.
+pub const REST: &str = "(rest)";
+
+/// The digests a segment's records list one by one: the [`MAX_DIGESTS_PER_RECORD`] with the
+/// most latency time over `scenarios` between two snapshots. `None`: every digest fits.
+pub fn listed_digests(
+    start: &StoreSnapshot,
+    end: &StoreSnapshot,
+    scenarios: &[ScenarioId],
+) -> Option<std::collections::HashSet<crate::stats::store::DigestId>> {
+    let mut time: std::collections::HashMap<crate::stats::store::DigestId, u64> =
+        std::collections::HashMap::new();
+    for ((s, id), later) in &end.entries {
+        if !scenarios.contains(s) {
+            continue;
+        }
+        let before = start
+            .entries
+            .get(&(*s, *id))
+            .map_or(0, |e| e.latency_sum_ns);
+        *time.entry(*id).or_default() += later.latency_sum_ns.saturating_sub(before);
+    }
+    if time.len() <= MAX_DIGESTS_PER_RECORD {
+        return None;
+    }
+    let mut by_time: Vec<_> = time.into_iter().collect();
+    by_time.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    Some(
+        by_time
+            .into_iter()
+            .take(MAX_DIGESTS_PER_RECORD)
+            .map(|(id, _)| id)
+            .collect(),
+    )
+}
+
+/// What `scenario` added between two snapshots: (per command kind, per digest), the digests
+/// by latency time; with `listed`, only those digests one by one and the others summed into a
+/// [`REST`] aggregate.
 pub fn window_aggregates(
     start: &StoreSnapshot,
     end: &StoreSnapshot,
     scenario: ScenarioId,
+    listed: Option<&std::collections::HashSet<crate::stats::store::DigestId>>,
 ) -> (Vec<Aggregate>, Vec<Aggregate>) {
     let empty = DigestStats::default();
     let mut commands: Vec<Aggregate> = CommandKind::ALL
@@ -118,6 +268,7 @@ pub fn window_aggregates(
         })
         .collect();
     commands.sort_by(|a, b| a.command.cmp(&b.command));
+    let mut rest = DigestStats::default();
     let mut digests: Vec<Aggregate> = end
         .entries
         .iter()
@@ -125,14 +276,32 @@ pub fn window_aggregates(
         .filter_map(|((_, id), later)| {
             let earlier = start.entries.get(&(scenario, *id)).unwrap_or(&empty);
             let d = later.since(earlier);
-            (d.count > 0).then(|| Aggregate {
+            if d.count == 0 {
+                return None;
+            }
+            if listed.is_some_and(|l| !l.contains(id)) {
+                rest.merge(&d);
+                return None;
+            }
+            Some(Aggregate {
                 digest: Some(id.to_string()),
                 text: end.texts.get(id).map(|t| t.to_string()),
                 ..aggregate(&d)
             })
         })
         .collect();
-    digests.sort_by(|a, b| b.count.cmp(&a.count).then(a.digest.cmp(&b.digest)));
+    digests.sort_by(|a, b| {
+        b.latency_sum_ns
+            .cmp(&a.latency_sum_ns)
+            .then(b.count.cmp(&a.count))
+            .then(a.digest.cmp(&b.digest))
+    });
+    if rest.count > 0 {
+        digests.push(Aggregate {
+            text: Some(REST.to_string()),
+            ..aggregate(&rest)
+        });
+    }
     (commands, digests)
 }
 
@@ -190,14 +359,35 @@ pub fn histogram_layout() -> (f64, f64) {
     (FIRST_BOUND_NS, BUCKET_FACTOR)
 }
 
-/// Reads every record of a phase log (run records and phase records).
+/// Reads the phase records of a phase log (versions 1 and 2).
 pub fn read_phases(path: &Path) -> std::io::Result<Vec<PhaseRecord>> {
+    Ok(read_log(path)?.phases)
+}
+
+/// Every record of a phase log.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LogContents {
+    pub runs: Vec<RunRecord>,
+    pub phases: Vec<PhaseRecord>,
+}
+
+/// Reads the run and phase records of a phase log; lines that are not records (a torn last
+/// line after a crash) are skipped.
+pub fn read_log(path: &Path) -> std::io::Result<LogContents> {
     let text = std::fs::read_to_string(path)?;
-    Ok(text
-        .lines()
-        .filter(|l| l.contains("\"kind\":\"phase\""))
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect())
+    Ok(parse_log(&text))
+}
+
+pub fn parse_log(text: &str) -> LogContents {
+    let mut out = LogContents::default();
+    for line in text.lines() {
+        if line.contains("\"kind\":\"phase\"") {
+            out.phases.extend(serde_json::from_str(line).ok());
+        } else if line.contains("\"kind\":\"run\"") {
+            out.runs.extend(serde_json::from_str(line).ok());
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -214,14 +404,15 @@ mod tests {
             latency_ns: Some(ns),
             ..Sample::default()
         };
-        store.record(1, CommandKind::Query, Some(id), &sample(1_000_000));
+        let tag = crate::stats::Tag::plain;
+        store.record(tag(1), CommandKind::Query, Some(id), &sample(1_000_000));
         let start = store.snapshot();
         for _ in 0..3 {
-            store.record(1, CommandKind::Query, Some(id), &sample(2_000_000));
+            store.record(tag(1), CommandKind::Query, Some(id), &sample(2_000_000));
         }
-        store.record(2, CommandKind::Query, Some(id), &sample(9_000_000));
+        store.record(tag(2), CommandKind::Query, Some(id), &sample(9_000_000));
         let end = store.snapshot();
-        let (commands, digests) = window_aggregates(&start, &end, 1);
+        let (commands, digests) = window_aggregates(&start, &end, 1, None);
         assert_eq!(commands.len(), 1);
         assert_eq!(commands[0].command.as_deref(), Some("query"));
         assert_eq!(commands[0].count, 3);
@@ -247,6 +438,7 @@ mod tests {
             commands,
             digests,
             server_cpu_ms: Some(12),
+            ..PhaseRecord::default()
         };
         log.append(&record).unwrap();
         log.append(&record).unwrap();

@@ -1,6 +1,8 @@
-//! The restart hook: `--restart-cmd 'CMD {pfs}'` turns performance_schema ON or OFF by
-//! restarting mysqld, for the `pfsoff` scenario. psprobe runs it, then waits (bounded) until
-//! the server accepts connections again.
+//! The restart hook: `--restart-cmd 'CMD {pfs} {opts}'` restarts mysqld with
+//! performance_schema ON or OFF (`{pfs}`) and extra startup options (`{opts}`: shell-quoted
+//! words, empty except for `NAME@startup` scenarios), for the scenarios that need a restart.
+//! psprobe runs it, then waits (bounded) until the server accepts connections again and has
+//! loaded its buffer pool back, so a restarted phase does not start on a cold cache.
 
 use std::time::Duration;
 
@@ -11,10 +13,11 @@ use super::error::{ControllerError, Result};
 pub async fn restart_server(
     command: &str,
     performance_schema: bool,
+    opts: &str,
     timeout: Duration,
 ) -> Result<()> {
     let value = if performance_schema { "ON" } else { "OFF" };
-    let line = command.replace("{pfs}", value);
+    let line = command.replace("{pfs}", value).replace("{opts}", opts);
     tracing::info!("restarting the server with performance_schema={value}: {line}");
     let run = Command::new("sh")
         .arg("-c")
@@ -58,8 +61,15 @@ pub async fn wait_ready(
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         let last = match super::server::Controller::connect(dsn).await {
-            Ok(ctl) if ctl.info().performance_schema.unwrap_or(false) == performance_schema => {
-                return Ok(ctl)
+            Ok(mut ctl) if ctl.info().performance_schema.unwrap_or(false) == performance_schema => {
+                match ctl.buffer_pool_loading().await {
+                    Ok(Some(status)) if tokio::time::Instant::now() < deadline => {
+                        tracing::debug!("waiting for the buffer pool load: {status}");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        continue;
+                    }
+                    _ => return Ok(ctl),
+                }
             }
             Ok(ctl) => format!(
                 "performance_schema is {:?}, expected {}",

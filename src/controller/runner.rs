@@ -1,39 +1,55 @@
-//! The scheduled controller inside `psprobe proxy`: leads (switches scenarios in randomized
-//! blocks, publishes the phase, writes the phase log) or follows another psprobe's lead, and
-//! always leaves the server's performance_schema settings as it found them.
+//! The scheduled controller inside `psprobe proxy`: leads (switches scenarios, publishes the
+//! slot, writes the phase log; see [`super::lead`]) or follows another psprobe's lead
+//! ([`super::follow`]), and always leaves the server's performance_schema settings as it found
+//! them.
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::watch;
 
-use crate::stats::{Observer, ScenarioId, NO_SCENARIO};
+use crate::stats::since_switch::BIN_MS;
+use crate::stats::{Observer, NO_SCENARIO};
 
 use super::catalog::Catalog;
 use super::dsn::ControllerDsn;
 use super::error::{ControllerError, Result};
+use super::fast_switch::Switcher;
+use super::follow::Follower;
+use super::lead::{Leader, ServerMode};
 use super::leadership::{Leadership, PhaseRow};
-use super::phase_log::{histogram_layout, PhaseLog, RunRecord, PHASE_LOG_VERSION};
+use super::phase_log::{histogram_layout, PhaseLog, PhaseRecord, RunRecord, PHASE_LOG_VERSION};
 use super::phase_tracker::PhaseTracker;
 use super::restart::{restart_server, wait_ready};
-use super::schedule::block_order;
 use super::server::Controller;
 use super::snapshot::Snapshot;
-
-/// How often a follower reads the leader's phase and tries the lock.
-const FOLLOW_POLL: Duration = Duration::from_millis(250);
+use super::timeline::{Timeline, TimelineConfig};
 
 /// Everything the controller runs with, validated by the config layer.
 pub struct ControllerSettings {
     pub dsn: ControllerDsn,
     pub catalog: Catalog,
     pub scenarios: Vec<String>,
-    /// Whole phase: settle + measured window.
+    /// One slot of a scenario switched at runtime: switch, settle, measure.
     pub phase: Duration,
-    pub settle: Duration,
+    /// Fixed settle time; `None`: chosen from the carryover profile as the run goes.
+    pub settle: Option<Duration>,
+    /// Target length of a segment of fast slots (the unit the analysis pairs).
+    pub segment: Duration,
     pub restart_settle: Duration,
+    /// One phase of a scenario entered through a restart: restart settle + measured window.
+    pub slow_phase: Duration,
+    /// Slow blocks (`None`: until the run ends).
+    pub slow_blocks: Option<u64>,
+    /// The runtime scenario the restart scenarios are compared with (in the slow blocks too).
+    pub slow_reference: Option<String>,
+    /// Fast time between slow blocks when the run has no set length.
+    pub slow_every: Duration,
     pub blocks: Option<u64>,
+    pub duration: Option<Duration>,
+    /// Stop once every fast headline interval is within this many percentage points.
+    pub target_halfwidth: Option<f64>,
     pub seed: u64,
     pub state_file: PathBuf,
     pub phase_log: PathBuf,
@@ -42,13 +58,67 @@ pub struct ControllerSettings {
     pub upstream: String,
     /// Name this psprobe gives itself in `psprobe.phase.leader`.
     pub identity: String,
-    /// Called with each phase record once it is written (live estimates, admin interface).
+    /// Called with each segment's records once they are written (live estimates, admin).
     pub on_phase: Option<PhaseHook>,
-    /// mysqld's pid on this host, to record its CPU time per phase.
+    /// mysqld's pid on this host, to record its CPU time per slot.
     pub mysqld_pid: Option<super::server_cpu::PidSource>,
 }
 
-pub type PhaseHook = Arc<dyn Fn(&super::phase_log::PhaseRecord) + Send + Sync>;
+/// Receives each segment's records (one per scenario) once they are written.
+pub type PhaseHook = Arc<dyn Fn(&[PhaseRecord]) + Send + Sync>;
+
+/// Settle time before the carryover profile has chosen one: a quarter of the slot, at most
+/// 250 ms.
+pub fn initial_settle(phase: Duration) -> Duration {
+    (phase / 4).min(Duration::from_millis(250))
+}
+
+impl ControllerSettings {
+    /// The scheduled scenarios switched at runtime (indices), in the order given.
+    pub fn fast_scenarios(&self) -> Vec<usize> {
+        (0..self.scenarios.len())
+            .filter(|&i| {
+                self.catalog
+                    .get(&self.scenarios[i])
+                    .is_ok_and(|s| !s.requires_restart())
+            })
+            .collect()
+    }
+
+    /// The restart scenarios and their reference (indices); empty when nothing needs a restart.
+    pub fn slow_scenarios(&self) -> Vec<usize> {
+        let restart: Vec<usize> = (0..self.scenarios.len())
+            .filter(|&i| {
+                self.catalog
+                    .get(&self.scenarios[i])
+                    .is_ok_and(|s| s.requires_restart())
+            })
+            .collect();
+        if restart.is_empty() {
+            return restart;
+        }
+        let reference = self
+            .slow_reference
+            .as_ref()
+            .and_then(|r| self.scenarios.iter().position(|s| s == r));
+        reference.into_iter().chain(restart).collect()
+    }
+
+    pub fn timeline(&self) -> TimelineConfig {
+        TimelineConfig {
+            fast: self.fast_scenarios(),
+            slow: self.slow_scenarios(),
+            slot: self.phase,
+            segment: self.segment,
+            slow_phase: self.slow_phase,
+            slow_blocks: self.slow_blocks,
+            blocks: self.blocks,
+            duration: self.duration,
+            slow_every: self.slow_every,
+            seed: self.seed,
+        }
+    }
+}
 
 pub fn now_ms() -> u64 {
     SystemTime::now()
@@ -125,22 +195,26 @@ pub async fn run(
         settings.on_phase.clone(),
         settings.mysqld_pid.clone(),
     );
-    // (block, phase) to start from: after a takeover, the ones after the last seen.
+    // (fast block, phase) to start from: after a takeover, the ones after the last seen.
     let mut start_at = (0u64, 0u64);
     loop {
         if lead.try_acquire().await? {
             observer.metrics.controller_leader.set(1);
             write_run_record(&mut log, &settings, "leader")?;
+            let mut mode = ServerMode::Default;
             let result = lead_schedule(
                 start_at,
                 &settings,
-                &mut ctl,
-                &mut lead,
-                &ids,
-                &observer,
-                &mut tracker,
-                &mut log,
-                &mut stop,
+                Leading {
+                    ctl: &mut ctl,
+                    lead: &mut lead,
+                    ids: &ids,
+                    observer: &observer,
+                    tracker: &mut tracker,
+                    log: &mut log,
+                    stop: &mut stop,
+                    mode: &mut mode,
+                },
             )
             .await;
             observer.scenarios.set_current(NO_SCENARIO);
@@ -152,26 +226,53 @@ pub async fn run(
             } else {
                 "idle"
             };
-            let restored = leave_as_found(&settings, &mut ctl, &mut lead, end_state).await;
+            let restored = leave_as_found(&settings, &mut ctl, &mut lead, end_state, &mode).await;
             lead.release().await;
             ctl.disconnect().await;
             return result.map(|_| ()).and(restored);
         }
         write_run_record(&mut log, &settings, "follower")?;
-        let Some(resume) = follow(&mut lead, &observer, &mut tracker, &mut log, &mut stop).await?
-        else {
+        let followed = Follower {
+            lead: &mut lead,
+            observer: &observer,
+            tracker: &mut tracker,
+            log: &mut log,
+            stop: &mut stop,
+        }
+        .run()
+        .await?;
+        let Some(last) = followed else {
             observer.scenarios.set_current(NO_SCENARIO);
             lead.release().await;
             ctl.disconnect().await;
             return Ok(());
         };
         tracing::info!("the leading psprobe is gone; taking over the schedule");
-        start_at = resume;
+        start_at = resume_after(&settings, last.as_ref());
     }
+}
+
+/// The (fast block, phase) a new leader goes on from: the segment after the last one it saw.
+fn resume_after(s: &ControllerSettings, last: Option<&PhaseRow>) -> (u64, u64) {
+    let Some(row) = last else {
+        return (0, 0);
+    };
+    let per_segment = s.timeline().blocks_per_segment();
+    let block = if row.schedule == "slow" {
+        0
+    } else {
+        (row.block + 1) * per_segment
+    };
+    (block, row.phase + 1)
 }
 
 fn write_run_record(log: &mut PhaseLog, s: &ControllerSettings, role: &str) -> Result<()> {
     let (first, factor) = histogram_layout();
+    let slow: Vec<String> = s
+        .slow_scenarios()
+        .into_iter()
+        .map(|i| s.scenarios[i].clone())
+        .collect();
     let record = RunRecord {
         version: PHASE_LOG_VERSION,
         kind: "run".into(),
@@ -180,12 +281,23 @@ fn write_run_record(log: &mut PhaseLog, s: &ControllerSettings, role: &str) -> R
         role: role.into(),
         scenarios: s.scenarios.clone(),
         phase_ms: s.phase.as_millis() as u64,
-        settle_ms: s.settle.as_millis() as u64,
+        settle_ms: s
+            .settle
+            .unwrap_or_else(|| initial_settle(s.phase))
+            .as_millis() as u64,
         restart_settle_ms: s.restart_settle.as_millis() as u64,
         blocks: s.blocks,
         seed: s.seed,
         histogram_first_bound_ns: first,
         histogram_factor: factor,
+        segment_ms: Some(s.segment.as_millis() as u64),
+        settle_auto: s.settle.is_none(),
+        slow_phase_ms: (!slow.is_empty()).then_some(s.slow_phase.as_millis() as u64),
+        slow_blocks: if slow.is_empty() { None } else { s.slow_blocks },
+        slow_scenarios: slow,
+        duration_ms: s.duration.map(|d| d.as_millis() as u64),
+        target_halfwidth_pct: s.target_halfwidth,
+        bin_ms: Some(BIN_MS),
     };
     log.append(&record).map_err(|e| ControllerError::Config {
         path: log.path().to_path_buf(),
@@ -193,140 +305,92 @@ fn write_run_record(log: &mut PhaseLog, s: &ControllerSettings, role: &str) -> R
     })
 }
 
-/// Sleeps for `d` unless `stop` turns true first (returns false then).
-async fn wait(d: Duration, stop: &mut watch::Receiver<bool>) -> bool {
-    if *stop.borrow() {
-        return false;
-    }
-    tokio::select! {
-        () = tokio::time::sleep(d) => true,
-        changed = stop.changed() => changed.is_ok() && !*stop.borrow(),
-    }
+/// The leader's borrowed state.
+struct Leading<'a> {
+    ctl: &'a mut Controller,
+    lead: &'a mut Leadership,
+    ids: &'a [crate::stats::ScenarioId],
+    observer: &'a Observer,
+    tracker: &'a mut PhaseTracker,
+    log: &'a mut PhaseLog,
+    stop: &'a mut watch::Receiver<bool>,
+    mode: &'a mut ServerMode,
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn lead_schedule(
     (first_block, first_phase): (u64, u64),
     s: &ControllerSettings,
-    ctl: &mut Controller,
-    lead: &mut Leadership,
-    ids: &[ScenarioId],
-    observer: &Observer,
-    tracker: &mut PhaseTracker,
-    log: &mut PhaseLog,
-    stop: &mut watch::Receiver<bool>,
+    l: Leading<'_>,
 ) -> Result<bool> {
     // The settings to come back to: a dead leader's snapshot kept on the server wins, since
     // the server may still carry that leader's last scenario.
-    let snapshot = match lead.load_snapshot().await? {
+    let snapshot = match l.lead.load_snapshot().await? {
         Some(snapshot) => {
             tracing::warn!("restoring the settings a previous leader left behind");
-            ctl.restore(&snapshot).await?;
+            l.ctl.restore(&snapshot).await?;
             snapshot.save(&s.state_file)?;
             snapshot
         }
-        None => ctl.ensure_snapshot(&s.state_file).await?.snapshot,
+        None => l.ctl.ensure_snapshot(&s.state_file).await?.snapshot,
     };
-    lead.save_snapshot(&snapshot).await?;
-
-    let mut ps_on = true;
-    let mut phase_no = first_phase;
-    let mut block = first_block;
-    while s.blocks.is_none_or(|n| block < n) {
-        for i in block_order(s.scenarios.len(), block, s.seed) {
-            let name = &s.scenarios[i];
-            let scenario = s.catalog.get(name)?;
-            let switched_at = now_ms();
-            lead.publish(&row(name, block, phase_no, "switching", &s.identity))
-                .await?;
-            let wants_ps = !scenario.requires_restart();
-            let restarted = wants_ps != ps_on;
-            if restarted {
-                let command = s
-                    .restart_cmd
-                    .as_deref()
-                    .ok_or_else(|| ControllerError::NeedsRestart { name: name.clone() })?;
-                restart_server(command, wants_ps, s.restart_timeout).await?;
-                *ctl = wait_ready(&s.dsn, wants_ps, s.restart_timeout).await?;
-                *lead = Leadership::connect(&s.dsn).await?;
-                if !lead.try_acquire().await? {
-                    return Err(ControllerError::Connection {
-                        target: s.dsn.redacted(),
-                        action: "keep the leader lock across the restart".into(),
-                        reason: "another psprobe took it".into(),
-                    });
-                }
-                ps_on = wants_ps;
-            }
-            let verified = if wants_ps {
-                ctl.apply_or_restore(scenario, &snapshot).await?;
-                true
-            } else {
-                ctl.info().performance_schema == Some(false)
-            };
-            if !verified {
-                return Err(ControllerError::Connection {
-                    target: s.dsn.redacted(),
-                    action: format!("verify scenario {name}"),
-                    reason: "performance_schema is not OFF after the restart".into(),
-                });
-            }
-            observer.scenarios.set_current(ids[i]);
-            tracker.switched(name, ids[i], block, phase_no, switched_at, restarted);
-            let settle = if restarted {
-                s.restart_settle
-            } else {
-                s.settle
-            };
-            if !wait(settle, stop).await {
-                return Ok(false);
-            }
-            lead.publish(&row(name, block, phase_no, "measuring", &s.identity))
-                .await?;
-            tracker.measuring();
-            let measured = wait(s.phase.saturating_sub(settle), stop).await;
-            if measured {
-                tracker.finish(log, true)?;
-                observer.metrics.phases(name).inc();
-            } else {
-                tracker.abandon();
-                return Ok(false);
-            }
-            phase_no += 1;
-        }
-        block += 1;
-    }
-    Ok(true)
+    l.lead.save_snapshot(&snapshot).await?;
+    // Followers (and operators) see a leader starting before its first change.
+    l.lead
+        .publish(&PhaseRow {
+            scenario: "none".into(),
+            block: first_block,
+            phase: first_phase,
+            state: "switching".into(),
+            leader: s.identity.clone(),
+            ..PhaseRow::default()
+        })
+        .await?;
+    let timeline = Timeline::new(s.timeline(), first_block, first_phase);
+    let mut leader = Leader {
+        s,
+        ctl: l.ctl,
+        lead: l.lead,
+        ids: l.ids,
+        observer: l.observer,
+        tracker: l.tracker,
+        log: l.log,
+        stop: l.stop,
+        mode: l.mode,
+        switcher: Switcher::default(),
+        snapshot,
+        settle: s.settle.unwrap_or_else(|| initial_settle(s.phase)),
+        fast_records: Vec::new(),
+        precise: false,
+        last_fast: None,
+        switch_estimate: Duration::from_millis(5),
+        started: Instant::now(),
+        warned_long_carryover: false,
+    };
+    leader.run(timeline).await
 }
 
-fn row(scenario: &str, block: u64, phase: u64, state: &str, leader: &str) -> PhaseRow {
-    PhaseRow {
-        scenario: scenario.to_string(),
-        block,
-        phase,
-        state: state.to_string(),
-        leader: leader.to_string(),
-    }
-}
-
-/// Restores the snapshot (restarting with performance_schema ON first if a phase turned it
-/// OFF), and retries while the server is unreachable, for up to the restart timeout.
+/// Restores the snapshot (restarting with the server's own options first if a slow phase left
+/// performance_schema OFF or startup options in effect), and retries while the server is
+/// unreachable, for up to the restart timeout.
 async fn leave_as_found(
     s: &ControllerSettings,
     ctl: &mut Controller,
     lead: &mut Leadership,
     end_state: &str,
+    mode: &ServerMode,
 ) -> Result<()> {
     let Some(snapshot) = Snapshot::load_if_exists(&s.state_file)? else {
         return Ok(());
     };
     let deadline = tokio::time::Instant::now() + s.restart_timeout.max(Duration::from_secs(30));
+    let mut restart_needed = *mode != ServerMode::Default;
     loop {
         let attempt = async {
             let mut fresh = Controller::connect(&s.dsn).await?;
-            if fresh.info().performance_schema == Some(false) {
+            if fresh.info().performance_schema == Some(false) || restart_needed {
                 if let Some(command) = &s.restart_cmd {
-                    restart_server(command, true, s.restart_timeout).await?;
+                    restart_server(command, true, "", s.restart_timeout).await?;
+                    restart_needed = false;
                     fresh = wait_ready(&s.dsn, true, s.restart_timeout).await?;
                 }
             }
@@ -338,7 +402,12 @@ async fn leave_as_found(
             Ok(fresh) => {
                 *ctl = fresh;
                 Snapshot::remove(&s.state_file)?;
-                let done = row("none", 0, 0, end_state, &s.identity);
+                let done = PhaseRow {
+                    scenario: "none".into(),
+                    state: end_state.into(),
+                    leader: s.identity.clone(),
+                    ..PhaseRow::default()
+                };
                 let published = async {
                     lead.clear_snapshot().await?;
                     lead.publish(&done).await
@@ -360,71 +429,5 @@ async fn leave_as_found(
             }
             Err(e) => return Err(e),
         }
-    }
-}
-
-/// Labels commands with the leader's phase until this psprobe takes the lead (then returns the
-/// block and phase to go on from) or stops (`None`).
-async fn follow(
-    lead: &mut Leadership,
-    observer: &Observer,
-    tracker: &mut PhaseTracker,
-    log: &mut PhaseLog,
-    stop: &mut watch::Receiver<bool>,
-) -> Result<Option<(u64, u64)>> {
-    let mut last: Option<PhaseRow> = None;
-    loop {
-        if !wait(FOLLOW_POLL, stop).await {
-            tracker.abandon();
-            return Ok(None);
-        }
-        if lead.try_acquire().await? {
-            tracker.abandon();
-            // Go on with a fresh block after the last one the old leader started.
-            let resume = last.as_ref().map_or((0, 0), |l| (l.block + 1, l.phase + 1));
-            return Ok(Some(resume));
-        }
-        let Some(current) = lead.read().await? else {
-            continue;
-        };
-        if last.as_ref() == Some(&current) {
-            continue;
-        }
-        let phase_changed = last.as_ref().is_none_or(|l| {
-            (l.block, l.phase, &l.scenario) != (current.block, current.phase, &current.scenario)
-        });
-        if phase_changed {
-            tracker.finish(log, true)?;
-        }
-        match current.state.as_str() {
-            // The leader completed its schedule while we followed: nothing to take over. (A
-            // "done" already there when we started is an earlier run's.)
-            "done" if last.is_some() => {
-                observer.scenarios.set_current(NO_SCENARIO);
-                return Ok(None);
-            }
-            "idle" | "done" => observer.scenarios.set_current(NO_SCENARIO),
-            _ => {
-                let id = observer
-                    .scenarios
-                    .intern(&current.scenario)
-                    .unwrap_or(NO_SCENARIO);
-                observer.scenarios.set_current(id);
-                if phase_changed {
-                    tracker.switched(
-                        &current.scenario,
-                        id,
-                        current.block,
-                        current.phase,
-                        now_ms(),
-                        false,
-                    );
-                }
-                if current.state == "measuring" {
-                    tracker.measuring();
-                }
-            }
-        }
-        last = Some(current);
     }
 }

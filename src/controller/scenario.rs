@@ -31,6 +31,9 @@ pub enum Settings {
     Original,
     /// Explicit values per row (a snapshot).
     Exact(SetupState),
+    /// A runtime scenario's settings given to the server as options at startup (needs a
+    /// restart; see [`super::startup`]).
+    Startup(Box<Scenario>),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -62,7 +65,22 @@ pub struct Plan {
 
 impl Scenario {
     pub fn requires_restart(&self) -> bool {
-        self.settings == Settings::PsOff
+        matches!(self.settings, Settings::PsOff | Settings::Startup(_))
+    }
+
+    /// Whether performance_schema is ON in this scenario.
+    pub fn wants_ps(&self) -> bool {
+        self.settings != Settings::PsOff
+    }
+
+    /// The runtime scenario whose rows this one must produce (itself, or a startup
+    /// scenario's twin); `None` for pfsoff.
+    pub fn rows_like(&self) -> Option<&Scenario> {
+        match &self.settings {
+            Settings::PsOff => None,
+            Settings::Startup(twin) => Some(twin),
+            _ => Some(self),
+        }
     }
 
     /// The concrete `original`: the snapshot's rows, under this scenario's name.
@@ -110,7 +128,7 @@ impl Scenario {
     /// Plan this scenario against the rows a server has now.
     pub fn plan(&self, before: &SetupState) -> Result<Plan> {
         match &self.settings {
-            Settings::PsOff => Err(ControllerError::NeedsRestart {
+            Settings::PsOff | Settings::Startup(_) => Err(ControllerError::NeedsRestart {
                 name: self.name.clone(),
             }),
             Settings::Original => Err(ControllerError::OriginalNeedsSnapshot),

@@ -13,28 +13,68 @@ use super::paths;
 use super::runner::ControllerSettings;
 use crate::config::parse_duration;
 
-pub const DEFAULT_PHASE: &str = "30s";
-pub const DEFAULT_SETTLE: &str = "5s";
+/// One slot of a runtime-switched scenario. Chosen by measurement (docs/measurement.md): the
+/// slot length that gave the tightest interval under sysbench on the 2-core machine.
+pub const DEFAULT_PHASE: &str = "250ms";
+pub const DEFAULT_SEGMENT: &str = "5s";
 pub const DEFAULT_RESTART_SETTLE: &str = "20s";
+pub const DEFAULT_SLOW_PHASE: &str = "30s";
+pub const DEFAULT_SLOW_BLOCKS: u64 = 4;
+pub const DEFAULT_SLOW_EVERY: &str = "2m";
 pub const DEFAULT_RESTART_TIMEOUT: &str = "120s";
+/// Shortest slot: switching takes a few milliseconds of it.
+pub const MIN_PHASE: Duration = Duration::from_millis(100);
+/// The reference restart scenarios are compared with, when scheduled.
+pub const PREFERRED_SLOW_REFERENCE: &str = "pfson_conoff_insoff";
 
 #[derive(Debug, Args, Default)]
 pub struct ScheduleArgs {
-    /// Switch these performance_schema scenarios on the upstream server, in randomized blocks
-    /// (comma-separated; `psprobe ps scenarios` lists them). Enables the controller: its
-    /// credentials come from PSPROBE_CONTROLLER_DSN or `[controller] dsn` in --config.
+    /// Switch these performance_schema scenarios on the upstream server (comma-separated;
+    /// `psprobe ps scenarios` lists them; `NAME@startup` is runtime scenario NAME set by
+    /// server options at startup). Enables the controller: its credentials come from
+    /// PSPROBE_CONTROLLER_DSN or `[controller] dsn` in --config. Scenarios switched at runtime
+    /// alternate fast (--phase); those needing a restart (pfsoff, NAME@startup) run in slow
+    /// blocks of their own with a reference (--slow-reference).
     #[arg(long, value_delimiter = ',', value_name = "A,B,...")]
     pub scenarios: Vec<String>,
-    /// Length of one phase: switch, settle, then measure for the rest [default: 30s].
+    /// One slot of a runtime-switched scenario: switch, settle, measure [default: 250ms, the
+    /// length that gave the tightest intervals here; see docs/measurement.md].
     #[arg(long, value_name = "DURATION")]
     pub phase: Option<String>,
-    /// Time after a switch excluded from measurement [default: 5s].
+    /// Time after each switch left out of measurement [default: chosen as the run goes from
+    /// the carryover profile, starting at a quarter of --phase, at most 250ms].
     #[arg(long, value_name = "DURATION")]
     pub settle: Option<String>,
-    /// Settle time after a server restart (pfsoff and back) [default: 20s].
+    /// Slots are written and analysed in segments of about this long [default: 5s].
+    #[arg(long, value_name = "DURATION")]
+    pub segment: Option<String>,
+    /// Stop after this long (the slow blocks are spread over it).
+    #[arg(long, value_name = "DURATION")]
+    pub duration: Option<String>,
+    /// Stop as soon as every throughput and mean-latency interval of the runtime-switched
+    /// scenarios is within +-P percentage points (or at --duration), after the slow blocks.
+    #[arg(long, value_name = "P")]
+    pub target_halfwidth: Option<f64>,
+    /// Settle time after a server restart [default: 20s].
     #[arg(long, value_name = "DURATION")]
     pub restart_settle: Option<String>,
-    /// Number of blocks (each runs every scenario once) [default: until stopped].
+    /// One phase of a scenario entered by restart: restart settle + measured window
+    /// [default: 30s, or --phase when nothing is switched at runtime].
+    #[arg(long, value_name = "DURATION")]
+    pub slow_phase: Option<String>,
+    /// Slow blocks (each restarts into every restart scenario and the reference once)
+    /// [default: 4, or --blocks when nothing is switched at runtime].
+    #[arg(long, value_name = "N")]
+    pub slow_blocks: Option<u64>,
+    /// The runtime scenario restart scenarios are compared with, itself entered by restart
+    /// [default: pfson_conoff_insoff if scheduled, else the first runtime scenario].
+    #[arg(long, value_name = "SCENARIO")]
+    pub slow_reference: Option<String>,
+    /// Without --blocks or --duration: fast time between slow blocks [default: 2m].
+    #[arg(long, value_name = "DURATION")]
+    pub slow_every: Option<String>,
+    /// Number of fast blocks (each runs every runtime scenario once) [default: until
+    /// --duration, the target, or stopped].
     #[arg(long, value_name = "N")]
     pub blocks: Option<u64>,
     /// Seed of the block order (recorded in the phase log) [default: from the clock].
@@ -46,9 +86,10 @@ pub struct ScheduleArgs {
     /// Where the settings snapshot and phase log live [default: ~/.local/state/psprobe].
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
-    /// Command that restarts mysqld with performance_schema ON or OFF, `{pfs}` standing for
-    /// the value, e.g. 'systemctl set-environment PFS={pfs} && systemctl restart mariadb'.
-    /// Needed by the pfsoff scenario. Run with sh -c.
+    /// Command that restarts mysqld, `{pfs}` standing for ON or OFF (performance_schema) and
+    /// `{opts}` for extra mysqld options (NAME@startup scenarios), e.g. 'systemctl
+    /// set-environment PFS={pfs} OPTS="{opts}" && systemctl restart mariadb'. Needed by
+    /// pfsoff and NAME@startup. Run with sh -c.
     #[arg(long, value_name = "CMD")]
     pub restart_cmd: Option<String>,
     /// mysqld's process id, when it runs on this host: each phase then records the server's
@@ -60,6 +101,22 @@ pub struct ScheduleArgs {
     pub restart_timeout: Option<String>,
 }
 
+/// The runtime scenario restart scenarios are compared with when none is requested:
+/// pfson_conoff_insoff if scheduled, else the first runtime scenario; `None` when nothing
+/// needs a restart (or nothing runs at runtime).
+pub fn default_slow_reference(catalog: &Catalog, scenarios: &[String]) -> Option<String> {
+    let needs_restart = |name: &String| catalog.get(name).is_ok_and(|s| s.requires_restart());
+    if !scenarios.iter().any(needs_restart) {
+        return None;
+    }
+    let runtime: Vec<&String> = scenarios.iter().filter(|n| !needs_restart(n)).collect();
+    runtime
+        .iter()
+        .find(|n| n.as_str() == PREFERRED_SLOW_REFERENCE)
+        .or(runtime.first())
+        .map(|n| (*n).clone())
+}
+
 fn duration(
     setting: &'static str,
     value: Option<&String>,
@@ -69,6 +126,10 @@ fn duration(
         setting,
         value.map_or(default, String::as_str),
     )?)
+}
+
+fn optional(setting: &'static str, value: Option<&String>) -> anyhow::Result<Option<Duration>> {
+    Ok(value.map(|v| parse_duration(setting, v)).transpose()?)
 }
 
 impl ScheduleArgs {
@@ -87,13 +148,49 @@ impl ScheduleArgs {
             catalog.add_toml(&c.text, &c.path)?;
         }
         for (i, name) in self.scenarios.iter().enumerate() {
-            catalog.get(name)?;
+            catalog.resolve(name)?;
             if self.scenarios[..i].contains(name) {
                 bail!("scenario {name} is listed twice in --scenarios; to run one scenario under two names (an A/A check), define the second name in the config file");
             }
         }
+        let needs_restart = |name: &String| catalog.get(name).is_ok_and(|s| s.requires_restart());
+        let runtime: Vec<&String> = self
+            .scenarios
+            .iter()
+            .filter(|n| !needs_restart(n))
+            .collect();
+        let restart: Vec<&String> = self.scenarios.iter().filter(|n| needs_restart(n)).collect();
+        let slow_reference = if restart.is_empty() {
+            None
+        } else {
+            let reference = match &self.slow_reference {
+                Some(r) if runtime.contains(&r) => r.clone(),
+                Some(r) => bail!(
+                    "--slow-reference {r} must be one of the runtime scenarios in --scenarios ({})",
+                    runtime.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                ),
+                None => match default_slow_reference(&catalog, &self.scenarios) {
+                    Some(r) => r,
+                    None => bail!(
+                        "{} needs a runtime scenario to be compared with: add one (e.g. {PREFERRED_SLOW_REFERENCE}) to --scenarios",
+                        restart[0]
+                    ),
+                },
+            };
+            Some(reference)
+        };
+        if let (Some(name), None) = (restart.first(), &self.restart_cmd) {
+            return Err(super::error::ControllerError::NeedsRestart {
+                name: (*name).clone(),
+            }
+            .into());
+        }
+        // Nothing switched fast when the only runtime scenario is the slow reference.
+        let fast_part = runtime.len() >= 2 || (runtime.len() == 1 && restart.is_empty());
+
         let phase = duration("phase", self.phase.as_ref(), DEFAULT_PHASE)?;
-        let settle = duration("settle", self.settle.as_ref(), DEFAULT_SETTLE)?;
+        let settle = optional("settle", self.settle.as_ref())?;
+        let segment = duration("segment", self.segment.as_ref(), DEFAULT_SEGMENT)?;
         let restart_settle = duration(
             "restart_settle",
             self.restart_settle.as_ref(),
@@ -104,14 +201,53 @@ impl ScheduleArgs {
             self.restart_timeout.as_ref(),
             DEFAULT_RESTART_TIMEOUT,
         )?;
-        if settle >= phase {
-            bail!("--settle ({settle:?}) must be shorter than --phase ({phase:?}): nothing would be measured");
+        let slow_every = duration("slow_every", self.slow_every.as_ref(), DEFAULT_SLOW_EVERY)?;
+        let run_duration = optional("duration", self.duration.as_ref())?;
+        let slow_phase = match (&self.slow_phase, fast_part) {
+            (Some(v), _) => parse_duration("slow_phase", v)?,
+            (None, false) if self.phase.is_some() => phase,
+            (None, _) => parse_duration("slow_phase", DEFAULT_SLOW_PHASE)?,
+        };
+        let slow_blocks = match (self.slow_blocks, fast_part) {
+            (Some(n), _) => Some(n),
+            (None, false) => self.blocks,
+            (None, true) => Some(DEFAULT_SLOW_BLOCKS),
+        };
+        if fast_part && phase < MIN_PHASE {
+            bail!("--phase ({phase:?}) must be at least {MIN_PHASE:?}: a switch takes a few milliseconds of each slot");
         }
-        if self.restart_cmd.is_some() && restart_settle >= phase {
-            bail!("--restart-settle ({restart_settle:?}) must be shorter than --phase ({phase:?})");
+        if let Some(settle) = settle {
+            if settle >= phase {
+                bail!("--settle ({settle:?}) must be shorter than --phase ({phase:?}): nothing would be measured");
+            }
         }
-        if self.blocks == Some(0) {
-            bail!("--blocks must be at least 1 (leave it out to run until stopped)");
+        if !restart.is_empty() && restart_settle >= slow_phase {
+            let name = if self.slow_phase.is_some() || fast_part {
+                "--slow-phase"
+            } else {
+                "--phase"
+            };
+            bail!("--restart-settle ({restart_settle:?}) must be shorter than {name} ({slow_phase:?})");
+        }
+        if self.blocks == Some(0) || self.slow_blocks == Some(0) {
+            bail!("--blocks and --slow-blocks must be at least 1 (leave them out to run until stopped)");
+        }
+        if run_duration.is_some_and(|d| d.is_zero()) {
+            bail!("--duration must be longer than 0s");
+        }
+        if let Some(p) = self.target_halfwidth {
+            if !(p > 0.0 && p < 100.0) {
+                bail!("--target-halfwidth {p} must be a number of percentage points between 0 and 100, e.g. 1");
+            }
+        }
+        let startup: Vec<&&String> = restart
+            .iter()
+            .filter(|n| super::startup::twin_name(n).is_some())
+            .collect();
+        if let (Some(name), Some(cmd)) = (startup.first(), &self.restart_cmd) {
+            if !cmd.contains("{opts}") {
+                bail!("{name} starts the server with extra options: --restart-cmd must pass them on where it says {{opts}}");
+            }
         }
         let env = std::env::var(DSN_ENV).ok();
         let file = config
@@ -146,8 +282,15 @@ impl ScheduleArgs {
             scenarios: self.scenarios.clone(),
             phase,
             settle,
+            segment,
             restart_settle,
-            blocks: self.blocks,
+            slow_phase,
+            slow_blocks,
+            slow_reference,
+            slow_every,
+            blocks: if fast_part { self.blocks } else { None },
+            duration: run_duration,
+            target_halfwidth: self.target_halfwidth,
             seed,
             state_file,
             phase_log,

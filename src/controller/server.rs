@@ -351,6 +351,22 @@ impl Controller {
         self.apply(&Scenario::original_from(&snapshot.state)).await
     }
 
+    /// `Innodb_buffer_pool_load_status` while the server is still loading its buffer pool back
+    /// after a restart (`None` once done, or when the server does not say).
+    pub async fn buffer_pool_loading(&mut self) -> Result<Option<String>> {
+        let rows: Vec<(String, String)> = self
+            .query(
+                "SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_load_status'",
+                "read the buffer pool load status",
+            )
+            .await?;
+        Ok(rows
+            .into_iter()
+            .next()
+            .map(|(_, v)| v)
+            .filter(|v| v.starts_with("Loading") || v.starts_with("Loaded ")))
+    }
+
     /// Close the connection politely (the server logs no aborted connection).
     pub async fn disconnect(self) {
         let _ = self.conn.disconnect().await;
@@ -367,7 +383,11 @@ impl Controller {
         }
     }
 
-    async fn first<T: FromRow + Send + 'static>(&mut self, sql: &str, what: &str) -> Result<T> {
+    pub(super) async fn first<T: FromRow + Send + 'static>(
+        &mut self,
+        sql: &str,
+        what: &str,
+    ) -> Result<T> {
         self.query(sql, what)
             .await?
             .into_iter()
@@ -380,7 +400,24 @@ impl Controller {
             })
     }
 
-    async fn exec(&mut self, sql: &str, what: &str) -> Result<u64> {
+    /// Runs several `;`-separated statements in one round trip and returns the first row of
+    /// the first result set (statements after it only have to succeed).
+    pub(super) async fn batch_first_row<T: FromRow + Send + 'static>(
+        &mut self,
+        sql: &str,
+        what: &str,
+    ) -> Result<Option<T>> {
+        let outcome = async {
+            let mut result = self.conn.query_iter(sql).await?;
+            let rows: Vec<T> = result.collect().await?;
+            result.drop_result().await?;
+            Ok::<_, MyError>(rows.into_iter().next())
+        }
+        .await;
+        outcome.map_err(|e| self.sql_error(e, what))
+    }
+
+    pub(super) async fn exec(&mut self, sql: &str, what: &str) -> Result<u64> {
         match self.conn.query_drop(sql).await {
             Ok(()) => Ok(self.conn.affected_rows()),
             Err(e) => Err(self.sql_error(e, what)),

@@ -23,6 +23,12 @@ pub fn scenarios(catalog: &Catalog, sql: bool) -> String {
         let lines = match (&s.settings, s.sql()) {
             (_, Some(statements)) => statements.iter().map(|q| format!("{q};")).collect(),
             (Settings::PsOff, _) => vec!["-- restart mysqld with performance_schema=OFF".into()],
+            (Settings::Startup(twin), _) => {
+                vec![format!(
+                    "-- restart mysqld with the options that set {}",
+                    twin.name
+                )]
+            }
             _ => vec!["-- writes back the rows of the saved snapshot".into()],
         };
         for line in lines {

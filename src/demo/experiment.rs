@@ -33,15 +33,34 @@ pub struct ExperimentArgs {
     /// Scenarios to compare [default: the six of the seed study].
     #[arg(long, value_delimiter = ',')]
     pub scenarios: Vec<String>,
-    /// Phase length (settle + measure) [default: 12s].
+    /// Slot of a runtime-switched scenario [default: psprobe proxy's].
     #[arg(long, value_name = "DURATION")]
     pub phase: Option<String>,
-    /// Settle time after a switch [default: 3s].
+    /// Settle time after a switch [default: from the carryover profile].
     #[arg(long, value_name = "DURATION")]
     pub settle: Option<String>,
-    /// Blocks per run [default: 3].
+    /// Length of each run (one workload at one concurrency) [default: 60s].
+    #[arg(long, value_name = "DURATION")]
+    pub duration: Option<String>,
+    /// Phase of a scenario entered by restart (pfsoff), restart settle included
+    /// [default: 12s].
+    #[arg(long, value_name = "DURATION")]
+    pub slow_phase: Option<String>,
+    /// Slow blocks per run (pfsoff and its reference, each entered by restart) [default: 3].
     #[arg(long, default_value_t = 3)]
-    pub blocks: u64,
+    pub slow_blocks: u64,
+    /// TOML file with `[[scenario]]` tables: scenarios of your own (e.g. an A/A twin).
+    #[arg(long, short = 'c', value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// After each run with pfsoff: this many repetitions of a direct sequential A/B on the
+    /// same server, without psprobe (restart with performance_schema OFF, sysbench for a slow
+    /// phase; restart ON with the reference's settings, sysbench; in random order), to set
+    /// beside psprobe's slow estimate.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub direct_check: u32,
+    /// Seed of the schedule's order [default: fixed, so runs are reproducible].
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
     /// Markdown report [default: ./psprobe-experiment.md]; phase logs and sysbench output go
     /// beside it.
     #[arg(long, short = 'o', value_name = "FILE")]
@@ -65,16 +84,40 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
     if scenarios.len() < 2 {
         bail!("--scenarios needs at least two scenarios to compare");
     }
-    let phase = parse_duration("phase", args.phase.as_deref().unwrap_or("12s"))?;
-    let settle = parse_duration("settle", args.settle.as_deref().unwrap_or("3s"))?;
-    if settle >= phase {
-        bail!("--settle must be shorter than --phase");
+    let mut catalog = Catalog::builtin();
+    if let Some(path) = &args.config {
+        let config = crate::controller::file::PsConfig::load(path)?;
+        catalog.add_toml(&config.text, &config.path)?;
     }
+    for name in &scenarios {
+        catalog.resolve(name)?;
+    }
+    let phase = args
+        .phase
+        .as_deref()
+        .map(|p| parse_duration("phase", p))
+        .transpose()?;
+    let settle = args
+        .settle
+        .as_deref()
+        .map(|s| parse_duration("settle", s))
+        .transpose()?;
+    if let (Some(phase), Some(settle)) = (phase, settle) {
+        if settle >= phase {
+            bail!("--settle must be shorter than --phase");
+        }
+    }
+    let duration = parse_duration("duration", args.duration.as_deref().unwrap_or("60s"))?;
+    let slow_phase = parse_duration("slow_phase", args.slow_phase.as_deref().unwrap_or("12s"))?;
+    let restart_settle = (slow_phase / 4).max(std::time::Duration::from_secs(1));
     let plan = Plan {
         phase,
         settle,
-        restart_settle: settle * 2,
-        blocks: args.blocks.max(1),
+        duration,
+        restart_settle,
+        slow_phase,
+        slow_blocks: args.slow_blocks.max(1),
+        seed: args.seed,
     };
     let output = args
         .output
@@ -82,7 +125,7 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
         .unwrap_or_else(|| PathBuf::from("psprobe-experiment.md"));
     let stem = output.with_extension("");
     let runs = args.workloads.len() * args.threads.len();
-    let total = plan.nominal(scenarios.len()).as_secs() * runs as u64;
+    let total = plan.nominal().as_secs() * runs as u64;
     println!(
         "experiment: {runs} runs, about {} minutes; starting a throwaway mariadbd",
         total / 60 + 1
@@ -97,12 +140,13 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
     let mut doc = String::from("# performance_schema overhead by workload and concurrency\n\n");
     let _ = writeln!(
         doc,
-        "Each cell is the mean QPS psprobe measured in that scenario's phases; the row below it the change against the baseline with its 95% interval (`*` = significant). sysbench's own QPS for the whole run is in the last column. {} blocks of {}s phases ({}s settle) per run.\n",
-        plan.blocks,
-        plan.phase.as_secs(),
-        plan.settle.as_secs()
+        "Each cell is the mean QPS psprobe measured in that scenario's slots; the row below it the change against the baseline with its 95% interval (`*` = significant): runtime scenarios against the least instrumented one, switched every slot; pfsoff against its reference, both entered by restart, in {} slow blocks of {}s phases. sysbench's own QPS for the whole run is in the last column. {}s per run.\n",
+        plan.slow_blocks,
+        plan.slow_phase.as_secs(),
+        plan.duration.as_secs()
     );
     let mut run_no = 0;
+    let mut direct: Vec<String> = Vec::new();
     for workload in &args.workloads {
         let workload: &'static str = WORKLOADS
             .iter()
@@ -124,6 +168,7 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
             let run = ScheduledRun {
                 workload,
                 threads,
+                catalog: catalog.clone(),
                 scenarios: scenarios.clone(),
                 phase_log: phase_log.clone(),
                 sysbench_out: sysbench_out.clone(),
@@ -132,6 +177,21 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
             let phases = read_phases(&phase_log)
                 .with_context(|| format!("cannot read {}", phase_log.display()))?;
             let report = report_of(&phases, None)?;
+            if args.direct_check > 0 && scenarios.iter().any(|s| s == "pfsoff") {
+                let line = direct_check(
+                    &server,
+                    &tables,
+                    workload,
+                    threads,
+                    &plan,
+                    &catalog,
+                    &scenarios,
+                    &report,
+                    args.direct_check,
+                )?;
+                println!("experiment: {line}");
+                direct.push(format!("- {workload}, {threads} threads: {line}"));
+            }
             let sysbench_qps =
                 sysbench_mean_qps(&std::fs::read_to_string(&sysbench_out).unwrap_or_default());
             rows.push((threads, report, sysbench_qps));
@@ -146,23 +206,17 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
         for (threads, report, sysbench_qps) in &rows {
             let _ = write!(doc, "| {threads} |");
             for s in &scenarios {
-                let qps = report
-                    .headline
-                    .iter()
-                    .find(|h| &h.scenario == s)
-                    .map_or(0.0, |h| h.qps);
+                let qps = report.row(s).map_or(0.0, |h| h.qps);
                 let _ = write!(doc, " {qps:.0} |");
             }
             let _ = writeln!(doc, " {sysbench_qps:.0} |");
             let _ = write!(doc, "| {threads} |");
             for s in &scenarios {
                 let cell = report
-                    .headline
-                    .iter()
-                    .find(|h| &h.scenario == s)
+                    .row(s)
                     .map_or_else(String::new, |h| match &h.qps_change {
-                        Some(c) => c.text(),
-                        None => format!("baseline ({})", report.analysis.baseline),
+                        Some(c) => format!("{} vs {}", c.text(), h.baseline),
+                        None => format!("baseline ({})", h.baseline),
                     });
                 let _ = write!(doc, " {cell} |");
             }
@@ -170,10 +224,88 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
         }
         let _ = writeln!(doc);
     }
+    if !direct.is_empty() {
+        let _ = writeln!(
+            doc,
+            "## pfsoff: psprobe's slow blocks against a direct sequential measurement\n\nOn the same server after each run, without psprobe: restart with performance_schema OFF, sysbench directly; restart ON with the reference's settings, sysbench directly; in random order per repetition, each after the same restart settle as the slow phases. The change is the reference against pfsoff (statements/s), a t interval over the repetitions.\n"
+        );
+        for line in &direct {
+            let _ = writeln!(doc, "{line}");
+        }
+        let _ = writeln!(doc);
+    }
     std::fs::write(&output, &doc).with_context(|| format!("cannot write {}", output.display()))?;
     println!("\n{doc}");
     println!("report: {}", output.display());
     Ok(())
+}
+
+/// A direct sequential A/B of pfsoff against the slow reference on `server`, without psprobe;
+/// returns one line setting it beside psprobe's slow estimate.
+#[allow(clippy::too_many_arguments)]
+fn direct_check(
+    server: &throwaway::Throwaway,
+    tables: &sysbench::Tables,
+    workload: &str,
+    threads: u32,
+    plan: &Plan,
+    catalog: &Catalog,
+    scenarios: &[String],
+    report: &crate::report::Report,
+    reps: u32,
+) -> anyhow::Result<String> {
+    use crate::analysis::paired::t_interval;
+    use crate::analysis::rng::Rng;
+    let reference = crate::controller::schedule_args::default_slow_reference(catalog, scenarios)
+        .context("pfsoff needs a runtime scenario to compare with")?;
+    let statements = catalog.get(&reference)?.sql().unwrap_or_default();
+    let measure = plan
+        .slow_phase
+        .saturating_sub(plan.restart_settle)
+        .as_secs()
+        .max(1);
+    let mut rng = Rng::new(plan.seed.unwrap_or(7) ^ 0xd1ec7);
+    let mut log_ratios = Vec::new();
+    for _ in 0..reps {
+        let mut qps = [0.0f64; 2]; // [off, on]
+        let first_on = rng.below(2) == 1;
+        for on in [first_on, !first_on] {
+            server.restart(on)?;
+            if on {
+                for sql in &statements {
+                    server.sql(&format!("{sql};"))?;
+                }
+            }
+            std::thread::sleep(plan.restart_settle);
+            qps[usize::from(on)] =
+                sysbench::run_for(&server.addr(), workload, tables, threads, measure)?;
+        }
+        log_ratios.push((qps[1] / qps[0]).ln());
+    }
+    server.restart(true)?;
+    let direct = t_interval(&log_ratios, 0.95).context("no repetition")?;
+    let pct = |x: f64| x.exp_m1() * 100.0;
+    let direct_text = match direct.bounds {
+        Some((lo, hi)) => format!(
+            "{:+.1}% ({:+.1}..{:+.1})",
+            pct(direct.center),
+            pct(lo),
+            pct(hi)
+        ),
+        None => format!("{:+.1}%", pct(direct.center)),
+    };
+    let psprobe_text = report
+        .analysis
+        .slow
+        .as_ref()
+        .and_then(|a| a.estimate(&reference, crate::analysis::Metric::Throughput))
+        .map_or_else(
+            || "no estimate".to_string(),
+            |e| crate::report::Interval::of(e).text(),
+        );
+    Ok(format!(
+        "{reference} vs pfsoff: psprobe (slow blocks) {psprobe_text}; direct sequential {direct_text} over {reps} repetitions"
+    ))
 }
 
 /// Mean of sysbench's per-interval `qps:` figures (over every respawned run).

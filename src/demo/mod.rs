@@ -15,6 +15,7 @@ use clap::Args;
 
 use crate::app::launch;
 use crate::config::ProxyConfig;
+use crate::controller::schedule_args::{default_slow_reference, DEFAULT_PHASE};
 use crate::controller::{Catalog, ControllerDsn, ControllerSettings};
 use crate::proxy::ProxySettings;
 
@@ -37,7 +38,7 @@ mod tests {
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
-    /// About 2 minutes instead of about 8: shorter phases, 3 blocks.
+    /// About 3 minutes instead of about 8.
     #[arg(long)]
     pub quick: bool,
     /// Where to write the HTML report [default: ./psprobe-demo-report.html].
@@ -48,36 +49,49 @@ pub struct DemoArgs {
     pub threads: Option<u32>,
 }
 
-/// The schedule of a demo run.
+/// The schedule of a demo or experiment run: the runtime scenarios switched fast for
+/// `duration`, with `slow_blocks` blocks of the restart scenarios spread over it.
 pub struct Plan {
-    pub phase: Duration,
-    pub settle: Duration,
+    /// Slot of a runtime scenario; `None`: psprobe's default.
+    pub phase: Option<Duration>,
+    /// `None`: chosen from the carryover profile.
+    pub settle: Option<Duration>,
+    pub duration: Duration,
     pub restart_settle: Duration,
-    pub blocks: u64,
+    pub slow_phase: Duration,
+    pub slow_blocks: u64,
+    /// Seed of the schedule's order (`None`: a fixed one).
+    pub seed: Option<u64>,
 }
 
 impl Plan {
     pub fn new(quick: bool) -> Self {
         if quick {
             Plan {
-                phase: Duration::from_secs(6),
-                settle: Duration::from_millis(1500),
-                restart_settle: Duration::from_millis(2500),
-                blocks: 3,
+                phase: None,
+                settle: None,
+                duration: Duration::from_secs(150),
+                restart_settle: Duration::from_secs(3),
+                slow_phase: Duration::from_secs(8),
+                slow_blocks: 2,
+                seed: None,
             }
         } else {
             Plan {
-                phase: Duration::from_secs(16),
-                settle: Duration::from_secs(4),
-                restart_settle: Duration::from_secs(6),
-                blocks: 4,
+                phase: None,
+                settle: None,
+                duration: Duration::from_secs(480),
+                restart_settle: Duration::from_secs(5),
+                slow_phase: Duration::from_secs(20),
+                slow_blocks: 4,
+                seed: None,
             }
         }
     }
 
-    /// Expected length without restarts.
-    pub fn nominal(&self, scenarios: usize) -> Duration {
-        self.phase * (scenarios as u32) * (self.blocks as u32)
+    /// Expected length of the schedule.
+    pub fn nominal(&self) -> Duration {
+        self.duration
     }
 }
 
@@ -85,6 +99,8 @@ impl Plan {
 pub struct ScheduledRun {
     pub workload: &'static str,
     pub threads: u32,
+    /// The built-in scenarios and any from a config file.
+    pub catalog: Catalog,
     pub scenarios: Vec<String>,
     pub phase_log: PathBuf,
     pub sysbench_out: PathBuf,
@@ -100,15 +116,30 @@ pub fn run_schedule(
     who: &str,
 ) -> anyhow::Result<()> {
     let _ = std::fs::remove_file(&run.phase_log);
+    let mut catalog = run.catalog.clone();
+    for name in &run.scenarios {
+        catalog.resolve(name)?;
+    }
+    let phase = match plan.phase {
+        Some(p) => p,
+        None => crate::config::parse_duration("phase", DEFAULT_PHASE)?,
+    };
     let settings = ControllerSettings {
         dsn: ControllerDsn::parse(&server.dsn(), "the throwaway server")?,
-        catalog: Catalog::builtin(),
+        slow_reference: default_slow_reference(&catalog, &run.scenarios),
+        catalog,
         scenarios: run.scenarios.clone(),
-        phase: plan.phase,
+        phase,
         settle: plan.settle,
+        segment: Duration::from_secs(5),
         restart_settle: plan.restart_settle,
-        blocks: Some(plan.blocks),
-        seed: 20261129,
+        slow_phase: plan.slow_phase,
+        slow_blocks: Some(plan.slow_blocks),
+        slow_every: Duration::from_secs(120),
+        blocks: None,
+        duration: Some(plan.duration),
+        target_halfwidth: None,
+        seed: plan.seed.unwrap_or(20261129),
         state_file: server.dir().join("ps-snapshot.json"),
         phase_log: run.phase_log.clone(),
         restart_cmd: Some(server.restart_cmd()),
@@ -125,17 +156,16 @@ pub fn run_schedule(
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let nominal = plan.nominal(run.scenarios.len());
+    let nominal = plan.nominal();
     runtime.block_on(async {
         let config = local_proxy_config(&server.addr());
         let mut running = launch(&config, Some(settings)).await?;
         println!(
-            "{who}: {} x {} threads through psprobe {}: {} scenarios x {} blocks, about {}s",
+            "{who}: {} x {} threads through psprobe {}: {} scenarios for about {}s",
             run.workload,
             run.threads,
             running.proxy_addr,
             run.scenarios.len(),
-            plan.blocks,
             nominal.as_secs() + 15
         );
         // Longer than the schedule; stopped when the schedule is done.
@@ -194,6 +224,7 @@ pub fn local_proxy_config(upstream: &str) -> ProxyConfig {
         max_digests: crate::stats::DEFAULT_MAX_DIGESTS,
         metrics_top_digests: crate::metrics::DEFAULT_TOP_DIGESTS,
         digest_fold_digits: false,
+        digest_style: crate::digest::DigestStyle::default(),
         admin: None,
         log: "warn".to_string(),
     }
@@ -234,6 +265,7 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<()> {
     let run = ScheduledRun {
         workload: "oltp_read_write",
         threads,
+        catalog: Catalog::builtin(),
         scenarios: Catalog::seed_names(),
         phase_log: phase_log.clone(),
         sysbench_out: sysbench_out.clone(),

@@ -43,6 +43,45 @@ pub fn prepare(addr: &str, tables: &Tables) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Runs sysbench for `seconds` against `addr` and returns its queries per second (the
+/// "queries: N (Q per sec.)" line of its summary).
+pub fn run_for(
+    addr: &str,
+    workload: &str,
+    tables: &Tables,
+    threads: u32,
+    seconds: u64,
+) -> anyhow::Result<f64> {
+    let out = base(addr, workload, tables)?
+        .arg(format!("--threads={threads}"))
+        .arg(format!("--time={seconds}"))
+        .arg("run")
+        .output()
+        .context("cannot run sysbench (install it: scripts/setup.sh)")?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        bail!(
+            "sysbench {workload} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    summary_qps(&text)
+        .with_context(|| format!("no queries-per-second line in sysbench's output:\n{text}"))
+}
+
+/// "    queries:                             1140048 (9119.14 per sec.)" → 9119.14.
+pub fn summary_qps(text: &str) -> Option<f64> {
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("queries:"))?;
+    line.split('(')
+        .nth(1)?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 /// sysbench in the background for as long as the schedule runs. A server restart (pfsoff)
 /// drops every connection and sysbench 1.0.20 then stops with a fatal error (with
 /// `--mysql-ignore-errors=all` it keeps its dead prepared statements and stalls instead), so
@@ -157,5 +196,15 @@ impl Load {
 impl Drop for Load {
     fn drop(&mut self) {
         self.halt();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn summary_line() {
+        let text = "SQL statistics:\n    queries performed:\n        read: 1\n    queries:                             1140048 (9119.14 per sec.)\n";
+        assert_eq!(super::summary_qps(text), Some(9119.14));
+        assert_eq!(super::summary_qps("nothing"), None);
     }
 }

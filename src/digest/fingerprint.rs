@@ -2,9 +2,11 @@
 
 use std::fmt;
 
+use super::canonical;
 use super::id::DigestId;
 use super::lex::{self, Kind, Tok};
 use super::post::{self, UnionScratch};
+use super::style::DigestStyle;
 
 /// Default [`FingerprintOptions::max_len`]: 64 KiB.
 pub const DEFAULT_MAX_LEN: usize = 64 * 1024;
@@ -21,6 +23,10 @@ pub struct FingerprintOptions {
     /// pt-fingerprint folds them (`sbtest1` -> `sbtest?`), for reports comparable with
     /// pt-query-digest.
     pub fold_identifier_digits: bool,
+    /// How the tokens are spaced in the fingerprint: [`DigestStyle::Pt`] (default) keeps the
+    /// query's own spacing like pt-fingerprint; [`DigestStyle::Mysql`] derives one canonical
+    /// spacing from the token stream, so `id=1` and `id = 1` share a digest.
+    pub style: DigestStyle,
 }
 
 impl Default for FingerprintOptions {
@@ -28,6 +34,7 @@ impl Default for FingerprintOptions {
         FingerprintOptions {
             max_len: DEFAULT_MAX_LEN,
             fold_identifier_digits: false,
+            style: DigestStyle::Pt,
         }
     }
 }
@@ -115,13 +122,19 @@ impl Fingerprinter {
         }
 
         let fold = self.opts.fold_identifier_digits;
+        let canonical = self.opts.style == DigestStyle::Mysql;
         lex::tokenize(s, &mut self.toks);
         post::trim_semicolons(&mut self.toks, s);
 
         if let Some((end, paren)) = post::call_name(&self.toks, s) {
             // pt returns `call name` before any folding when a `(` follows the name directly.
             self.out.extend_from_slice(b"call ");
-            render(&mut self.out, &self.toks[1..end], s, fold && !paren);
+            let name = &self.toks[1..end];
+            if canonical {
+                canonical::render(&mut self.out, name, s, fold && !paren);
+            } else {
+                render(&mut self.out, name, s, fold && !paren);
+            }
             return;
         }
         if post::is_use(&self.toks, s) {
@@ -131,10 +144,14 @@ impl Fingerprinter {
 
         post::cut_insert_rows(&mut self.toks, s);
         post::collapse_lists(&mut self.toks, s);
-        post::collapse_unions(&mut self.toks, s, fold, &mut self.unions);
+        post::collapse_unions(&mut self.toks, s, fold, canonical, &mut self.unions);
         post::collapse_limits(&mut self.toks, s);
         post::drop_asc(&mut self.toks, s);
-        render(&mut self.out, &self.toks, s, fold);
+        if canonical {
+            canonical::render(&mut self.out, &self.toks, s, fold);
+        } else {
+            render(&mut self.out, &self.toks, s, fold);
+        }
     }
 }
 
@@ -611,9 +628,14 @@ mod tests {
         }
 
         fn check(input: &[u8]) {
-            for fold_identifier_digits in [false, true] {
+            let styles = [DigestStyle::Pt, DigestStyle::Mysql];
+            for (fold_identifier_digits, style) in [false, true]
+                .into_iter()
+                .flat_map(|f| styles.map(|s| (f, s)))
+            {
                 let opts = FingerprintOptions {
                     fold_identifier_digits,
+                    style,
                     ..Default::default()
                 };
                 let mut f = Fingerprinter::new(opts);

@@ -114,7 +114,7 @@ pub(crate) fn is_ident(c: u8) -> bool {
 }
 
 /// Keywords after which a `-` or `+` is a sign (unary), not a binary operator.
-const OPERAND_KEYWORDS: &[&[u8]] = &[
+pub(crate) const OPERAND_KEYWORDS: &[&[u8]] = &[
     b"all",
     b"and",
     b"any",
@@ -209,13 +209,13 @@ const CHARSETS: &[&[u8]] = &[
     b"utf8mb4",
 ];
 
-fn in_list(list: &[&[u8]], word: &[u8]) -> bool {
+pub(crate) fn in_list(list: &[&[u8]], word: &[u8]) -> bool {
     list.iter().any(|k| k.eq_ignore_ascii_case(word))
 }
 
 /// End (exclusive) of a quoted string starting at `i` (`s[i]` is the quote). Handles backslash
 /// escapes and doubled quotes. An unterminated string runs to the end of the input.
-fn string_end(s: &[u8], i: usize) -> usize {
+pub(crate) fn string_end(s: &[u8], i: usize) -> usize {
     let q = s[i];
     let mut j = i + 1;
     while j < s.len() {
@@ -237,7 +237,7 @@ fn string_end(s: &[u8], i: usize) -> usize {
 }
 
 /// End (exclusive) of a backtick identifier starting at `i`; doubled backticks are part of it.
-fn backtick_end(s: &[u8], i: usize) -> usize {
+pub(crate) fn backtick_end(s: &[u8], i: usize) -> usize {
     let mut j = i + 1;
     while j < s.len() {
         if s[j] == b'`' {
@@ -308,7 +308,7 @@ fn number_end(s: &[u8], i: usize) -> Option<usize> {
 
 /// `--` starts a comment only when followed by whitespace, a control byte, or the end.
 #[inline]
-fn is_dash_comment(s: &[u8], i: usize) -> bool {
+pub(crate) fn is_dash_comment(s: &[u8], i: usize) -> bool {
     s[i] == b'-'
         && i + 1 < s.len()
         && s[i + 1] == b'-'
@@ -590,7 +590,7 @@ impl Lexer<'_, '_> {
 
 /// Position of the next `\n` at or after `i`, or the end.
 #[inline]
-fn memchr_nl(s: &[u8], i: usize) -> usize {
+pub(crate) fn memchr_nl(s: &[u8], i: usize) -> usize {
     s[i..]
         .iter()
         .position(|&b| b == b'\n')
@@ -599,7 +599,7 @@ fn memchr_nl(s: &[u8], i: usize) -> usize {
 
 /// Position of the next `ab` pair at or after `i`.
 #[inline]
-fn find2(s: &[u8], i: usize, a: u8, b: u8) -> Option<usize> {
+pub(crate) fn find2(s: &[u8], i: usize, a: u8, b: u8) -> Option<usize> {
     let mut k = i;
     while k + 1 < s.len() {
         if s[k] == a && s[k + 1] == b {

@@ -19,10 +19,14 @@
 //! assert_eq!(f.id().to_string().len(), 16);
 //! ```
 
+mod canonical;
 mod fingerprint;
 mod id;
 mod lex;
 mod post;
+pub mod split;
+mod style;
 
 pub use fingerprint::{Fingerprint, FingerprintOptions, Fingerprinter, DEFAULT_MAX_LEN};
 pub use id::{DigestId, ParseDigestIdError};
+pub use style::{DigestStyle, ParseDigestStyleError};

@@ -188,7 +188,15 @@ fn resolve(arm_end: &mut [u32], mut head: u32, value: u32) {
 /// `select A /*repeat union [all]*/`. An arm runs from a SELECT to the UNION at the same
 /// parenthesis depth; the last repeated arm must be followed by the end, `)`, `;` or a clause
 /// that applies to the whole union (UNION, ORDER, LIMIT, INTO, FOR, LOCK, PROCEDURE).
-pub(crate) fn collapse_unions(toks: &mut Vec<Tok>, s: &[u8], fold: bool, sc: &mut UnionScratch) {
+/// With `ignore_space` (the canonical spacing of `--digest-style mysql`) arms that differ only
+/// in spacing are equal too.
+pub(crate) fn collapse_unions(
+    toks: &mut Vec<Tok>,
+    s: &[u8],
+    fold: bool,
+    ignore_space: bool,
+    sc: &mut UnionScratch,
+) {
     if !toks.iter().any(|t| t.is_word(s, b"union")) {
         return;
     }
@@ -237,7 +245,7 @@ pub(crate) fn collapse_unions(toks: &mut Vec<Tok>, s: &[u8], fold: bool, sc: &mu
                 // The cheap boundary test first: it rejects most candidates in O(1).
                 if b > n
                     || !(b == n || ends_union_arm(&toks[b], s))
-                    || !arms_equal(toks, s, r, q, len, fold, sc)
+                    || !arms_equal(toks, s, r, q, len, fold, ignore_space, sc)
                 {
                     break;
                 }
@@ -288,6 +296,7 @@ fn ends_union_arm(t: &Tok, s: &[u8]) -> bool {
         .any(|kw| t.is_word(s, kw))
 }
 
+#[allow(clippy::too_many_arguments)]
 fn arms_equal(
     toks: &[Tok],
     s: &[u8],
@@ -295,11 +304,12 @@ fn arms_equal(
     b: usize,
     len: usize,
     fold: bool,
+    ignore_space: bool,
     sc: &mut UnionScratch,
 ) -> bool {
     (0..len).all(|k| {
         let (x, y) = (&toks[a + k], &toks[b + k]);
-        (k == 0 || x.space == y.space) && tok_eq(x, y, s, fold, sc)
+        (k == 0 || ignore_space || x.space == y.space) && tok_eq(x, y, s, fold, sc)
     })
 }
 

@@ -115,7 +115,7 @@ fn summary(labels: &[LabelPair], s: &DigestStats) -> Metric {
     let quantiles = QUANTILES
         .iter()
         .filter_map(|&q| {
-            let v = s.latency.quantile_ns(q)?;
+            let v = s.quantile_ns(q)?;
             let mut quantile = Quantile::default();
             quantile.set_quantile(q);
             quantile.set_value(v / 1e9);

@@ -37,6 +37,7 @@ pub async fn handle(
     shutdown: watch::Receiver<bool>,
 ) {
     let metrics = &observer.metrics;
+    let live = observer.connections.register(peer);
     metrics.connections_total.inc();
     metrics.connections_active.inc();
     let _active = ActiveGuard(metrics);
@@ -55,9 +56,10 @@ pub async fn handle(
         }
     };
     let _ = server.set_nodelay(true);
+    live.upstream_connected();
 
     let mut session = Session::new(Instant::now());
-    let mut sink = ConnectionRecorder::new(&observer);
+    let mut sink = live.track(ConnectionRecorder::new(&observer));
     let mut watch = Watch::new(&mut session, &mut sink, metrics);
     let ctx = Ctx {
         tls: &tls,

@@ -4,10 +4,10 @@
 use std::fmt::Write;
 
 use super::model::Report;
-use super::svg::{bars_with_whiskers, escape, lines, Band, Bar, Series};
+use super::svg::{bars_with_whiskers, escape, lines, Axes, Band, Bar, Series};
 use super::text::markdown;
 
-const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}\
+const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em;max-width:1240px;color:#222}\
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}\
 td:first-child,th:first-child{text-align:left}code{font-size:90%}.chart{display:block;margin:1em 0}\
 .title{font-weight:600;font-size:14px}.label,.value,.axis,.legend{font-size:12px}";
@@ -57,11 +57,12 @@ fn tables_from_markdown(md: &str) -> String {
     out
 }
 
-pub fn html(r: &Report) -> String {
+fn overhead_chart(r: &Report, schedule: &str, baseline: &str) -> String {
     // One bar per scenario; the baseline's is zero by definition and has no whisker.
     let bars: Vec<Bar> = r
         .headline
         .iter()
+        .filter(|h| h.schedule == schedule)
         .map(|h| {
             let c = h.qps_change;
             Bar {
@@ -76,19 +77,114 @@ pub fn html(r: &Report) -> String {
             }
         })
         .collect();
-    let overhead = bars_with_whiskers(
+    let design = if schedule == "slow" {
+        "entered by restart"
+    } else {
+        "switched at runtime"
+    };
+    bars_with_whiskers(
         &format!(
-            "Throughput change vs {} ({}% interval)",
-            r.analysis.baseline,
+            "Statements/s change vs {baseline}, scenarios {design} ({}% interval)",
             super::text::level_percent(r.analysis.level)
         ),
         "%",
         &bars,
-    );
+    )
+}
+
+fn carryover_chart(r: &Report) -> Option<String> {
+    let p = r.analysis.carryover.as_ref()?;
+    let series: Vec<Series> = p
+        .scenarios
+        .iter()
+        .filter(|s| s.scenario != p.baseline)
+        .map(|s| Series {
+            label: format!("{} vs {}", s.scenario, p.baseline),
+            points: s
+                .points
+                .iter()
+                .filter_map(|b| {
+                    Some((
+                        b.from_ms as f64 + p.bin_ms as f64 / 2.0,
+                        b.vs_baseline?.change * 100.0,
+                    ))
+                })
+                .collect(),
+        })
+        .filter(|s| !s.points.is_empty())
+        .collect();
+    (!series.is_empty()).then(|| {
+        lines(
+            "Carryover: mean latency change vs the baseline by time since the switch",
+            &Axes {
+                x_label: "time since the switch (ms, middle of each 50 ms bin)",
+                y_label: "latency change (%)",
+                log_x: false,
+                y_from_zero: true,
+                markers: true,
+            },
+            &series,
+            &[],
+        )
+    })
+}
+
+fn throughput_chart(r: &Report) -> String {
+    let scenarios = r.scenarios();
+    let series: Vec<Series> = scenarios
+        .iter()
+        .map(|name| Series {
+            label: name.clone(),
+            points: r
+                .timeline
+                .iter()
+                .filter(|t| &t.scenario == name)
+                .map(|t| ((t.from_s + t.to_s) / 2.0, t.qps))
+                .collect(),
+        })
+        .collect();
+    // Slow phases are long and few: shade them (fast segments would be thousands of bands).
+    let color = |s: &str| scenarios.iter().position(|x| x == s).unwrap_or(0);
+    let bands: Vec<Band> = r
+        .timeline
+        .iter()
+        .filter(|t| t.schedule == "slow")
+        .map(|t| Band {
+            from: t.from_s,
+            to: t.to_s,
+            label: format!("{} (slow block {})", t.scenario, t.block),
+            color: color(&t.scenario),
+        })
+        .collect();
+    lines(
+        "Throughput over time (statements/s in each scenario's measured windows, per segment)",
+        &Axes {
+            x_label: "time since the first switch (s)",
+            y_label: "statements/s (QPS)",
+            log_x: false,
+            y_from_zero: true,
+            markers: true,
+        },
+        &series,
+        &bands,
+    )
+}
+
+pub fn html(r: &Report) -> String {
+    let charts: String = r
+        .analysis
+        .analyses()
+        .map(|a| overhead_chart(r, &a.schedule, &a.baseline))
+        .collect();
     let distribution = lines(
         "Latency distribution per scenario (cumulative share of statements)",
-        "latency (ms, log scale)",
-        "share",
+        &Axes {
+            x_label: "latency (ms, log scale)",
+            y_label: "share of statements",
+            log_x: true,
+            y_from_zero: true,
+            markers: false,
+        },
         &r.distributions
             .iter()
             .map(|(name, points)| Series {
@@ -97,35 +193,11 @@ pub fn html(r: &Report) -> String {
             })
             .collect::<Vec<_>>(),
         &[],
-        true,
     );
-    let scenarios = &r.analysis.scenarios;
-    let color = |s: &str| scenarios.iter().position(|x| x == s).unwrap_or(0);
-    let throughput = lines(
-        "Throughput over time (statements/s per phase; phases shaded by scenario)",
-        "seconds since start",
-        "statements/s",
-        &[Series {
-            label: "QPS".into(),
-            points: r
-                .timeline
-                .iter()
-                .flat_map(|t| [(t.from_s, t.qps), (t.to_s, t.qps)])
-                .collect(),
-        }],
-        &r.timeline
-            .iter()
-            .map(|t| Band {
-                from: t.from_s,
-                to: t.to_s,
-                label: format!("{} (block {})", t.scenario, t.block),
-                color: color(&t.scenario),
-            })
-            .collect::<Vec<_>>(),
-        false,
-    );
+    let carryover = carryover_chart(r).unwrap_or_default();
+    let throughput = throughput_chart(r);
     format!(
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>psprobe report</title><style>{STYLE}</style></head><body>{overhead}{body}{distribution}{throughput}</body></html>\n",
-        body = tables_from_markdown(&markdown(r)),
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>psprobe report</title><style>{STYLE}</style></head><body><h1>performance_schema overhead</h1>{charts}{body}{carryover}{distribution}{throughput}</body></html>\n",
+        body = tables_from_markdown(&markdown(r).replacen("# performance_schema overhead\n", "", 1)),
     )
 }

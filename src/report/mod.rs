@@ -11,10 +11,10 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 
-use crate::analysis::{analyze_with, Options};
+use crate::analysis::{analyze_run, Options};
 use crate::controller::phase_log::{read_phases, PhaseRecord};
 
-pub use model::{build, Report};
+pub use model::{build, Interval, Report};
 pub use text::headline_markdown;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -35,8 +35,9 @@ pub struct ReportArgs {
     /// Write here instead of standard output.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// The scenario others are compared with [default: pfsoff if present, else the least
-    /// instrumented scheduled].
+    /// The scenario the runtime-switched ones are compared with [default: the least
+    /// instrumented scheduled]. Scenarios entered by restart are compared with pfsoff, else
+    /// with their reference.
     #[arg(long, value_name = "SCENARIO")]
     pub baseline: Option<String>,
     /// Confidence level of every interval, and so of every "significant" call: between 0.5
@@ -92,7 +93,7 @@ fn report_at(
     baseline: Option<&str>,
     options: &Options,
 ) -> anyhow::Result<Report> {
-    let analysis = analyze_with(phases, baseline, options)?;
+    let analysis = analyze_run(phases, baseline, options)?;
     Ok(build(analysis, phases))
 }
 
@@ -115,11 +116,51 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
 
 /// `psprobe demo`'s ending: the HTML report to `output`, the headline table to stdout.
 pub fn write_demo_report(phases: &[PhaseRecord], output: &Path) -> anyhow::Result<()> {
-    let report = report_of(phases, Some("pfsoff"))?;
+    let report = report_of(phases, None)?;
     std::fs::write(output, html::html(&report))
         .with_context(|| format!("cannot write {}", output.display()))?;
     println!("\n{}", headline_markdown(&report));
     let shown = std::fs::canonicalize(output).unwrap_or_else(|_| output.to_path_buf());
     println!("report: {}", shown.display());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::Metric;
+    use crate::controller::phase_log::parse_log;
+
+    /// A phase log written by psprobe 0.1 (format version 1: one record per 30 s phase, no
+    /// segment fields) reads and reports as it did: throughput -10.0% (the geometric mean of
+    /// the three blocks' ratios 0.90, 0.92, 0.88), mean latency +10%.
+    #[test]
+    fn version_1_logs_still_report() {
+        let log = parse_log(include_str!("../../tests/data/phases-v1.jsonl"));
+        assert_eq!((log.runs.len(), log.phases.len()), (1, 6));
+        assert!(log
+            .phases
+            .iter()
+            .all(|p| p.version == 1 && p.schedule.is_none()));
+        let report = report_of(&log.phases, None).unwrap();
+        let fast = report.analysis.fast.as_ref().expect("one design");
+        assert!(report.analysis.slow.is_none());
+        assert_eq!(fast.baseline, "pfson_conoff_insoff");
+        assert_eq!(fast.blocks, 3);
+        let t = fast
+            .estimate("pfson_conon_inson", Metric::Throughput)
+            .unwrap();
+        assert!((t.ratio * 100.0 + 10.0148).abs() < 0.01, "{}", t.ratio);
+        assert!(t.significant);
+        let l = fast
+            .estimate("pfson_conon_inson", Metric::MeanLatency)
+            .unwrap();
+        assert!((l.ratio - 0.1).abs() < 1e-9, "{}", l.ratio);
+        let md = render(&report, Format::Md).unwrap();
+        assert!(
+            md.contains("| pfson_conon_inson |") && md.contains("-10.0%"),
+            "{md}"
+        );
+        assert!(render(&report, Format::Html).unwrap().contains("<svg"));
+    }
 }

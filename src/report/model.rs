@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::analysis::{Analysis, Estimate, Metric};
+use crate::analysis::{Analysis, Estimate, Metric, RunAnalysis};
 use crate::controller::phase_log::PhaseRecord;
 use crate::stats::histogram::bucket_value_ns;
 
@@ -14,15 +14,20 @@ const STATEMENT_COMMANDS: [&str; 3] = ["query", "stmt_execute", "stmt_bulk_execu
 
 #[derive(Debug, Serialize)]
 pub struct HeadlineRow {
+    /// `fast` (switched at runtime) or `slow` (entered by restart).
+    pub schedule: String,
+    pub baseline: String,
     pub scenario: String,
     pub is_baseline: bool,
+    /// Statements per second in the scenario's measured windows (mean over segments).
     pub qps: f64,
     pub qps_change: Option<Interval>,
     pub p99_ms: f64,
     pub p99_change: Option<Interval>,
     pub mean_change: Option<Interval>,
-    /// mysqld CPU time per statement (µs), from phases that recorded it (`--mysqld-pid`).
+    /// mysqld CPU time per statement (µs), from windows that recorded it (`--mysqld-pid`).
     pub server_cpu_us_per_statement: Option<f64>,
+    pub cpu_change: Option<Interval>,
 }
 
 /// A change in percent with its interval.
@@ -35,7 +40,7 @@ pub struct Interval {
 }
 
 impl Interval {
-    fn of(e: &Estimate) -> Self {
+    pub fn of(e: &Estimate) -> Self {
         Interval {
             percent: e.ratio * 100.0,
             low: e.ci_low.map(|v| v * 100.0),
@@ -56,6 +61,11 @@ impl Interval {
             _ => format!("{:+.1}% (no interval)", self.percent),
         }
     }
+
+    /// Half the interval's width, in percentage points.
+    pub fn halfwidth(&self) -> Option<f64> {
+        Some((self.high? - self.low?) / 2.0)
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -72,11 +82,13 @@ pub struct DigestRow {
 
 #[derive(Debug, Serialize)]
 pub struct TimelineRow {
+    pub schedule: String,
     pub phase: u64,
     pub block: u64,
     pub scenario: String,
     pub from_s: f64,
     pub to_s: f64,
+    /// Statements per second of measured time.
     pub qps: f64,
     pub mean_ms: f64,
     pub restarted: bool,
@@ -84,13 +96,36 @@ pub struct TimelineRow {
 
 #[derive(Debug, Serialize)]
 pub struct Report {
-    pub analysis: Analysis,
+    pub analysis: RunAnalysis,
     pub headline: Vec<HeadlineRow>,
     pub digests: Vec<DigestRow>,
     pub timeline: Vec<TimelineRow>,
     /// Latency distribution per scenario: (latency ms, cumulative fraction) points.
     #[serde(skip)]
     pub distributions: Vec<(String, Vec<(f64, f64)>)>,
+}
+
+impl Report {
+    /// The row that says most about `scenario`: where it is compared, else where it is the
+    /// baseline.
+    pub fn row(&self, scenario: &str) -> Option<&HeadlineRow> {
+        let mut rows = self.headline.iter().filter(|h| h.scenario == scenario);
+        let first = rows.clone().find(|h| !h.is_baseline);
+        first.or_else(|| rows.next())
+    }
+
+    /// Every scenario in the log, fast ones first, each once.
+    pub fn scenarios(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for a in self.analysis.analyses() {
+            for s in &a.scenarios {
+                if !out.contains(s) {
+                    out.push(s.clone());
+                }
+            }
+        }
+        out
+    }
 }
 
 fn statements(p: &PhaseRecord) -> (u64, u64, u64) {
@@ -106,80 +141,87 @@ fn statements(p: &PhaseRecord) -> (u64, u64, u64) {
         })
 }
 
+/// Measured seconds of a record (the same definition the analysis uses).
 fn seconds(p: &PhaseRecord) -> f64 {
-    (p.measure_to_ms.saturating_sub(p.measure_from_ms) as f64 / 1000.0).max(1e-3)
+    (p.measured_ms() as f64 / 1000.0).max(1e-3)
 }
 
-pub fn build(analysis: Analysis, phases: &[PhaseRecord]) -> Report {
-    let baseline = analysis.baseline.clone();
-    let headline = analysis
-        .scenarios
+fn headline_rows(a: &Analysis, phases: &[PhaseRecord]) -> Vec<HeadlineRow> {
+    a.scenarios
         .iter()
         .map(|s| {
-            let est = |m| analysis.estimate(s, m);
-            let thr = est(Metric::Throughput);
-            let p99 = est(Metric::P99Latency);
-            let is_baseline = *s == baseline;
-            let (qps, p99_ns) = if is_baseline {
-                (
-                    analysis
-                        .estimates
-                        .iter()
-                        .find(|e| e.metric == Metric::Throughput)
-                        .map_or(0.0, |e| e.baseline_value),
-                    analysis
-                        .estimates
-                        .iter()
-                        .find(|e| e.metric == Metric::P99Latency)
-                        .map_or(0.0, |e| e.baseline_value),
-                )
-            } else {
-                (
-                    thr.map_or(0.0, |e| e.scenario_value),
-                    p99.map_or(0.0, |e| e.scenario_value),
-                )
+            let est = |m| a.estimate(s, m);
+            let is_baseline = *s == a.baseline;
+            let base_value = |m: Metric| {
+                a.estimates
+                    .iter()
+                    .find(|e| e.metric == m)
+                    .map_or(0.0, |e| e.baseline_value)
             };
+            let own_value = |m: Metric| est(m).map_or(0.0, |e| e.scenario_value);
+            let value = |m| {
+                if is_baseline {
+                    base_value(m)
+                } else {
+                    own_value(m)
+                }
+            };
+            let change = |m| est(m).filter(|_| !is_baseline).map(Interval::of);
             let (cpu_ms, cpu_statements) = phases
                 .iter()
-                .filter(|p| &p.scenario == s)
+                .filter(|p| &p.scenario == s && p.schedule() == a.schedule)
                 .filter_map(|p| Some((p.server_cpu_ms?, statements(p).0)))
                 .fold((0u64, 0u64), |(c, n), (pc, pn)| (c + pc, n + pn));
             HeadlineRow {
-                server_cpu_us_per_statement: (cpu_statements > 0)
+                schedule: a.schedule.clone(),
+                baseline: a.baseline.clone(),
+                server_cpu_us_per_statement: (cpu_statements > 0 && cpu_ms > 0)
                     .then(|| cpu_ms as f64 * 1000.0 / cpu_statements as f64),
+                cpu_change: change(Metric::ServerCpu),
                 scenario: s.clone(),
                 is_baseline,
-                qps,
-                qps_change: thr.filter(|_| !is_baseline).map(Interval::of),
-                p99_ms: p99_ns / 1e6,
-                p99_change: p99.filter(|_| !is_baseline).map(Interval::of),
-                mean_change: est(Metric::MeanLatency)
-                    .filter(|_| !is_baseline)
-                    .map(Interval::of),
+                qps: value(Metric::Throughput),
+                qps_change: change(Metric::Throughput),
+                p99_ms: value(Metric::P99Latency) / 1e6,
+                p99_change: change(Metric::P99Latency),
+                mean_change: change(Metric::MeanLatency),
             }
         })
+        .collect()
+}
+
+pub fn build(analysis: RunAnalysis, phases: &[PhaseRecord]) -> Report {
+    let headline = analysis
+        .analyses()
+        .flat_map(|a| headline_rows(a, phases))
         .collect();
 
-    // Per digest and scenario over all its phases: (count, timed, latency sum, seconds).
-    let mut per: BTreeMap<(String, String), (String, u64, u64, f64)> = BTreeMap::new();
+    // Digests against the baseline of the fast design (else the slow one).
+    let reference = analysis.analyses().next();
+    let (baseline, schedule) = reference.map_or((String::new(), String::new()), |a| {
+        (a.baseline.clone(), a.schedule.clone())
+    });
+    let mine: Vec<&PhaseRecord> = phases.iter().filter(|p| p.schedule() == schedule).collect();
+    // Per digest and scenario over all its records: (text, timed, latency sum).
+    let mut per: BTreeMap<(String, String), (String, u64, u64)> = BTreeMap::new();
     let mut time_of: BTreeMap<String, f64> = BTreeMap::new();
-    for p in phases {
+    for p in &mine {
         *time_of.entry(p.scenario.clone()).or_default() += seconds(p);
         for d in &p.digests {
             let key = (p.scenario.clone(), d.digest.clone().unwrap_or_default());
             let e = per
                 .entry(key)
-                .or_insert((d.text.clone().unwrap_or_default(), 0, 0, 0.0));
+                .or_insert((d.text.clone().unwrap_or_default(), 0, 0));
             e.1 += d.timed;
             e.2 += d.latency_sum_ns;
         }
     }
     let mut digests = Vec::new();
-    for ((scenario, digest), (text, timed, sum, _)) in &per {
+    for ((scenario, digest), (text, timed, sum)) in &per {
         if *scenario == baseline || *timed == 0 {
             continue;
         }
-        let Some((_, b_timed, b_sum, _)) = per.get(&(baseline.clone(), digest.clone())) else {
+        let Some((_, b_timed, b_sum)) = per.get(&(baseline.clone(), digest.clone())) else {
             continue;
         };
         if *b_timed == 0 {
@@ -207,6 +249,7 @@ pub fn build(analysis: Analysis, phases: &[PhaseRecord]) -> Report {
         .map(|p| {
             let (n, timed, sum) = statements(p);
             TimelineRow {
+                schedule: p.schedule().to_string(),
                 phase: p.phase,
                 block: p.block,
                 scenario: p.scenario.clone(),
@@ -223,12 +266,19 @@ pub fn build(analysis: Analysis, phases: &[PhaseRecord]) -> Report {
         })
         .collect();
 
-    let distributions = analysis
-        .scenarios
-        .iter()
+    let mut report = Report {
+        analysis,
+        headline,
+        digests,
+        timeline,
+        distributions: Vec::new(),
+    };
+    report.distributions = report
+        .scenarios()
+        .into_iter()
         .map(|s| {
             let mut hist: BTreeMap<u16, u64> = BTreeMap::new();
-            for p in phases.iter().filter(|p| &p.scenario == s) {
+            for p in phases.iter().filter(|p| p.scenario == s) {
                 for c in p.commands.iter().filter(|c| {
                     c.command
                         .as_deref()
@@ -248,15 +298,8 @@ pub fn build(analysis: Analysis, phases: &[PhaseRecord]) -> Report {
                     (bucket_value_ns(*b) / 1e6, seen as f64 / total.max(1) as f64)
                 })
                 .collect();
-            (s.clone(), points)
+            (s, points)
         })
         .collect();
-
-    Report {
-        analysis,
-        headline,
-        digests,
-        timeline,
-        distributions,
-    }
+    report
 }

@@ -1,4 +1,6 @@
-//! Minimal inline SVG charts for the HTML report: no scripts, no external assets.
+//! Minimal inline SVG charts for the HTML report: no scripts, no external assets. Axes carry
+//! their unit and round ticks (1, 2, 5 × 10^k); text never sits on a whisker or on other text:
+//! value labels have a column of their own right of the plot, legends a row above it.
 
 use std::fmt::Write;
 
@@ -6,11 +8,61 @@ pub const PALETTE: [&str; 8] = [
     "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#9c755f",
 ];
 
+/// Width of every chart, px.
+pub const WIDTH: f64 = 900.0;
+
 pub fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
+}
+
+/// Round tick values covering `[lo, hi]`: about `n` of them, steps of 1, 2 or 5 × 10^k.
+pub fn nice_ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
+    let (lo, hi) = if hi > lo {
+        (lo, hi)
+    } else {
+        (lo - 1.0, lo + 1.0)
+    };
+    let raw = (hi - lo) / n.max(1) as f64;
+    let magnitude = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * magnitude)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * magnitude);
+    let first = (lo / step).floor() * step;
+    let mut out = Vec::new();
+    let mut v = first;
+    while v <= hi + step * 1e-9 {
+        out.push(if v.abs() < step * 1e-9 { 0.0 } else { v });
+        v += step;
+    }
+    if out.last().is_some_and(|l| *l < hi - step * 1e-9) {
+        out.push(v);
+    }
+    out
+}
+
+/// A tick value as text: no needless decimals, thousands as `k`.
+pub fn tick_text(v: f64) -> String {
+    let a = v.abs();
+    if a >= 10_000.0 {
+        format!("{}k", trim(v / 1000.0))
+    } else {
+        trim(v)
+    }
+}
+
+fn trim(v: f64) -> String {
+    let s = format!("{v:.3}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" {
+        "0".into()
+    } else {
+        s.into()
+    }
 }
 
 /// One bar with an interval whisker, in percent.
@@ -21,80 +73,93 @@ pub struct Bar {
     pub high: Option<f64>,
 }
 
-/// Horizontal bars around a zero line, with interval whiskers.
-pub fn bars_with_whiskers(title: &str, unit: &str, bars: &[Bar]) -> String {
-    let row = 34.0;
-    let (left, right, top) = (230.0, 40.0, 40.0);
-    let width = 760.0;
-    let height = top + row * bars.len() as f64 + 40.0;
-    // The axis fits the values and, within reason, their intervals: a huge interval (few
-    // blocks) is clipped at the edge rather than squashing every bar to nothing.
-    let values = bars.iter().fold(1.0f64, |m, b| m.max(b.value.abs()));
-    let extent = bars
-        .iter()
-        .flat_map(|b| [b.low.unwrap_or(b.value), b.high.unwrap_or(b.value)])
-        .fold(values, |m, v| m.max(v.abs().min(values * 3.0)))
-        * 1.15;
-    let plot = width - left - right;
-    let x = |v: f64| left + plot / 2.0 + v.clamp(-extent, extent) / extent * plot / 2.0;
-    let mut s = String::new();
+fn header(s: &mut String, title: &str, height: f64) {
     let _ = write!(
         s,
-        r#"<svg class="chart" role="img" aria-label="{t}" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}"><title>{t}</title><text x="10" y="22" class="title">{t}</text>"#,
+        r#"<svg class="chart" role="img" aria-label="{t}" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}"><title>{t}</title><text x="10" y="22" class="title">{t}</text>"#,
         t = escape(title)
     );
-    let zero = x(0.0);
-    let _ = write!(
-        s,
-        r##"<line x1="{zero}" y1="{top}" x2="{zero}" y2="{}" stroke="#555"/>"##,
-        height - 30.0
-    );
-    for (i, b) in bars.iter().enumerate() {
-        let y = top + row * i as f64;
-        let (x0, x1) = (zero.min(x(b.value)), zero.max(x(b.value)));
+}
+
+/// Horizontal bars around a zero line, with interval whiskers, an x axis with round ticks in
+/// `unit`, and each bar's value and interval as text in a column right of the plot.
+pub fn bars_with_whiskers(title: &str, unit: &str, bars: &[Bar]) -> String {
+    let row = 34.0;
+    let (left, right, top, bottom) = (250.0, 190.0, 40.0, 44.0);
+    let height = top + row * bars.len() as f64 + bottom;
+    // The axis fits the values and, within reason, their intervals: a huge interval (few
+    // blocks) is clipped at the edge (and drawn open) rather than squashing every bar.
+    let values = bars.iter().fold(1.0f64, |m, b| m.max(b.value.abs()));
+    let reach = bars
+        .iter()
+        .flat_map(|b| [b.low.unwrap_or(b.value), b.high.unwrap_or(b.value)])
+        .fold(values, |m, v| m.max(v.abs().min(values * 3.0)));
+    let ticks = nice_ticks(-reach, reach, 6);
+    let (lo, hi) = (ticks[0], ticks[ticks.len() - 1]);
+    let plot = WIDTH - left - right;
+    let x = |v: f64| left + (v.clamp(lo, hi) - lo) / (hi - lo) * plot;
+    let mut s = String::new();
+    header(&mut s, title, height);
+    let axis_y = height - bottom + 6.0;
+    for t in &ticks {
         let _ = write!(
             s,
-            r#"<text x="{}" y="{}" text-anchor="end" class="label">{}</text><rect class="bar" x="{x0:.1}" y="{}" width="{:.1}" height="{}" fill="{}"><title>{}: {:+.2}{unit}</title></rect>"#,
-            left - 8.0,
-            y + row / 2.0 + 4.0,
+            r##"<line x1="{0:.1}" y1="{top}" x2="{0:.1}" y2="{axis_y}" stroke="{1}"/><text x="{0:.1}" y="{2}" text-anchor="middle" class="axis">{3}</text>"##,
+            x(*t),
+            if *t == 0.0 { "#555" } else { "#e4e4e4" },
+            axis_y + 14.0,
+            escape(&format!("{}{unit}", tick_text(*t)))
+        );
+    }
+    for (i, b) in bars.iter().enumerate() {
+        let y = top + row * i as f64;
+        let cy = y + row / 2.0;
+        let (x0, x1) = (x(0.0).min(x(b.value)), x(0.0).max(x(b.value)));
+        let _ = write!(
+            s,
+            r#"<text x="{}" y="{}" text-anchor="end" class="label">{}</text><rect class="bar" x="{x0:.1}" y="{}" width="{:.1}" height="{}" fill="{}" opacity="0.85"><title>{}: {:+.2}{unit}</title></rect>"#,
+            left - 10.0,
+            cy + 4.0,
             escape(&b.label),
-            y + 6.0,
+            y + 7.0,
             (x1 - x0).max(1.0),
-            row - 12.0,
+            row - 14.0,
             PALETTE[i % PALETTE.len()],
             escape(&b.label),
             b.value
         );
-        if let (Some(lo), Some(hi)) = (b.low, b.high) {
-            let cy = y + row / 2.0;
+        if let (Some(l), Some(h)) = (b.low, b.high) {
             let _ = write!(
                 s,
-                r##"<line class="whisker" x1="{:.1}" y1="{cy}" x2="{:.1}" y2="{cy}" stroke="#222" stroke-width="1.5"/><line x1="{:.1}" y1="{}" x2="{:.1}" y2="{}" stroke="#222"/><line x1="{:.1}" y1="{}" x2="{:.1}" y2="{}" stroke="#222"/>"##,
-                x(lo),
-                x(hi),
-                x(lo),
-                cy - 6.0,
-                x(lo),
-                cy + 6.0,
-                x(hi),
-                cy - 6.0,
-                x(hi),
-                cy + 6.0
+                r##"<line class="whisker" x1="{:.1}" y1="{cy}" x2="{:.1}" y2="{cy}" stroke="#222" stroke-width="1.5"/>"##,
+                x(l),
+                x(h)
             );
+            for (end, clipped) in [(l, l < lo), (h, h > hi)] {
+                if !clipped {
+                    let _ = write!(
+                        s,
+                        r##"<line class="whisker-end" x1="{0:.1}" y1="{1}" x2="{0:.1}" y2="{2}" stroke="#222"/>"##,
+                        x(end),
+                        cy - 6.0,
+                        cy + 6.0
+                    );
+                }
+            }
         }
+        let text = match (b.low, b.high) {
+            (Some(l), Some(h)) => format!("{:+.1}{unit} ({:+.1}..{:+.1})", b.value, l, h),
+            _ => format!("{:+.1}{unit}", b.value),
+        };
         let _ = write!(
             s,
-            r#"<text x="{}" y="{}" class="value">{:+.1}{unit}</text>"#,
-            width - right + 2.0 - 36.0,
-            y + row / 2.0 + 4.0,
-            b.value
+            r#"<text x="{}" y="{}" class="value">{}</text>"#,
+            WIDTH - right + 12.0,
+            cy + 4.0,
+            escape(&text)
         );
     }
-    let _ = write!(
-        s,
-        r#"<text x="{zero}" y="{}" text-anchor="middle" class="axis">0</text></svg>"#,
-        height - 14.0
-    );
+    s.push_str("</svg>");
     s
 }
 
@@ -112,92 +177,179 @@ pub struct Band {
     pub color: usize,
 }
 
-/// Line chart with optional shaded bands; `log_x` for latency distributions.
-pub fn lines(
-    title: &str,
-    x_label: &str,
-    y_label: &str,
-    series: &[Series],
-    bands: &[Band],
-    log_x: bool,
-) -> String {
-    let (width, height) = (760.0, 320.0);
-    let (left, right, top, bottom) = (60.0, 20.0, 36.0, 46.0);
-    let tx = |v: f64| if log_x { v.max(1e-9).log10() } else { v };
-    let xs = series
+/// How a line chart's axes read.
+pub struct Axes<'a> {
+    pub x_label: &'a str,
+    pub y_label: &'a str,
+    pub log_x: bool,
+    /// Include zero on the y axis (rates); off for changes that may be all negative.
+    pub y_from_zero: bool,
+    /// Draw points as well as lines (sparse series).
+    pub markers: bool,
+}
+
+/// Width of a 12 px label, px (generous: the report's sans-serif averages less).
+fn text_width(text: &str) -> f64 {
+    7.5 * text.chars().count() as f64
+}
+
+/// Where each legend entry goes: (x, row), entries side by side, a new row when the next
+/// would run past `right`.
+fn legend_layout(labels: &[&str], left: f64, right: f64) -> Vec<(f64, usize)> {
+    let mut out = Vec::new();
+    let (mut x, mut row) = (left, 0);
+    for label in labels {
+        let w = 14.0 + text_width(label) + 24.0;
+        if x > left && x + w > right {
+            x = left;
+            row += 1;
+        }
+        out.push((x, row));
+        x += w;
+    }
+    out
+}
+
+/// Line chart with optional shaded bands; legends in rows above the plot.
+pub fn lines(title: &str, axes: &Axes<'_>, series: &[Series], bands: &[Band]) -> String {
+    let (left, right, bottom) = (74.0, 24.0, 50.0);
+    let labels: Vec<&str> = series.iter().map(|s| s.label.as_str()).collect();
+    let legend = legend_layout(&labels, left, WIDTH - right);
+    let legend_rows = legend.last().map_or(1, |l| l.1 + 1) as f64;
+    let top = 34.0 + 16.0 * legend_rows;
+    let height = top + 250.0 + bottom;
+    let tx = |v: f64| if axes.log_x { v.max(1e-9).log10() } else { v };
+    let xs: Vec<f64> = series
         .iter()
         .flat_map(|s| s.points.iter().map(|p| tx(p.0)))
-        .chain(bands.iter().flat_map(|b| [tx(b.from), tx(b.to)]));
-    let (mut x_min, mut x_max) = (f64::MAX, f64::MIN);
-    for v in xs {
-        x_min = x_min.min(v);
-        x_max = x_max.max(v);
-    }
-    if x_min >= x_max {
-        x_max = x_min + 1.0;
-    }
-    let y_max = series
+        .chain(bands.iter().flat_map(|b| [tx(b.from), tx(b.to)]))
+        .collect();
+    let ys: Vec<f64> = series
         .iter()
         .flat_map(|s| s.points.iter().map(|p| p.1))
-        .fold(0.0f64, f64::max)
-        .max(1e-9)
-        * 1.1;
-    let px = |v: f64| left + (tx(v) - x_min) / (x_max - x_min) * (width - left - right);
-    let py = |v: f64| height - bottom - v / y_max * (height - top - bottom);
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        r#"<svg class="chart" role="img" aria-label="{t}" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}"><title>{t}</title><text x="10" y="22" class="title">{t}</text>"#,
-        t = escape(title)
+        .collect();
+    let (mut x_min, mut x_max) = min_max(&xs);
+    if axes.log_x {
+        x_min = x_min.floor();
+        x_max = x_max.ceil();
+    }
+    let (mut y_min, mut y_max) = min_max(&ys);
+    if axes.y_from_zero {
+        y_min = y_min.min(0.0);
+    }
+    let x_ticks = if axes.log_x {
+        (x_min as i32..=x_max as i32).map(f64::from).collect()
+    } else {
+        nice_ticks(x_min, x_max, 8)
+    };
+    let y_ticks = nice_ticks(y_min, y_max + (y_max - y_min).abs() * 0.05, 5);
+    let (x_min, x_max) = (
+        x_ticks[0],
+        x_ticks[x_ticks.len() - 1].max(x_ticks[0] + 1e-9),
     );
+    (y_min, y_max) = (y_ticks[0], y_ticks[y_ticks.len() - 1]);
+    let px = |v: f64| left + (v - x_min) / (x_max - x_min) * (WIDTH - left - right);
+    let py = |v: f64| height - bottom - (v - y_min) / (y_max - y_min) * (height - top - bottom);
+    let mut s = String::new();
+    header(&mut s, title, height);
     for b in bands {
         let _ = write!(
             s,
             r#"<rect class="band" x="{:.1}" y="{top}" width="{:.1}" height="{}" fill="{}" opacity="0.15"><title>{}</title></rect>"#,
-            px(b.from),
-            (px(b.to) - px(b.from)).max(0.5),
+            px(tx(b.from)),
+            (px(tx(b.to)) - px(tx(b.from))).max(0.5),
             height - top - bottom,
             PALETTE[b.color % PALETTE.len()],
             escape(&b.label)
         );
     }
+    for t in &y_ticks {
+        let _ = write!(
+            s,
+            r##"<line x1="{left}" y1="{0:.1}" x2="{1}" y2="{0:.1}" stroke="{2}"/><text x="{3}" y="{4:.1}" class="axis" text-anchor="end">{5}</text>"##,
+            py(*t),
+            WIDTH - right,
+            if *t == 0.0 { "#555" } else { "#e4e4e4" },
+            left - 6.0,
+            py(*t) + 4.0,
+            tick_text(*t)
+        );
+    }
+    for t in &x_ticks {
+        let text = if axes.log_x {
+            tick_text(10f64.powf(*t))
+        } else {
+            tick_text(*t)
+        };
+        let _ = write!(
+            s,
+            r##"<line x1="{0:.1}" y1="{1}" x2="{0:.1}" y2="{2}" stroke="#999"/><text x="{0:.1}" y="{3}" class="axis" text-anchor="middle">{4}</text>"##,
+            px(*t),
+            height - bottom,
+            height - bottom + 5.0,
+            height - bottom + 18.0,
+            text
+        );
+    }
     for (i, line) in series.iter().enumerate() {
+        let color = PALETTE[i % PALETTE.len()];
         let points: Vec<String> = line
             .points
             .iter()
-            .map(|p| format!("{:.1},{:.1}", px(p.0), py(p.1)))
+            .map(|p| format!("{:.1},{:.1}", px(tx(p.0)), py(p.1)))
             .collect();
         let _ = write!(
             s,
-            r#"<polyline class="series" fill="none" stroke="{}" stroke-width="1.8" points="{}"><title>{}</title></polyline>"#,
-            PALETTE[i % PALETTE.len()],
+            r#"<polyline class="series" fill="none" stroke="{color}" stroke-width="1.8" points="{}"><title>{}</title></polyline>"#,
             points.join(" "),
             escape(&line.label)
         );
+        if axes.markers {
+            for p in &line.points {
+                let _ = write!(
+                    s,
+                    r#"<circle cx="{:.1}" cy="{:.1}" r="2.5" fill="{color}"/>"#,
+                    px(tx(p.0)),
+                    py(p.1)
+                );
+            }
+        }
+        let (x, row) = legend[i];
         let _ = write!(
             s,
-            r#"<text x="{}" y="{}" class="legend" fill="{}">{}</text>"#,
-            left + 8.0 + 150.0 * (i % 4) as f64,
-            top + 14.0 + 14.0 * (i / 4) as f64,
-            PALETTE[i % PALETTE.len()],
+            r#"<rect x="{x}" y="{}" width="10" height="10" fill="{color}"/><text x="{}" y="{}" class="legend">{}</text>"#,
+            28.0 + 16.0 * row as f64,
+            x + 14.0,
+            37.0 + 16.0 * row as f64,
             escape(&line.label)
         );
     }
     let _ = write!(
         s,
-        r##"<line x1="{left}" y1="{b}" x2="{r}" y2="{b}" stroke="#555"/><line x1="{left}" y1="{top}" x2="{left}" y2="{b}" stroke="#555"/><text x="{cx}" y="{}" text-anchor="middle" class="axis">{}</text><text x="14" y="{cy}" class="axis" transform="rotate(-90 14 {cy})" text-anchor="middle">{}</text><text x="{}" y="{}" class="axis" text-anchor="end">{:.3}</text></svg>"##,
-        height - 10.0,
-        escape(x_label),
-        escape(y_label),
-        left - 4.0,
-        top + 4.0,
-        y_max,
+        r##"<line x1="{left}" y1="{b}" x2="{r}" y2="{b}" stroke="#555"/><line x1="{left}" y1="{top}" x2="{left}" y2="{b}" stroke="#555"/><text x="{cx}" y="{}" text-anchor="middle" class="axis">{}</text><text x="16" y="{cy}" class="axis" transform="rotate(-90 16 {cy})" text-anchor="middle">{}</text></svg>"##,
+        height - 12.0,
+        escape(axes.x_label),
+        escape(axes.y_label),
         b = height - bottom,
-        r = width - right,
-        cx = (left + width - right) / 2.0,
+        r = WIDTH - right,
+        cx = (left + WIDTH - right) / 2.0,
         cy = (top + height - bottom) / 2.0,
     );
     s
+}
+
+fn min_max(values: &[f64]) -> (f64, f64) {
+    let (lo, hi) = values
+        .iter()
+        .filter(|v| v.is_finite())
+        .fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(*v), hi.max(*v)));
+    if lo > hi {
+        (0.0, 1.0)
+    } else if lo == hi {
+        (lo - 0.5, hi + 0.5)
+    } else {
+        (lo, hi)
+    }
 }
 
 #[cfg(test)]
@@ -205,7 +357,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bars_have_one_rect_and_whisker_each() {
+    fn ticks_are_round_and_cover_the_range() {
+        assert_eq!(nice_ticks(0.0, 9.3, 5), [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
+        assert_eq!(
+            nice_ticks(-12.0, 12.0, 6),
+            [-15.0, -10.0, -5.0, 0.0, 5.0, 10.0, 15.0]
+        );
+        assert_eq!(
+            nice_ticks(6_100.0, 13_400.0, 5),
+            [6000.0, 8000.0, 10000.0, 12000.0, 14000.0]
+        );
+        assert_eq!(tick_text(12_000.0), "12k");
+        assert_eq!(tick_text(0.25), "0.25");
+        assert_eq!(tick_text(-0.0), "0");
+    }
+
+    #[test]
+    fn bars_have_one_rect_and_whisker_each_and_values_right_of_the_plot() {
         let bars = vec![
             Bar {
                 label: "a<b".into(),
@@ -223,19 +391,63 @@ mod tests {
         let svg = bars_with_whiskers("t", "%", &bars);
         assert_eq!(svg.matches("class=\"bar\"").count(), 2);
         assert_eq!(svg.matches("class=\"whisker\"").count(), 1);
-        assert!(svg.contains("a&lt;b"));
+        assert!(svg.contains("a&lt;b") && svg.contains("-5.0% (-7.0..-3.0)"));
+        assert!(
+            svg.contains(">-5%<") && svg.contains(">0%<"),
+            "ticks with the unit"
+        );
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
+        // Every value label starts right of the plot's right edge (where whiskers end).
+        let plot_right = WIDTH - 190.0;
+        let xs: Vec<f64> = svg
+            .match_indices("<text x=\"")
+            .filter(|(i, _)| {
+                svg[*i..]
+                    .split('>')
+                    .next()
+                    .unwrap()
+                    .contains("class=\"value\"")
+            })
+            .map(|(i, m)| {
+                svg[i + m.len()..]
+                    .split('"')
+                    .next()
+                    .unwrap()
+                    .parse()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(xs.len(), 2);
+        assert!(xs.iter().all(|x| *x > plot_right), "{xs:?}");
     }
 
     #[test]
-    fn lines_and_bands() {
+    fn legend_entries_never_share_space() {
+        let labels = ["pfson_conoff_inson vs pfson_conoff_insoff"; 5];
+        let at = legend_layout(&labels, 74.0, WIDTH - 24.0);
+        for pair in at.windows(2) {
+            let ((x0, r0), (x1, r1)) = (pair[0], pair[1]);
+            assert!(r1 > r0 || x1 >= x0 + text_width(labels[0]) + 14.0, "{at:?}");
+        }
+        assert!(at
+            .iter()
+            .all(|(x, _)| x + 14.0 + text_width(labels[0]) <= WIDTH - 24.0));
+    }
+
+    #[test]
+    fn lines_bands_ticks_and_legend_above() {
         let svg = lines(
             "t",
-            "x",
-            "y",
+            &Axes {
+                x_label: "x (s)",
+                y_label: "y",
+                log_x: true,
+                y_from_zero: true,
+                markers: false,
+            },
             &[Series {
                 label: "s".into(),
-                points: vec![(1.0, 2.0), (2.0, 3.0)],
+                points: vec![(1.0, 2.0), (20.0, 3.0)],
             }],
             &[Band {
                 from: 1.0,
@@ -243,9 +455,12 @@ mod tests {
                 label: "p".into(),
                 color: 0,
             }],
-            true,
         );
         assert_eq!(svg.matches("<polyline").count(), 1);
         assert_eq!(svg.matches("class=\"band\"").count(), 1);
+        assert!(
+            svg.contains(">100<") && svg.contains(">10<"),
+            "log ticks: {svg}"
+        );
     }
 }

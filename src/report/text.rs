@@ -2,7 +2,9 @@
 
 use std::fmt::Write;
 
-use super::model::{Interval, Report};
+use crate::analysis::{Analysis, CarryoverProfile, Estimate};
+
+use super::model::{HeadlineRow, Interval, Report};
 
 fn opt(i: &Option<Interval>) -> String {
     i.as_ref()
@@ -15,22 +17,30 @@ pub fn level_percent(level: f64) -> String {
     p.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-/// The headline table alone (printed by `psprobe demo`).
-pub fn headline_markdown(r: &Report) -> String {
-    let cpu = r
-        .headline
-        .iter()
-        .any(|h| h.server_cpu_us_per_statement.is_some());
+/// What a design is, in a heading.
+pub fn design_title(schedule: &str) -> &'static str {
+    if schedule == "slow" {
+        "Scenarios entered by a server restart (slow blocks)"
+    } else {
+        "Scenarios switched at runtime (fast schedule)"
+    }
+}
+
+fn table(rows: &[&HeadlineRow], baseline: &str, level: f64) -> String {
+    let cpu = rows.iter().any(|h| h.server_cpu_us_per_statement.is_some());
     let mut s = String::new();
+    let l = level_percent(level);
     let _ = writeln!(
         s,
-        "| scenario | QPS | QPS change vs {b} ({l}% CI) | p99 ms | p99 change ({l}% CI) | mean latency change ({l}% CI) |{}\n| --- | ---: | --- | ---: | --- | --- |{}",
-        if cpu { " server CPU µs/statement |" } else { "" },
-        if cpu { " ---: |" } else { "" },
-        b = r.analysis.baseline,
-        l = level_percent(r.analysis.level)
+        "| scenario | statements/s | statements/s change vs {baseline} ({l}% CI) | p99 ms | p99 change ({l}% CI) | mean latency change ({l}% CI) |{}\n| --- | ---: | --- | ---: | --- | --- |{}",
+        if cpu {
+            format!(" server CPU µs/statement | server CPU change ({l}% CI) |")
+        } else {
+            String::new()
+        },
+        if cpu { " ---: | --- |" } else { "" },
     );
-    for h in &r.headline {
+    for h in rows {
         let _ = write!(
             s,
             "| {} | {:.0} | {} | {:.3} | {} | {} |",
@@ -44,9 +54,12 @@ pub fn headline_markdown(r: &Report) -> String {
         if cpu {
             let _ = write!(
                 s,
-                " {} |",
+                " {} | {} |",
                 h.server_cpu_us_per_statement
-                    .map_or_else(|| "-".to_string(), |v| format!("{v:.1}"))
+                    .map_or_else(|| "-".to_string(), |v| format!("{v:.1}")),
+                h.cpu_change
+                    .as_ref()
+                    .map_or_else(|| "-".to_string(), Interval::text)
             );
         }
         s.push('\n');
@@ -54,16 +67,41 @@ pub fn headline_markdown(r: &Report) -> String {
     s
 }
 
-pub fn markdown(r: &Report) -> String {
-    let a = &r.analysis;
+/// The headline tables alone (printed by `psprobe demo`): one per design.
+pub fn headline_markdown(r: &Report) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "# performance_schema overhead\n");
-    let _ = writeln!(
-        s,
-        "Baseline: **{}** ({:?}). {} blocks ({} complete), {}% intervals; `*` marks a significant change (the interval excludes 0). Latency changes are mix-adjusted.\n",
-        a.baseline, a.baseline_rule, a.blocks, a.complete_blocks, (a.level * 100.0).round()
-    );
-    s.push_str(&headline_markdown(r));
+    for a in r.analysis.analyses() {
+        let rows: Vec<&HeadlineRow> = r
+            .headline
+            .iter()
+            .filter(|h| h.schedule == a.schedule)
+            .collect();
+        if r.analysis.slow.is_some() {
+            let _ = writeln!(s, "{}:\n", design_title(&a.schedule));
+        }
+        s.push_str(&table(&rows, &a.baseline, r.analysis.level));
+        s.push('\n');
+    }
+    s
+}
+
+fn design_intro(a: &Analysis) -> String {
+    let unit = if a.schedule == "slow" {
+        "slow blocks"
+    } else {
+        "segments"
+    };
+    format!(
+        "Baseline: **{}** ({:?}). {} {unit} ({} complete), {}% intervals; `*` marks a significant change (the interval excludes 0). Latency changes are mix-adjusted.",
+        a.baseline,
+        a.baseline_rule,
+        a.blocks,
+        a.complete_blocks,
+        level_percent(a.level)
+    )
+}
+
+fn warnings(s: &mut String, a: &Analysis) {
     for w in &a.warnings {
         let _ = writeln!(s, "\n> warning: {w}");
     }
@@ -76,6 +114,141 @@ pub fn markdown(r: &Report) -> String {
             d.slope_per_block * 100.0,
             d.p_value
         );
+    }
+}
+
+fn change(e: &Option<Estimate>) -> String {
+    e.as_ref()
+        .map_or_else(|| "-".to_string(), |e| Interval::of(e).text())
+}
+
+fn carryover(s: &mut String, p: &CarryoverProfile) {
+    let _ = writeln!(s, "\n## Carryover after a switch\n");
+    match p.carryover_ms {
+        None => {
+            let _ = writeln!(
+                s,
+                "No carryover seen: from the first {} ms bin after a switch on, each scenario's latency and statement rate against {} are what they are in the steady state (the second half of the slots), within {:.0}% or their 99% interval. The settle time this supports: {} ms.",
+                p.bin_ms,
+                p.baseline,
+                crate::analysis::carryover::TOLERANCE * 100.0,
+                p.suggested_settle_ms
+            );
+        }
+        Some(ms) => {
+            let _ = writeln!(
+                s,
+                "Carryover seen: in the first {ms} ms after a switch, a scenario's latency or statement rate against {} differs from the steady state (99% interval, beyond {:.0}%). The settle time this supports: {} ms{}.",
+                p.baseline,
+                crate::analysis::carryover::TOLERANCE * 100.0,
+                p.suggested_settle_ms,
+                if p.reaches_steady {
+                    "; the effect lasts into the second half of the slot: use a longer --phase"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    let _ = writeln!(
+        s,
+        "\nMean latency against {} in the same bin after the switch (the latency ratio in {} ms bins, over all switches) next to the steady ratio, and how the scenario's own statement rate dips after any switch (a disturbance every scenario shares, not carryover):\n",
+        p.baseline, p.bin_ms
+    );
+    let _ = writeln!(
+        s,
+        "| scenario | ms after switch | latency vs {} | steady latency vs {} | rate vs own steady state |\n| --- | ---: | --- | --- | --- |",
+        p.baseline, p.baseline
+    );
+    let pct = |c: &Option<crate::analysis::carryover::Change>| {
+        c.map_or_else(
+            || "-".to_string(),
+            |c| {
+                format!(
+                    "{:+.1}% ({:+.1}..{:+.1}){}",
+                    c.change * 100.0,
+                    c.low * 100.0,
+                    c.high * 100.0,
+                    if c.deviates() { " †" } else { "" }
+                )
+            },
+        )
+    };
+    for sp in &p.scenarios {
+        for point in sp.points.iter().take(6) {
+            let _ = writeln!(
+                s,
+                "| {} | {}-{} | {} | {} | {} |",
+                sp.scenario,
+                point.from_ms,
+                point.from_ms + p.bin_ms,
+                pct(&point.vs_baseline),
+                pct(&sp.steady_vs_baseline),
+                pct(&point.rate)
+            );
+        }
+    }
+}
+
+pub fn markdown(r: &Report) -> String {
+    let a = &r.analysis;
+    let mut s = String::new();
+    let _ = writeln!(s, "# performance_schema overhead\n");
+    for analysis in a.analyses() {
+        if a.slow.is_some() {
+            let _ = writeln!(s, "## {}\n", design_title(&analysis.schedule));
+        }
+        let _ = writeln!(s, "{}\n", design_intro(analysis));
+        let rows: Vec<&HeadlineRow> = r
+            .headline
+            .iter()
+            .filter(|h| h.schedule == analysis.schedule)
+            .collect();
+        s.push_str(&table(&rows, &analysis.baseline, a.level));
+        warnings(&mut s, analysis);
+        s.push('\n');
+    }
+    for w in &a.warnings {
+        let _ = writeln!(s, "\n> warning: {w}");
+    }
+    if !a.startup.is_empty() {
+        let _ = writeln!(
+            s,
+            "\n## Startup against runtime settings\n\nThe same settings set by server options at startup (`NAME@startup`, slow blocks) and flipped at runtime (fast schedule), each against {}. Instruments created at startup are only instrumented when enabled then, so the runtime figure can understate the cost.\n\n| scenario | metric | at runtime | at startup |\n| --- | --- | --- | --- |",
+            a.startup[0].reference
+        );
+        for c in &a.startup {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} |",
+                c.scenario,
+                c.metric.label(),
+                change(&c.runtime),
+                change(&c.startup)
+            );
+        }
+    }
+    if let Some(p) = &a.carryover {
+        carryover(&mut s, p);
+    }
+    if !a.switches.is_empty() {
+        let _ = writeln!(
+            s,
+            "\n## What the switches cost\n\nEach switch (the scenario's UPDATEs on the setup tables, then a read-back check) runs at the start of a slot, before the settle time, and is never measured.\n\n| into scenario | switches | mean ms | max ms | statements per switch | share of its slots |\n| --- | ---: | ---: | ---: | ---: | ---: |"
+        );
+        for w in &a.switches {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {:.1} | {:.1} | {:.1} | {} |",
+                w.scenario,
+                w.switches,
+                w.mean_ms,
+                w.max_ms,
+                w.statements_per_switch,
+                w.share_of_slot
+                    .map_or_else(|| "-".to_string(), |v| format!("{:.1}%", v * 100.0))
+            );
+        }
     }
     let _ = writeln!(s, "\n## Digests hurt most\n\n| scenario | digest | statement | baseline mean ms | mean ms | change | added ms/s |\n| --- | --- | --- | ---: | ---: | ---: | ---: |");
     for d in &r.digests {
@@ -92,24 +265,42 @@ pub fn markdown(r: &Report) -> String {
             d.added_ms_per_s
         );
     }
-    let _ = writeln!(s, "\n## Timeline\n\n| phase | block | scenario | from s | to s | QPS | mean ms | restarted |\n| ---: | ---: | --- | ---: | ---: | ---: | ---: | --- |");
-    for t in &r.timeline {
+    const TIMELINE_ROWS: usize = 60;
+    let _ = writeln!(s, "\n## Timeline\n");
+    if r.timeline.len() > TIMELINE_ROWS {
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {:.1} | {:.1} | {:.0} | {:.3} | {} |",
-            t.phase, t.block, t.scenario, t.from_s, t.to_s, t.qps, t.mean_ms, t.restarted
+            "The first {TIMELINE_ROWS} of {} records (a record is one scenario's slots in one segment); `psprobe report --format json` has them all.\n",
+            r.timeline.len()
+        );
+    }
+    let _ = writeln!(s, "| schedule | phase | block | scenario | from s | to s | statements/s | mean ms | restarted |\n| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | --- |");
+    for t in r.timeline.iter().take(TIMELINE_ROWS) {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {:.1} | {:.1} | {:.0} | {:.3} | {} |",
+            t.schedule,
+            t.phase,
+            t.block,
+            t.scenario,
+            t.from_s,
+            t.to_s,
+            t.qps,
+            t.mean_ms,
+            t.restarted
         );
     }
     s
 }
 
 pub fn csv(r: &Report) -> String {
-    let mut s = String::from("scenario,metric,baseline,ratio,ci_low,ci_high,significant,n_blocks,baseline_value,scenario_value\n");
-    for e in &r.analysis.estimates {
+    let mut s = String::from("schedule,scenario,metric,baseline,ratio,ci_low,ci_high,significant,n_blocks,baseline_value,scenario_value\n");
+    for e in r.analysis.estimates() {
         let f = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{}",
+            e.schedule,
             e.scenario,
             e.metric.label(),
             e.baseline,

@@ -140,4 +140,7 @@ pub trait EventSink {
     fn unobserved(&mut self, reason: UnobservedReason);
     /// The connection phase finished: authentication succeeded (`true`) or was refused.
     fn authenticated(&mut self, _ok: bool) {}
+    /// The client's handshake response: its user name and default database (never its auth
+    /// data). Once per connection.
+    fn client_hello(&mut self, _user: &[u8], _database: Option<&[u8]>) {}
 }

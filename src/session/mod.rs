@@ -360,7 +360,10 @@ impl Machine {
                 self.phase = Phase::AwaitTls;
                 return ControlFlow::Continue(());
             }
-            Ok((_, ClientHello::Response(r))) => r.capabilities,
+            Ok((_, ClientHello::Response(r))) => {
+                sink.client_hello(r.username, r.database);
+                r.capabilities
+            }
             Err(_) if p.head.len() >= 4 && p.head[1] & 0x02 == 0 => {
                 // CLIENT_PROTOCOL_41 (bit 9, in the second byte) is missing: a 3.20 client.
                 return self.stop_observing(UnobservedReason::UnsupportedProtocol, sink);

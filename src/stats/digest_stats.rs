@@ -29,8 +29,9 @@ impl DigestStats {
     pub fn record(&mut self, s: &Sample) {
         self.count += 1;
         self.errors += u64::from(s.error);
-        self.rows_sent += s.rows_sent;
-        self.rows_affected += s.rows_affected;
+        // A server may report absurd row counts: saturate, so no counter ever goes backwards.
+        self.rows_sent = self.rows_sent.saturating_add(s.rows_sent);
+        self.rows_affected = self.rows_affected.saturating_add(s.rows_affected);
         if let Some(ns) = s.latency_ns {
             self.latency_min_ns = if self.timed == 0 {
                 ns
@@ -54,8 +55,8 @@ impl DigestStats {
         }
         self.count += o.count;
         self.errors += o.errors;
-        self.rows_sent += o.rows_sent;
-        self.rows_affected += o.rows_affected;
+        self.rows_sent = self.rows_sent.saturating_add(o.rows_sent);
+        self.rows_affected = self.rows_affected.saturating_add(o.rows_affected);
         self.timed += o.timed;
         self.latency_sum_ns = self.latency_sum_ns.saturating_add(o.latency_sum_ns);
         self.latency_max_ns = self.latency_max_ns.max(o.latency_max_ns);
@@ -79,6 +80,16 @@ impl DigestStats {
             latency_max_ns: bounds.map_or(0, |b| b.1),
             latency,
         }
+    }
+
+    /// The q-quantile of latency in nanoseconds, read from the histogram (within 2.5%) and
+    /// kept within the exact min and max, so a p99 never reads above the slowest command.
+    pub fn quantile_ns(&self, q: f64) -> Option<f64> {
+        let v = self.latency.quantile_ns(q)?;
+        if self.timed == 0 || self.latency_max_ns < self.latency_min_ns {
+            return Some(v);
+        }
+        Some(v.clamp(self.latency_min_ns as f64, self.latency_max_ns as f64))
     }
 
     /// Mean latency in nanoseconds of the timed commands.
@@ -115,5 +126,18 @@ mod tests {
         assert_eq!((a.latency_min_ns, a.latency_max_ns), (500, 2_000));
         assert_eq!(a.mean_ns(), Some(1_250.0));
         assert_eq!(a.latency.count(), 2);
+    }
+
+    #[test]
+    fn quantiles_stay_within_min_and_max() {
+        let mut a = DigestStats::default();
+        // One command: the bucket's middle could be above (or below) the only value.
+        a.record(&Sample {
+            latency_ns: Some(1_139_000),
+            ..Sample::default()
+        });
+        for q in [0.01, 0.5, 0.99] {
+            assert_eq!(a.quantile_ns(q), Some(1_139_000.0));
+        }
     }
 }

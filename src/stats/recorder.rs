@@ -8,6 +8,7 @@ use std::collections::VecDeque;
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
+use crate::connections::ConnectionTable;
 use crate::digest::{FingerprintOptions, Fingerprinter};
 use crate::metrics::ProxyMetrics;
 use crate::protocol::CommandKind;
@@ -18,7 +19,8 @@ use crate::session::{
 
 use super::digest_stats::Sample;
 use super::scenario::{ScenarioId, Scenarios};
-use super::store::{DigestId, DigestStore, OTHER_DIGEST};
+use super::since_switch::bin_of;
+use super::store::{DigestId, DigestStore, Tag, OTHER_DIGEST};
 
 /// Entries of a connection's digest-admission cache before it is cleared (bounds memory for
 /// connections that send endless distinct shapes).
@@ -30,13 +32,23 @@ pub struct Observer {
     pub digests: Arc<DigestStore>,
     pub scenarios: Arc<Scenarios>,
     pub fingerprint: FingerprintOptions,
+    /// Live connections, for the admin interface's `connections` table.
+    pub connections: ConnectionTable,
 }
 
 /// A command between its start and finish events.
 struct Pending {
     seq: u64,
-    scenario: ScenarioId,
+    tag: Tag,
     digest: Option<DigestId>,
+}
+
+/// The commands that carry the workload's SQL (the analysis's "statements").
+fn is_statement(kind: CommandKind) -> bool {
+    matches!(
+        kind,
+        CommandKind::Query | CommandKind::StmtExecute | CommandKind::StmtBulkExecute
+    )
 }
 
 pub struct ConnectionRecorder<'a> {
@@ -114,7 +126,19 @@ impl<'a> ConnectionRecorder<'a> {
 
 impl EventSink for ConnectionRecorder<'_> {
     fn command_started(&mut self, event: &CommandStarted<'_>) {
-        let scenario = self.observer.scenarios.current();
+        let scenarios = &self.observer.scenarios;
+        let now = scenarios.now();
+        let bin = (now.state.binned() && is_statement(event.kind))
+            .then(|| {
+                let started = scenarios.ms_since_base(event.at);
+                bin_of(started.saturating_sub(now.switched_at_ms))
+            })
+            .flatten();
+        let tag = Tag {
+            scenario: now.id,
+            measured: now.state.measured(),
+            bin,
+        };
         let digest = self.digest_of(event);
         if matches!(
             event.kind,
@@ -125,7 +149,7 @@ impl EventSink for ConnectionRecorder<'_> {
         }
         self.pending.push_back(Pending {
             seq: event.seq,
-            scenario,
+            tag,
             digest,
         });
     }
@@ -137,22 +161,21 @@ impl EventSink for ConnectionRecorder<'_> {
             return;
         };
         let metrics = &self.observer.metrics;
-        metrics
-            .command(pending.scenario, event.kind, event.outcome)
-            .inc();
+        let scenario = pending.tag.scenario;
+        metrics.command(scenario, event.kind, event.outcome).inc();
         let latency_ns = event
             .latency
             .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
         if let Some(latency) = event.latency {
             metrics
-                .duration(pending.scenario, event.kind)
+                .duration(scenario, event.kind)
                 .observe(latency.as_secs_f64());
         }
         if let Outcome::Error(code) = event.outcome {
-            metrics.record_error_code(pending.scenario, code);
+            metrics.record_error_code(scenario, code);
         }
         self.observer.digests.record(
-            pending.scenario,
+            pending.tag,
             event.kind,
             pending.digest,
             &Sample {

@@ -1,8 +1,14 @@
 //! The scenario (performance_schema setting) in effect, as a small integer every command is
-//! tagged with at its start. The controller publishes it; until then it is `none`.
+//! tagged with at its start, together with where the schedule is inside the scenario's slot:
+//! switching to it, settling after the switch, or measuring. The controller publishes it;
+//! until then it is `none`, always measured.
+//!
+//! The three facts live in one `AtomicU64`, so a command never sees the scenario of one slot
+//! with the switch time of another (hot path: one relaxed load).
 
-use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
+use std::time::Instant;
 
 pub type ScenarioId = u16;
 
@@ -12,33 +18,123 @@ pub const NO_SCENARIO_NAME: &str = "none";
 /// Scenario names are label values: a bounded set.
 pub const MAX_SCENARIOS: usize = 64;
 
+/// Where the schedule is within the current scenario's slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlotState {
+    /// No schedule runs: everything counts, nothing is binned by time since a switch.
+    Idle,
+    /// The settings are being changed and verified: not measured, not binned.
+    Switching,
+    /// The scenario is in effect; the time right after the switch is left out of measurement
+    /// but binned (the carryover profile).
+    Settling,
+    /// The measured window.
+    Measuring,
+}
+
+impl SlotState {
+    fn bits(self) -> u64 {
+        match self {
+            SlotState::Idle => 0,
+            SlotState::Switching => 1,
+            SlotState::Settling => 2,
+            SlotState::Measuring => 3,
+        }
+    }
+
+    fn from_bits(bits: u64) -> Self {
+        match bits & 3 {
+            1 => SlotState::Switching,
+            2 => SlotState::Settling,
+            3 => SlotState::Measuring,
+            _ => SlotState::Idle,
+        }
+    }
+
+    /// Commands started in this state count in the measured aggregates.
+    pub fn measured(self) -> bool {
+        matches!(self, SlotState::Idle | SlotState::Measuring)
+    }
+
+    /// Commands started in this state are binned by their time since the switch.
+    pub fn binned(self) -> bool {
+        matches!(self, SlotState::Settling | SlotState::Measuring)
+    }
+}
+
+/// What a command is tagged with at its start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Current {
+    pub id: ScenarioId,
+    pub state: SlotState,
+    /// When the scenario was found in effect, in ms since [`Scenarios::base`].
+    pub switched_at_ms: u64,
+}
+
 #[derive(Debug, thiserror::Error)]
 #[error("more than {MAX_SCENARIOS} scenarios: psprobe keeps scenario labels bounded")]
 pub struct TooManyScenarios;
 
 #[derive(Debug)]
 pub struct Scenarios {
-    current: AtomicU16,
+    /// id (16 bits) | state (2 bits) | switched_at_ms (46 bits).
+    current: AtomicU64,
+    base: Instant,
     names: RwLock<Vec<Arc<str>>>,
 }
 
 impl Default for Scenarios {
     fn default() -> Self {
         Scenarios {
-            current: AtomicU16::new(NO_SCENARIO),
+            current: AtomicU64::new(0),
+            base: Instant::now(),
             names: RwLock::new(vec![Arc::from(NO_SCENARIO_NAME)]),
         }
     }
 }
 
+const SWITCHED_MASK: u64 = (1 << 46) - 1;
+
 impl Scenarios {
     /// The scenario in effect now (one relaxed atomic load: hot path).
     pub fn current(&self) -> ScenarioId {
-        self.current.load(Ordering::Relaxed)
+        self.now().id
     }
 
+    /// The scenario, the slot state and the switch time (one relaxed atomic load: hot path).
+    pub fn now(&self) -> Current {
+        let v = self.current.load(Ordering::Relaxed);
+        Current {
+            id: (v & 0xFFFF) as ScenarioId,
+            state: SlotState::from_bits(v >> 16),
+            switched_at_ms: v >> 18,
+        }
+    }
+
+    /// The origin of every `switched_at_ms` (when this registry was made).
+    pub fn base(&self) -> Instant {
+        self.base
+    }
+
+    /// Milliseconds from [`Scenarios::base`] to `at` (0 before it).
+    pub fn ms_since_base(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.base).as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Sets the scenario with no schedule state (measured, not binned): `none` between runs,
+    /// and the label a follower gives commands it cannot place in a slot.
     pub fn set_current(&self, id: ScenarioId) {
-        self.current.store(id, Ordering::Relaxed);
+        self.publish(Current {
+            id,
+            state: SlotState::Idle,
+            switched_at_ms: 0,
+        });
+    }
+
+    pub fn publish(&self, c: Current) {
+        let v =
+            u64::from(c.id) | (c.state.bits() << 16) | ((c.switched_at_ms & SWITCHED_MASK) << 18);
+        self.current.store(v, Ordering::Relaxed);
     }
 
     /// The id of a scenario name, registering it on first use.
@@ -91,5 +187,31 @@ mod tests {
         }
         assert!(s.intern("one-too-many").is_err());
         assert_eq!(s.all().len(), MAX_SCENARIOS);
+    }
+
+    #[test]
+    fn state_round_trips_in_one_word() {
+        let s = Scenarios::default();
+        assert_eq!(s.now().state, SlotState::Idle);
+        assert!(s.now().state.measured() && !s.now().state.binned());
+        for state in [
+            SlotState::Switching,
+            SlotState::Settling,
+            SlotState::Measuring,
+        ] {
+            let c = Current {
+                id: 63,
+                state,
+                switched_at_ms: SWITCHED_MASK - 7,
+            };
+            s.publish(c);
+            assert_eq!(s.now(), c);
+        }
+        assert!(!SlotState::Switching.measured() && !SlotState::Switching.binned());
+        assert!(!SlotState::Settling.measured() && SlotState::Settling.binned());
+        assert!(SlotState::Measuring.measured() && SlotState::Measuring.binned());
+        s.set_current(2);
+        assert_eq!(s.now().state, SlotState::Idle);
+        assert_eq!(s.current(), 2);
     }
 }

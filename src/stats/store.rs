@@ -16,6 +16,7 @@ use crate::protocol::CommandKind;
 
 use super::digest_stats::{DigestStats, Sample};
 use super::scenario::ScenarioId;
+use super::since_switch::{BinAgg, SwitchBins};
 
 /// Where commands of digests past the cap are counted.
 pub const OTHER_DIGEST: DigestId = DigestId(0);
@@ -24,12 +25,44 @@ pub const OTHER_DIGEST_TEXT: &str = "other";
 pub const DEFAULT_MAX_DIGESTS: usize = 5000;
 /// Longest digest text kept (bytes); the fingerprint itself may be up to 64 KiB.
 pub const MAX_STORED_TEXT: usize = 1024;
+/// Set in the scenario part of a shard key for commands that started outside a measured
+/// window (switching or settling): they count in every metric, but not in phase aggregates.
+const UNMEASURED: ScenarioId = 0x8000;
+
+/// How a finished command is filed: its scenario, whether it started in a measured window,
+/// and its bin by time since the switch (statements only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tag {
+    pub scenario: ScenarioId,
+    pub measured: bool,
+    pub bin: Option<u8>,
+}
+
+impl Tag {
+    /// A command outside any schedule: measured, not binned.
+    pub fn plain(scenario: ScenarioId) -> Self {
+        Tag {
+            scenario,
+            measured: true,
+            bin: None,
+        }
+    }
+
+    fn key(self) -> ScenarioId {
+        if self.measured {
+            self.scenario
+        } else {
+            self.scenario | UNMEASURED
+        }
+    }
+}
 
 #[derive(Debug, Default)]
 struct Shard {
     // Fx: two lookups per command; the keys are small ids, bounded by --max-digests.
     entries: FxHashMap<(ScenarioId, DigestId), DigestStats>,
     commands: FxHashMap<(ScenarioId, CommandKind), DigestStats>,
+    since_switch: SwitchBins,
 }
 
 #[derive(Debug)]
@@ -46,6 +79,18 @@ pub struct StoreSnapshot {
     /// The same aggregates per command kind (every command, with or without a digest).
     pub commands: HashMap<(ScenarioId, CommandKind), DigestStats>,
     pub texts: HashMap<DigestId, Arc<str>>,
+    /// Statements by scenario and 50 ms bin of their start after the switch (see
+    /// [`super::since_switch`]); measured or not.
+    pub since_switch: HashMap<ScenarioId, Vec<BinAgg>>,
+}
+
+/// Which commands a snapshot holds.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Selection {
+    /// Every command, by scenario (metrics, admin).
+    All,
+    /// Only commands started in measured windows (phase aggregates).
+    Measured,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -89,25 +134,19 @@ impl DigestStore {
     }
 
     /// Adds one finished command (hot path: the calling thread's shard lock only).
-    pub fn record(
-        &self,
-        scenario: ScenarioId,
-        kind: CommandKind,
-        digest: Option<DigestId>,
-        sample: &Sample,
-    ) {
+    pub fn record(&self, tag: Tag, kind: CommandKind, digest: Option<DigestId>, sample: &Sample) {
+        let key = tag.key();
         let mut shard = lock(&self.shards[self.shard_index()]);
         shard
             .commands
-            .entry((scenario, kind))
+            .entry((key, kind))
             .or_default()
             .record(sample);
         if let Some(id) = digest {
-            shard
-                .entries
-                .entry((scenario, id))
-                .or_default()
-                .record(sample);
+            shard.entries.entry((key, id)).or_default().record(sample);
+        }
+        if let Some(bin) = tag.bin {
+            shard.since_switch.record(tag.scenario, bin, sample);
         }
     }
 
@@ -127,18 +166,38 @@ impl DigestStore {
         lock(&self.registry).len()
     }
 
-    /// Merges every shard.
+    /// Merges every shard: every command by scenario, measured or not.
     pub fn snapshot(&self) -> StoreSnapshot {
+        self.snapshot_of(Selection::All)
+    }
+
+    /// Merges every shard, keeping only commands started in measured windows.
+    pub fn snapshot_measured(&self) -> StoreSnapshot {
+        self.snapshot_of(Selection::Measured)
+    }
+
+    fn snapshot_of(&self, selection: Selection) -> StoreSnapshot {
         let mut entries: HashMap<(ScenarioId, DigestId), DigestStats> = HashMap::new();
         let mut commands: HashMap<(ScenarioId, CommandKind), DigestStats> = HashMap::new();
+        let mut since_switch = HashMap::new();
+        // The key a shard key is merged under, if it is selected.
+        let pick = |key: ScenarioId| match selection {
+            Selection::All => Some(key & !UNMEASURED),
+            Selection::Measured => (key & UNMEASURED == 0).then_some(key),
+        };
         for shard in self.shards.iter() {
             let shard = lock(shard);
-            for (key, stats) in &shard.entries {
-                entries.entry(*key).or_default().merge(stats);
+            for ((scenario, id), stats) in &shard.entries {
+                if let Some(s) = pick(*scenario) {
+                    entries.entry((s, *id)).or_default().merge(stats);
+                }
             }
-            for (key, stats) in &shard.commands {
-                commands.entry(*key).or_default().merge(stats);
+            for ((scenario, kind), stats) in &shard.commands {
+                if let Some(s) = pick(*scenario) {
+                    commands.entry((s, *kind)).or_default().merge(stats);
+                }
             }
+            shard.since_switch.merge_into(&mut since_switch);
         }
         let mut texts = lock(&self.registry).clone();
         texts.insert(OTHER_DIGEST, Arc::from(OTHER_DIGEST_TEXT));
@@ -146,6 +205,7 @@ impl DigestStore {
             entries,
             commands,
             texts,
+            since_switch,
         }
     }
 }
@@ -185,7 +245,7 @@ mod tests {
                 std::thread::spawn(move || {
                     for i in 0..1000 {
                         store.record(
-                            (t % 2) as ScenarioId,
+                            Tag::plain((t % 2) as ScenarioId),
                             CommandKind::Query,
                             Some(id),
                             &sample(1_000 + i),
@@ -203,6 +263,41 @@ mod tests {
         assert_eq!(snap.commands[&(0, CommandKind::Query)].count, 4000);
         assert_eq!(&*snap.texts[&id], "select ?");
         assert_eq!(&*snap.texts[&OTHER_DIGEST], "other");
+    }
+
+    #[test]
+    fn unmeasured_commands_count_everywhere_but_in_measured_snapshots() {
+        let store = DigestStore::new(10);
+        let id = store.admit(DigestId(7), b"select ?");
+        let tag = |measured, bin| Tag {
+            scenario: 3,
+            measured,
+            bin,
+        };
+        store.record(
+            tag(true, Some(4)),
+            CommandKind::Query,
+            Some(id),
+            &sample(10),
+        );
+        store.record(
+            tag(false, Some(0)),
+            CommandKind::Query,
+            Some(id),
+            &sample(20),
+        );
+        store.record(tag(false, None), CommandKind::Ping, None, &sample(30));
+        let all = store.snapshot();
+        assert_eq!(all.entries[&(3, id)].count, 2);
+        assert_eq!(all.commands[&(3, CommandKind::Query)].count, 2);
+        assert_eq!(all.commands[&(3, CommandKind::Ping)].count, 1);
+        let measured = store.snapshot_measured();
+        assert_eq!(measured.entries[&(3, id)].count, 1);
+        assert_eq!(measured.entries[&(3, id)].latency_sum_ns, 10);
+        assert!(!measured.commands.contains_key(&(3, CommandKind::Ping)));
+        assert_eq!(all.entries.len(), 1, "no key carries the unmeasured bit");
+        let bins = &measured.since_switch[&3];
+        assert_eq!((bins[0].count, bins[4].count, bins[1].count), (1, 1, 0));
     }
 
     #[test]

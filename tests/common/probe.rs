@@ -17,6 +17,8 @@ pub struct Probe {
     child: Child,
     proxy: String,
     metrics: String,
+    /// With `--admin`: where the admin interface listens.
+    admin: Option<String>,
     stderr: Arc<Mutex<Vec<u8>>>,
 }
 
@@ -73,6 +75,7 @@ impl Probe {
             child,
             proxy: String::new(),
             metrics: String::new(),
+            admin: None,
             stderr,
         };
         let line = match rx.recv_timeout(STARTUP_TIMEOUT) {
@@ -91,6 +94,7 @@ impl Probe {
             match field.split_once('=') {
                 Some(("proxy", a)) => probe.proxy = a.to_owned(),
                 Some(("metrics", a)) => probe.metrics = a.to_owned(),
+                Some(("admin", a)) => probe.admin = Some(a.to_owned()),
                 _ => {}
             }
         }
@@ -114,6 +118,13 @@ impl Probe {
             .expect("proxy addr has a port")
             .1;
         port.parse().expect("proxy port is numeric")
+    }
+
+    /// The admin interface's address (`--admin` given).
+    pub fn admin_addr(&self) -> &str {
+        self.admin
+            .as_deref()
+            .expect("psprobe was started without --admin")
     }
 
     pub fn metrics_addr(&self) -> &str {

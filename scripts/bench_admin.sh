@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Does a long admin query slow the proxy down? Starts a throwaway mariadbd and psprobe with the
+# admin interface, then runs sysbench oltp_point_select through the proxy in alternating windows:
+# "quiet" (no admin load) and "admin" (4 clients looping on an admin query that runs until the
+# admin's 10 s time limit stops it: an unbounded recursive CTE cross joined with `digests`).
+# Prints the proxy's q/s per window and the median ratio admin/quiet (1.00 = unaffected), and
+# how many admin queries were stopped by the time limit. Everything it starts is stopped on exit.
+#
+#   scripts/bench_admin.sh [--rounds N] [--seconds S] [--threads T]   (defaults 3, 15, 16)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=3 seconds=15 threads=16
+while (($#)); do
+  case "$1" in
+    --rounds) rounds="$2"; shift ;;
+    --seconds) seconds="$2"; shift ;;
+    --threads) threads="$2"; shift ;;
+    *) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 2 ;;
+  esac
+  shift
+done
+say() { echo "bench_admin: $*" >&2; }
+export PATH="$PATH:/usr/sbin"
+cargo build --release --locked --bin psprobe >&2
+psprobe="$(pwd)/target/release/psprobe"
+
+work="$(mktemp -d /tmp/psprobe-bench-admin-XXXXXX)"
+pids=()
+cleanup() {
+  local status=$?
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$work"
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+user_flag=()
+[ "$(id -u)" -ne 0 ] || user_flag=(--user=root)
+
+db_port="$(free_port)"
+mariadb-install-db --no-defaults --datadir="$work/data" --auth-root-authentication-method=normal \
+  --skip-test-db "${user_flag[@]}" >"$work/install.log" 2>&1
+mariadbd --no-defaults --datadir="$work/data" --port="$db_port" --bind-address=127.0.0.1 \
+  --socket="$work/mysqld.sock" --pid-file="$work/mysqld.pid" --log-error="$work/mysqld.err" \
+  --performance-schema=OFF --skip-log-bin --skip-name-resolve --max-connections=500 \
+  "${user_flag[@]}" >"$work/mysqld.out" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 600); do
+  mariadb-admin --no-defaults --protocol=TCP -h127.0.0.1 -P"$db_port" -uroot ping >/dev/null 2>&1 && break
+  sleep 0.1
+done
+mariadb --no-defaults --protocol=TCP -h127.0.0.1 -P"$db_port" -uroot -e \
+  "CREATE DATABASE sbtest; CREATE USER bench@'%' IDENTIFIED BY 'bench'; GRANT ALL ON *.* TO bench@'%'"
+
+export PSPROBE_ADMIN_PASSWORD=bench-admin
+"$psprobe" proxy --listen 127.0.0.1:0 --metrics 127.0.0.1:0 --admin 127.0.0.1:0 \
+  --upstream "127.0.0.1:$db_port" --log warn >"$work/psprobe.out" 2>"$work/psprobe.err" &
+pids+=($!)
+for _ in $(seq 1 300); do grep -q admin= "$work/psprobe.out" 2>/dev/null && break; sleep 0.1; done
+line="$(head -1 "$work/psprobe.out")"
+proxy_port="$(sed -E 's/.*proxy=[^ ]*:([0-9]+).*/\1/' <<<"$line")"
+admin_port="$(sed -E 's/.*admin=[^ ]*:([0-9]+).*/\1/' <<<"$line")"
+say "mariadbd :$db_port, psprobe proxy :$proxy_port admin :$admin_port; $(nproc) CPUs"
+
+sb=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-user=bench --mysql-password=bench
+  --mysql-db=sbtest --tables=4 --table-size=10000)
+sysbench oltp_point_select "${sb[@]}" --mysql-port="$db_port" --threads=4 prepare >/dev/null
+sysbench oltp_point_select "${sb[@]}" --mysql-port="$proxy_port" --threads="$threads" --time=3 run >/dev/null
+
+slow_query="WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n, digests"
+admin_load() {
+  # Until killed: the long query again and again, each stopped by the admin's time limit.
+  local child=""
+  trap 'kill $child 2>/dev/null; exit 0' TERM
+  while :; do
+    mariadb --no-defaults --protocol=TCP -h127.0.0.1 -P"$admin_port" -uadmin -p"$PSPROBE_ADMIN_PASSWORD" \
+      -e "$slow_query" >/dev/null 2>>"$work/admin-errors.txt" &
+    child=$!
+    wait "$child" || true
+  done
+}
+window() { # label -> q/s
+  sysbench oltp_point_select "${sb[@]}" --mysql-port="$proxy_port" --threads="$threads" \
+    --time="$seconds" run | awk '/queries:/ { gsub(/[(]/, "", $3); print $3 }'
+}
+
+busy_window() {
+  local load_pids=()
+  for _ in 1 2 3 4; do admin_load & load_pids+=($!); pids+=($!); done
+  sleep 1
+  window
+  for pid in "${load_pids[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+}
+
+# Rounds alternate the order (quiet first, then admin first), so a drift of the machine's load
+# does not favour either side.
+ratios=()
+printf '| round | q/s quiet | q/s during admin queries | ratio |\n|---:|---:|---:|---:|\n'
+for r in $(seq 1 "$rounds"); do
+  if ((r % 2)); then
+    quiet="$(window)"
+    busy="$(busy_window)"
+  else
+    busy="$(busy_window)"
+    quiet="$(window)"
+  fi
+  ratio="$(python3 -c "print(f'{$busy / $quiet:.3f}')")"
+  ratios+=("$ratio")
+  printf '| %s | %s | %s | %s |\n' "$r" "$quiet" "$busy" "$ratio"
+done
+median="$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }')"
+stopped="$(grep -c 'ERROR 1317' "$work/admin-errors.txt" 2>/dev/null || true)"
+echo
+echo "median q/s ratio, during admin queries / quiet: $median"
+echo "admin queries stopped by the time limit: ${stopped:-0}"

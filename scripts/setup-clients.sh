@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The real client drivers and the browser driver the tests use, pinned, under target/clients
+# (made once, reinstalled only when a piece is missing):
+#   target/clients/venv   Python venv: PyMySQL, mysql-connector-python (admin, TLS and
+#                         compression client matrix)
+#   target/clients/node   node_modules: mysql2 (same tests), playwright-core (drives the system
+#                         chromium for the HTML report layout check)
+# Needs python3-venv, nodejs and npm (scripts/setup.sh installs them).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=target/clients
+mkdir -p "$dir"
+
+if ! "$dir/venv/bin/python" -c 'import pymysql, mysql.connector' 2>/dev/null; then
+  echo "setup: installing PyMySQL and mysql-connector-python into $dir/venv"
+  rm -rf "$dir/venv"
+  python3 -m venv "$dir/venv"
+  "$dir/venv/bin/pip" install -q --disable-pip-version-check \
+    'PyMySQL==1.1.1' 'mysql-connector-python==9.1.0'
+fi
+
+node_ok() { [ -f "$dir/node/node_modules/$1/package.json" ]; }
+if ! node_ok mysql2 || ! node_ok playwright-core; then
+  echo "setup: installing mysql2 and playwright-core into $dir/node"
+  mkdir -p "$dir/node"
+  (cd "$dir/node" && npm install --silent --no-audit --no-fund --no-save \
+    mysql2@3.11.0 playwright-core@1.64.1)
+fi

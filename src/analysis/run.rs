@@ -1,0 +1,273 @@
+//! A whole phase log: the fast comparisons (scenarios switched at runtime, many short slots)
+//! and the slow ones (scenarios entered through a restart) are different designs with different
+//! noise, so each is analysed on its own, against its own baseline; then the carryover
+//! profile, what the switches cost, and startup against runtime settings for the same
+//! scenario.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::controller::phase_log::{PhaseRecord, FAST, SLOW};
+use crate::controller::startup::{twin_name, SUFFIX};
+
+use super::analyze_with;
+use super::baseline::PFSOFF;
+use super::carryover::{profile, CarryoverProfile};
+use super::estimate::{Analysis, AnalysisError, Estimate, Metric, Options};
+
+/// What switching into a scenario cost over the run (fast schedule).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SwitchSummary {
+    pub scenario: String,
+    pub switches: u64,
+    pub mean_ms: f64,
+    pub max_ms: f64,
+    pub statements_per_switch: f64,
+    /// Share of the slots' time spent switching into this scenario.
+    pub share_of_slot: Option<f64>,
+}
+
+/// One scenario's cost set at startup against the same settings flipped at runtime, both
+/// against the same reference.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StartupComparison {
+    /// The runtime scenario (`NAME`); the startup one is `NAME@startup`.
+    pub scenario: String,
+    pub reference: String,
+    pub metric: Metric,
+    /// `NAME` vs the reference, fast schedule.
+    pub runtime: Option<Estimate>,
+    /// `NAME@startup` vs the reference, slow schedule.
+    pub startup: Option<Estimate>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunAnalysis {
+    pub level: f64,
+    pub fast: Option<Analysis>,
+    pub slow: Option<Analysis>,
+    pub carryover: Option<CarryoverProfile>,
+    pub switches: Vec<SwitchSummary>,
+    pub startup: Vec<StartupComparison>,
+    pub warnings: Vec<String>,
+}
+
+impl RunAnalysis {
+    /// Both designs' analyses, fast first.
+    pub fn analyses(&self) -> impl Iterator<Item = &Analysis> {
+        self.fast.iter().chain(self.slow.iter())
+    }
+
+    pub fn estimates(&self) -> impl Iterator<Item = &Estimate> {
+        self.analyses().flat_map(|a| a.estimates.iter())
+    }
+
+    /// Widest half-width (points) of the fast headline estimates, `None` while any is missing
+    /// its interval or there is no fast comparison yet.
+    pub fn fast_halfwidth(&self) -> Option<f64> {
+        let fast = self.fast.as_ref()?;
+        let mut widest: Option<f64> = None;
+        for scenario in fast.scenarios.iter().filter(|s| **s != fast.baseline) {
+            for metric in Metric::HEADLINE {
+                let h = fast.estimate(scenario, metric)?.halfwidth_points()?;
+                widest = Some(widest.map_or(h, |w: f64| w.max(h)));
+            }
+        }
+        widest
+    }
+}
+
+/// Analyses a phase log of either version. `baseline` applies to the fast design (the slow
+/// one compares with pfsoff, else with its runtime reference).
+pub fn analyze_run(
+    phases: &[PhaseRecord],
+    baseline: Option<&str>,
+    options: &Options,
+) -> Result<RunAnalysis, AnalysisError> {
+    if !(options.level > 0.0 && options.level < 1.0) {
+        return Err(AnalysisError::BadLevel(options.level));
+    }
+    let of = |schedule: &str| -> Vec<PhaseRecord> {
+        phases
+            .iter()
+            .filter(|p| p.kind == "phase" && p.schedule() == schedule)
+            .cloned()
+            .collect()
+    };
+    let (fast_records, slow_records) = (of(FAST), of(SLOW));
+    if fast_records.is_empty() && slow_records.is_empty() {
+        return Err(AnalysisError::NoPhases);
+    }
+    let mut warnings = Vec::new();
+    let names = |records: &[PhaseRecord]| -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for r in records {
+            if !out.contains(&r.scenario) {
+                out.push(r.scenario.clone());
+            }
+        }
+        out
+    };
+    let fast_names = names(&fast_records);
+    let slow_names = names(&slow_records);
+    if let Some(b) = baseline {
+        if !fast_names.iter().chain(&slow_names).any(|n| n == b) {
+            return Err(AnalysisError::BaselineNotScheduled {
+                name: b.to_string(),
+                scheduled: fast_names.iter().chain(&slow_names).cloned().collect(),
+            });
+        }
+    }
+    let fast_baseline = baseline.filter(|b| fast_names.iter().any(|n| n == b));
+    let fast = match analyze_with(&fast_records, fast_baseline, options) {
+        Ok(a) => Some(a),
+        Err(AnalysisError::NoPhases) => None,
+        Err(e) if slow_records.is_empty() => return Err(e),
+        Err(e) => {
+            warnings.push(format!("runtime-switched scenarios not compared: {e}"));
+            None
+        }
+    };
+    let reference = slow_reference(&slow_names);
+    let slow_baseline = if let Some(b) = baseline.filter(|b| slow_names.iter().any(|n| n == b)) {
+        Some(b.to_string())
+    } else if slow_names.iter().any(|n| n == PFSOFF) {
+        Some(PFSOFF.to_string())
+    } else {
+        reference.clone()
+    };
+    let slow = if slow_records.is_empty() {
+        None
+    } else {
+        match analyze_with(&slow_records, slow_baseline.as_deref(), options) {
+            Ok(a) => Some(a),
+            Err(e) => {
+                warnings.push(format!("scenarios entered by restart not compared: {e}"));
+                None
+            }
+        }
+    };
+    let carryover = fast.as_ref().and_then(|f| {
+        profile(
+            &fast_records,
+            &f.baseline,
+            crate::stats::since_switch::BIN_MS,
+        )
+    });
+    let startup = startup_comparisons(
+        &fast_records,
+        &slow_records,
+        fast.as_ref(),
+        slow.as_ref(),
+        reference.as_deref(),
+        options,
+    );
+    Ok(RunAnalysis {
+        level: options.level,
+        fast,
+        slow,
+        carryover,
+        switches: switch_summaries(&fast_records),
+        startup,
+        warnings,
+    })
+}
+
+/// The runtime scenario of the slow blocks (neither pfsoff nor a startup scenario).
+fn slow_reference(names: &[String]) -> Option<String> {
+    names
+        .iter()
+        .find(|n| *n != PFSOFF && twin_name(n).is_none())
+        .cloned()
+}
+
+fn switch_summaries(fast: &[PhaseRecord]) -> Vec<SwitchSummary> {
+    // scenario → (switches, sum ms, max ms, statements, slots' time ms)
+    let mut by: BTreeMap<&str, (u64, f64, f64, u64, f64)> = BTreeMap::new();
+    for p in fast {
+        let Some(sw) = &p.switch else { continue };
+        let e = by.entry(p.scenario.as_str()).or_default();
+        e.0 += sw.count;
+        e.1 += sw.sum_ms;
+        e.2 = e.2.max(sw.max_ms);
+        e.3 += sw.statements;
+        let settle = p.settle_ms.unwrap_or(0) as f64;
+        let slots = p.slots.unwrap_or(0) as f64;
+        e.4 += p.measured_ms() as f64 + slots * settle + sw.sum_ms;
+    }
+    by.into_iter()
+        .filter(|(_, e)| e.0 > 0)
+        .map(
+            |(scenario, (n, sum, max, statements, time))| SwitchSummary {
+                scenario: scenario.to_string(),
+                switches: n,
+                mean_ms: sum / n as f64,
+                max_ms: max,
+                statements_per_switch: statements as f64 / n as f64,
+                share_of_slot: (time > 0.0).then(|| sum / time),
+            },
+        )
+        .collect()
+}
+
+fn startup_comparisons(
+    fast_records: &[PhaseRecord],
+    slow_records: &[PhaseRecord],
+    fast: Option<&Analysis>,
+    slow: Option<&Analysis>,
+    reference: Option<&str>,
+    options: &Options,
+) -> Vec<StartupComparison> {
+    let (Some(reference), Some(slow)) = (reference, slow) else {
+        return Vec::new();
+    };
+    let startups: Vec<&String> = slow
+        .scenarios
+        .iter()
+        .filter(|s| s.ends_with(SUFFIX))
+        .collect();
+    if startups.is_empty() {
+        return Vec::new();
+    }
+    // Both sides against the same reference.
+    let slow_vs_ref = if slow.baseline == reference {
+        Some(slow.clone())
+    } else {
+        analyze_with(slow_records, Some(reference), options).ok()
+    };
+    let fast_vs_ref = match fast {
+        Some(f) if f.baseline == reference => Some(f.clone()),
+        Some(f) if f.scenarios.iter().any(|s| s == reference) => {
+            analyze_with(fast_records, Some(reference), options).ok()
+        }
+        _ => None,
+    };
+    let mut out = Vec::new();
+    for startup in startups {
+        let Some(twin) = twin_name(startup) else {
+            continue;
+        };
+        for metric in [Metric::Throughput, Metric::MeanLatency, Metric::ServerCpu] {
+            let runtime = fast_vs_ref
+                .as_ref()
+                .and_then(|a| a.estimate(twin, metric))
+                .cloned();
+            let startup = slow_vs_ref
+                .as_ref()
+                .and_then(|a| a.estimate(startup, metric))
+                .cloned();
+            if runtime.is_none() && startup.is_none() {
+                continue;
+            }
+            out.push(StartupComparison {
+                scenario: twin.to_string(),
+                reference: reference.to_string(),
+                metric,
+                runtime,
+                startup,
+            });
+        }
+    }
+    out
+}

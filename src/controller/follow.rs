@@ -1,0 +1,196 @@
+//! The follower's side: labels commands with the leader's slots, read from `psprobe.phase`,
+//! and writes the same segments to its own phase log, until it takes the lead or stops.
+//!
+//! The leader writes one row per slot when the scenario is in effect, with the slot's settle
+//! and measured times. A follower sees it up to one poll interval late, so it measures only
+//! inside what it is sure of: from when it read the row plus the settle time, to the end of the
+//! leader's window minus one poll interval and the round trip. Commands outside that window
+//! keep the scenario's label in the metrics but are not measured.
+
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+
+use crate::stats::{Current, Observer, ScenarioId, SlotState, NO_SCENARIO};
+
+use super::error::Result;
+use super::leadership::{Leadership, PhaseRow};
+use super::phase_log::{PhaseLog, FAST};
+use super::phase_tracker::{PhaseTracker, SlotStart};
+use super::runner::now_ms;
+
+/// How often a follower reads the leader's row and tries the lock, at most.
+pub const FOLLOW_POLL: Duration = Duration::from_millis(250);
+/// Fastest poll (for short slots).
+const MIN_POLL: Duration = Duration::from_millis(20);
+
+/// Where a follower that took the lead goes on: the last row it saw.
+pub type Resume = Option<PhaseRow>;
+
+pub struct Follower<'a> {
+    pub lead: &'a mut Leadership,
+    pub observer: &'a Observer,
+    pub tracker: &'a mut PhaseTracker,
+    pub log: &'a mut PhaseLog,
+    pub stop: &'a mut watch::Receiver<bool>,
+}
+
+struct Window {
+    id: ScenarioId,
+    in_effect: Instant,
+    from: Instant,
+    to: Instant,
+    measuring: bool,
+}
+
+impl Follower<'_> {
+    fn publish(&self, id: ScenarioId, state: SlotState, in_effect: Instant) {
+        let s = &self.observer.scenarios;
+        s.publish(Current {
+            id,
+            state,
+            switched_at_ms: s.ms_since_base(in_effect),
+        });
+    }
+
+    fn unmeasured(&mut self) {
+        let now = self.observer.scenarios.now();
+        self.observer.scenarios.publish(Current {
+            state: SlotState::Switching,
+            ..now
+        });
+        self.tracker.slot_ended();
+    }
+
+    /// Follows until this psprobe takes the lead (`Some(last row seen)`) or stops (`None`).
+    pub async fn run(&mut self) -> Result<Option<Resume>> {
+        let round_trip = self.lead.ping().await.unwrap_or(Duration::from_millis(5));
+        let margin = round_trip * 2 + Duration::from_millis(10);
+        let mut poll = FOLLOW_POLL;
+        let mut next_poll = Instant::now() + poll;
+        let mut last: Option<PhaseRow> = None;
+        let mut window: Option<Window> = None;
+        loop {
+            let wake = match &window {
+                Some(w) if !w.measuring => w.from.min(next_poll),
+                Some(w) => w.to.min(next_poll),
+                None => next_poll,
+            };
+            if !self.sleep_until(wake).await {
+                self.tracker.abandon_slot();
+                self.tracker.finish_segment(self.log)?;
+                return Ok(None);
+            }
+            let now = Instant::now();
+            if let Some(w) = window.as_mut() {
+                if !w.measuring && now >= w.from && w.from < w.to {
+                    w.measuring = true;
+                    self.publish(w.id, SlotState::Measuring, w.in_effect);
+                    self.tracker.measuring();
+                }
+                if w.measuring && now >= w.to {
+                    window = None;
+                    self.unmeasured();
+                }
+            }
+            if now < next_poll {
+                continue;
+            }
+            next_poll = now + poll;
+            if self.lead.try_acquire().await? {
+                self.tracker.abandon_slot();
+                self.tracker.finish_segment(self.log)?;
+                return Ok(Some(last));
+            }
+            let Some(row) = self.lead.read().await? else {
+                continue;
+            };
+            if last.as_ref() == Some(&row) {
+                continue;
+            }
+            let slot = (row.block, row.phase, &row.scenario, &row.schedule);
+            let new_slot = last.as_ref().is_none_or(|l| {
+                (l.block, l.phase, &l.scenario, &l.schedule) != slot || l.state != row.state
+            });
+            match row.state.as_str() {
+                // The leader completed its schedule while we followed: nothing to take over.
+                // (A "done" already there when we started is an earlier run's.)
+                "done" | "idle" => {
+                    window = None;
+                    self.tracker.abandon_slot();
+                    self.tracker.finish_segment(self.log)?;
+                    self.observer.scenarios.set_current(NO_SCENARIO);
+                    if row.state == "done" && last.is_some() {
+                        return Ok(None);
+                    }
+                }
+                "switching" => {
+                    window = None;
+                    self.unmeasured();
+                }
+                _ if new_slot => {
+                    let schedule: &'static str = if row.schedule == "slow" {
+                        super::phase_log::SLOW
+                    } else {
+                        FAST
+                    };
+                    if self.tracker.segment() != Some((schedule, row.block)) {
+                        self.tracker.finish_segment(self.log)?;
+                        self.tracker.begin_segment(schedule, row.block);
+                    }
+                    let id = self
+                        .observer
+                        .scenarios
+                        .intern(&row.scenario)
+                        .unwrap_or(NO_SCENARIO);
+                    let settle = Duration::from_millis(row.settle_ms);
+                    let measure = Duration::from_millis(row.measure_ms);
+                    self.publish(id, SlotState::Settling, now);
+                    self.tracker.slot_started(&SlotStart {
+                        scenario: &row.scenario,
+                        id,
+                        phase: row.phase,
+                        switched_at_ms: now_ms(),
+                        in_effect: now,
+                        switch: None,
+                        settle,
+                        restarted: schedule != FAST,
+                        verified: true,
+                    });
+                    // Rows of older leaders carry no timing: measure until the next row.
+                    let to = if row.schedule.is_empty() {
+                        now + Duration::from_secs(86_400)
+                    } else {
+                        (now + settle + measure)
+                            .checked_sub(poll + margin)
+                            .unwrap_or(now)
+                    };
+                    window = Some(Window {
+                        id,
+                        in_effect: now,
+                        from: now + settle,
+                        to,
+                        measuring: false,
+                    });
+                    let slot = settle + measure;
+                    if !slot.is_zero() {
+                        poll = (slot / 4).clamp(MIN_POLL, FOLLOW_POLL);
+                    }
+                }
+                _ => {}
+            }
+            last = Some(row);
+        }
+    }
+
+    /// Sleeps until `at` unless `stop` turns true first (returns false then).
+    async fn sleep_until(&mut self, at: Instant) -> bool {
+        if *self.stop.borrow() {
+            return false;
+        }
+        tokio::select! {
+            () = tokio::time::sleep_until(tokio::time::Instant::from_std(at)) => true,
+            changed = self.stop.changed() => changed.is_ok() && !*self.stop.borrow(),
+        }
+    }
+}

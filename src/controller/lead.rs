@@ -1,0 +1,451 @@
+//! The leader's side of a schedule: runs the steps of the [`Timeline`] against the server.
+//!
+//! A fast slot: switch (apply + verify, the slot's first few ms, not measured), settle (binned
+//! by time since the switch, not measured), measure, and a short guard before the next switch
+//! (not measured: a statement started there would be slowed by the switch). A slow phase:
+//! restart into the scenario (pfsoff, `NAME@startup`, or the runtime reference with its rows
+//! applied after the restart), settle for `--restart-settle`, measure. Every phase of a slow
+//! block is entered through a restart, so the cold start after it is the same for both sides.
+//!
+//! After each segment the settle time is re-chosen from the carryover profile (unless
+//! `--settle` was given), and the run stops early once the fast estimates are precise enough
+//! (`--target-halfwidth`).
+
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+
+use crate::analysis::{analyze_run, carryover, Options};
+use crate::stats::since_switch::BIN_MS;
+use crate::stats::{Current, Observer, ScenarioId, SlotState};
+
+use super::error::{ControllerError, Result};
+use super::fast_switch::Switcher;
+use super::leadership::{Leadership, PhaseRow};
+use super::phase_log::{PhaseLog, PhaseRecord, FAST, SLOW};
+use super::phase_tracker::{PhaseTracker, SlotStart};
+use super::restart::{restart_server, wait_ready};
+use super::runner::{now_ms, ControllerSettings};
+use super::scenario::Settings;
+use super::server::Controller;
+use super::snapshot::Snapshot;
+use super::startup;
+use super::timeline::{Progress, Step, Timeline};
+
+/// Not measured before each switch: statements started there would be slowed by it.
+pub const GUARD: Duration = Duration::from_millis(20);
+/// Segments of every fast scenario before the carryover profile picks the settle time.
+const PROFILE_AFTER_SEGMENTS: usize = 4;
+/// Segments of every fast scenario before the target half-width may stop the run.
+const PRECISE_AFTER_SEGMENTS: usize = 6;
+
+/// What the last restart left the server running with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerMode {
+    /// performance_schema ON, the server's own options (the state runtime scenarios need).
+    Default,
+    Off,
+    /// Started with the options of this startup scenario.
+    Startup(String),
+}
+
+pub struct Leader<'a> {
+    pub s: &'a ControllerSettings,
+    pub ctl: &'a mut Controller,
+    pub lead: &'a mut Leadership,
+    pub ids: &'a [ScenarioId],
+    pub observer: &'a Observer,
+    pub tracker: &'a mut PhaseTracker,
+    pub log: &'a mut PhaseLog,
+    pub stop: &'a mut watch::Receiver<bool>,
+    pub mode: &'a mut ServerMode,
+    pub switcher: Switcher,
+    pub snapshot: Snapshot,
+    pub settle: Duration,
+    /// This run's fast records (settle choice, stopping rule).
+    pub fast_records: Vec<PhaseRecord>,
+    pub precise: bool,
+    /// The scenario (index) of the last fast slot, whose rows the next switch checks.
+    pub last_fast: Option<usize>,
+    /// Recent switch time, to announce a slot's measured window before switching.
+    pub switch_estimate: Duration,
+    pub started: Instant,
+    pub warned_long_carryover: bool,
+}
+
+/// A stop was requested (the step did not complete).
+struct Stopped;
+
+impl Leader<'_> {
+    /// Runs the timeline to its end (true) or until stopped (false).
+    pub async fn run(&mut self, mut timeline: Timeline) -> Result<bool> {
+        loop {
+            let progress = Progress {
+                elapsed: self.started.elapsed(),
+                precise: self.precise,
+            };
+            let step = timeline.next(progress);
+            let outcome = match step {
+                Step::Fast {
+                    scenario,
+                    segment,
+                    phase,
+                    ..
+                } => {
+                    if self.tracker.segment() != Some((FAST, segment)) {
+                        self.tracker.begin_segment(FAST, segment);
+                    }
+                    self.fast_slot(scenario, segment, phase).await?
+                }
+                Step::Slow {
+                    scenario,
+                    block,
+                    phase,
+                } => {
+                    if self.tracker.segment() != Some((SLOW, block)) {
+                        self.tracker.begin_segment(SLOW, block);
+                    }
+                    self.slow_phase(scenario, block, phase).await?
+                }
+                Step::EndSegment => {
+                    if self.tracker.segment().is_some_and(|(s, _)| s == FAST) {
+                        self.end_fast_segment().await?;
+                    } else {
+                        self.end_segment()?;
+                    }
+                    Ok(())
+                }
+                Step::Done => return Ok(true),
+            };
+            if outcome.is_err() {
+                // Keep what the segment measured so far; the slot in progress counts for nothing.
+                self.tracker.abandon_slot();
+                self.end_segment()?;
+                return Ok(false);
+            }
+        }
+    }
+
+    fn end_segment(&mut self) -> Result<()> {
+        let records = self.tracker.finish_segment(self.log)?;
+        self.record_segment(records);
+        Ok(())
+    }
+
+    /// Checks the rows of the scenario in effect held, then writes the segment.
+    async fn end_fast_segment(&mut self) -> Result<()> {
+        if let Some(i) = self.last_fast {
+            if self.switcher.confirm(self.ctl).await? == Some(false) {
+                self.tracker.unverify(self.ids[i]);
+            }
+        }
+        self.end_segment()
+    }
+
+    fn record_segment(&mut self, records: Vec<PhaseRecord>) {
+        for r in &records {
+            self.observer
+                .metrics
+                .phases(&r.scenario)
+                .inc_by(r.slots.unwrap_or(1));
+        }
+        if records.first().is_some_and(|r| r.schedule() == FAST) {
+            self.fast_records.extend(records);
+            self.retune();
+        }
+    }
+
+    /// Re-chooses the settle time from the carryover profile and re-checks the stopping rule.
+    fn retune(&mut self) {
+        let fast = self.timeline_fast_count();
+        let segments = self.fast_records.len() / fast.max(1);
+        if self.s.settle.is_none() && segments >= PROFILE_AFTER_SEGMENTS {
+            let baseline = &self.fast_records[0].scenario;
+            if let Some(p) = carryover::profile(&self.fast_records, baseline, BIN_MS) {
+                let most = (self.s.phase / 2).max(Duration::from_millis(BIN_MS));
+                let settle = Duration::from_millis(p.suggested_settle_ms).min(most);
+                if settle != self.settle {
+                    tracing::info!(
+                        "settle time {}ms -> {}ms from the carryover profile ({} segments)",
+                        self.settle.as_millis(),
+                        settle.as_millis(),
+                        segments
+                    );
+                    self.settle = settle;
+                }
+                if p.reaches_steady && !self.warned_long_carryover {
+                    self.warned_long_carryover = true;
+                    tracing::warn!(
+                        "the effect of a switch lasts past half a slot ({} ms): lengthen --phase",
+                        p.carryover_ms.unwrap_or(0)
+                    );
+                }
+            }
+        }
+        if let Some(target) = self.s.target_halfwidth {
+            if segments >= PRECISE_AFTER_SEGMENTS {
+                let options = Options {
+                    headline_only: true,
+                    ..Options::default()
+                };
+                let widest = analyze_run(&self.fast_records, None, &options)
+                    .ok()
+                    .and_then(|a| a.fast_halfwidth());
+                self.precise = widest.is_some_and(|w| w <= target);
+                if self.precise {
+                    tracing::info!(
+                        "every fast estimate is within +-{target} points (widest +-{:.2}); stopping the fast schedule",
+                        widest.unwrap_or(0.0)
+                    );
+                }
+            }
+        }
+    }
+
+    fn timeline_fast_count(&self) -> usize {
+        self.s.fast_scenarios().len()
+    }
+
+    fn publish_state(&self, id: ScenarioId, state: SlotState, in_effect: Instant) {
+        let scenarios = &self.observer.scenarios;
+        scenarios.publish(Current {
+            id,
+            state,
+            switched_at_ms: scenarios.ms_since_base(in_effect),
+        });
+    }
+
+    /// Marks what starts from now on as not measured (a switch or restart is coming).
+    fn unmeasured(&self) {
+        let now = self.observer.scenarios.now();
+        self.observer.scenarios.publish(Current {
+            state: SlotState::Switching,
+            ..now
+        });
+    }
+
+    async fn sleep_until(&mut self, at: Instant) -> std::result::Result<(), Stopped> {
+        if *self.stop.borrow() {
+            return Err(Stopped);
+        }
+        let deadline = tokio::time::Instant::from_std(at);
+        tokio::select! {
+            () = tokio::time::sleep_until(deadline) => Ok(()),
+            changed = self.stop.changed() => {
+                if changed.is_ok() && !*self.stop.borrow() {
+                    // A spurious wake-up: sleep on.
+                    tokio::time::sleep_until(deadline).await;
+                    Ok(())
+                } else {
+                    Err(Stopped)
+                }
+            }
+        }
+    }
+
+    /// Publishes a slow phase's row (fast slots publish theirs in the switch's batch).
+    async fn publish_slow(
+        &mut self,
+        i: usize,
+        (block, phase): (u64, u64),
+        state: &str,
+        (settle, measure): (Duration, Duration),
+    ) -> Result<()> {
+        let row = PhaseRow {
+            scenario: self.s.scenarios[i].clone(),
+            block,
+            phase,
+            state: state.to_string(),
+            leader: self.s.identity.clone(),
+            schedule: SLOW.to_string(),
+            settle_ms: settle.as_millis() as u64,
+            measure_ms: measure.as_millis() as u64,
+        };
+        self.lead.publish(&row).await
+    }
+
+    async fn fast_slot(
+        &mut self,
+        i: usize,
+        segment: u64,
+        phase: u64,
+    ) -> Result<std::result::Result<(), Stopped>> {
+        if *self.mode != ServerMode::Default {
+            if let Err(stopped) = self.back_to_default().await? {
+                return Ok(Err(stopped));
+            }
+        }
+        let name = &self.s.scenarios[i];
+        let scenario = self.s.catalog.get(name)?.clone();
+        let t0 = Instant::now();
+        let switched_at_ms = now_ms();
+        self.unmeasured();
+        let settle = self.settle;
+        let announced = self
+            .s
+            .phase
+            .saturating_sub(GUARD + settle + self.switch_estimate);
+        let row = PhaseRow {
+            scenario: name.clone(),
+            block: segment,
+            phase,
+            state: "settling".into(),
+            leader: self.s.identity.clone(),
+            schedule: FAST.into(),
+            settle_ms: settle.as_millis() as u64,
+            measure_ms: announced.as_millis() as u64,
+        };
+        let publish = Leadership::publish_sql(&row);
+        let switched = self
+            .switcher
+            .switch(self.ctl, &scenario, &self.snapshot, Some(&publish))
+            .await?;
+        if switched.previous_held == Some(false) {
+            if let Some(prev) = self.last_fast {
+                self.tracker.unverify(self.ids[prev]);
+            }
+        }
+        self.last_fast = Some(i);
+        let t1 = Instant::now();
+        self.switch_estimate = (self.switch_estimate * 3 + (t1 - t0)) / 4;
+        self.publish_state(self.ids[i], SlotState::Settling, t1);
+        self.tracker.slot_started(&SlotStart {
+            scenario: name,
+            id: self.ids[i],
+            phase,
+            switched_at_ms,
+            in_effect: t1,
+            switch: Some((t1 - t0, switched.statements)),
+            settle,
+            restarted: false,
+            verified: true,
+        });
+        let end = t0 + self.s.phase.saturating_sub(GUARD);
+        let from = t1 + settle;
+        if from < end {
+            if let Err(stopped) = self.sleep_until(from).await {
+                return Ok(Err(stopped));
+            }
+            self.publish_state(self.ids[i], SlotState::Measuring, t1);
+            self.tracker.measuring();
+            if let Err(stopped) = self.sleep_until(end).await {
+                return Ok(Err(stopped));
+            }
+        } else {
+            tracing::debug!("slot {phase}: the switch took the whole slot; nothing measured");
+        }
+        self.unmeasured();
+        self.tracker.slot_ended();
+        Ok(self.sleep_until(t0 + self.s.phase).await)
+    }
+
+    /// After a slow block: restart with the server's own options (unmeasured), settle.
+    async fn back_to_default(&mut self) -> Result<std::result::Result<(), Stopped>> {
+        self.unmeasured();
+        self.restart(true, "").await?;
+        *self.mode = ServerMode::Default;
+        Ok(self
+            .sleep_until(Instant::now() + self.s.restart_settle)
+            .await)
+    }
+
+    async fn restart(&mut self, ps: bool, opts: &str) -> Result<()> {
+        let command =
+            self.s
+                .restart_cmd
+                .as_deref()
+                .ok_or_else(|| ControllerError::NeedsRestart {
+                    name: "pfsoff".into(),
+                })?;
+        restart_server(command, ps, opts, self.s.restart_timeout).await?;
+        self.last_fast = None;
+        *self.ctl = wait_ready(&self.s.dsn, ps, self.s.restart_timeout).await?;
+        *self.lead = Leadership::connect(&self.s.dsn).await?;
+        if !self.lead.try_acquire().await? {
+            return Err(ControllerError::Connection {
+                target: self.s.dsn.redacted(),
+                action: "keep the leader lock across the restart".into(),
+                reason: "another psprobe took it".into(),
+            });
+        }
+        self.switcher.forget();
+        Ok(())
+    }
+
+    async fn slow_phase(
+        &mut self,
+        i: usize,
+        block: u64,
+        phase: u64,
+    ) -> Result<std::result::Result<(), Stopped>> {
+        let name = self.s.scenarios[i].clone();
+        let scenario = self.s.catalog.get(&name)?.clone();
+        let t0 = Instant::now();
+        let switched_at_ms = now_ms();
+        self.unmeasured();
+        let zero = Duration::ZERO;
+        self.publish_slow(i, (block, phase), "switching", (zero, zero))
+            .await?;
+        let consumers: Vec<String> = self
+            .snapshot
+            .state
+            .consumers
+            .iter()
+            .map(|c| c.name.clone())
+            .collect();
+        let opts = startup::options(&scenario, &consumers)?.join(" ");
+        self.restart(scenario.wants_ps(), &opts).await?;
+        let verified = match &scenario.settings {
+            Settings::PsOff => {
+                *self.mode = ServerMode::Off;
+                self.ctl.info().performance_schema == Some(false)
+            }
+            Settings::Startup(twin) => {
+                *self.mode = ServerMode::Startup(name.clone());
+                let mismatches = self.ctl.verify(twin).await?;
+                if let Some(first) = mismatches.first() {
+                    tracing::warn!(
+                        "{name}: the server started with {opts} does not hold {}'s rows ({} rows \
+                         differ, e.g. {first}); this phase is not counted",
+                        twin.name,
+                        mismatches.len()
+                    );
+                }
+                mismatches.is_empty()
+            }
+            _ => {
+                *self.mode = ServerMode::Default;
+                self.switcher
+                    .switch(self.ctl, &scenario, &self.snapshot, None)
+                    .await?;
+                true
+            }
+        };
+        let t1 = Instant::now();
+        self.publish_state(self.ids[i], SlotState::Settling, t1);
+        let settle = self.s.restart_settle;
+        let measure = self.s.slow_phase.saturating_sub(settle);
+        self.tracker.slot_started(&SlotStart {
+            scenario: &name,
+            id: self.ids[i],
+            phase,
+            switched_at_ms,
+            in_effect: t1,
+            switch: Some((t1 - t0, 0)),
+            settle,
+            restarted: true,
+            verified,
+        });
+        self.publish_slow(i, (block, phase), "settling", (settle, measure))
+            .await?;
+        if let Err(stopped) = self.sleep_until(t1 + settle).await {
+            return Ok(Err(stopped));
+        }
+        self.publish_state(self.ids[i], SlotState::Measuring, t1);
+        self.tracker.measuring();
+        let done = self.sleep_until(t1 + settle + measure).await;
+        self.unmeasured();
+        self.tracker.slot_ended();
+        Ok(done)
+    }
+}

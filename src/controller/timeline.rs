@@ -1,0 +1,430 @@
+//! What the leader runs next: a pure state machine over the schedule, so every order of fast
+//! slots, segment ends, slow blocks and the end of the run is a unit test.
+//!
+//! - **Fast part**: the scenarios switched at runtime, in randomized complete blocks of one
+//!   slot each (`--phase`), slots grouped into segments of about `--segment` (whole blocks),
+//!   the unit the analysis pairs.
+//! - **Slow part**: scenarios that need a restart (pfsoff, `NAME@startup`) and the reference
+//!   they are compared with, every phase entered through a restart, in randomized blocks of
+//!   their own, spread evenly over the run (one slow block is one segment).
+//! - The run ends after `--blocks` fast blocks, at `--duration`, or when the fast estimates are
+//!   precise enough (`--target-halfwidth`, reported by the caller), once the slow blocks are
+//!   done; else when stopped.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use super::schedule::block_order;
+
+/// Salt of the slow blocks' order, so it does not mirror the fast blocks'.
+const SLOW_SALT: u64 = 0x736c_6f77_2d62_6c6b;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimelineConfig {
+    /// Indices (into the run's scenario list) switched at runtime.
+    pub fast: Vec<usize>,
+    /// Indices entered through a restart, the slow reference among them.
+    pub slow: Vec<usize>,
+    pub slot: Duration,
+    pub segment: Duration,
+    /// Slow phase: restart settle + measured window (the restart itself comes on top).
+    pub slow_phase: Duration,
+    /// `None`: until the run ends.
+    pub slow_blocks: Option<u64>,
+    /// Fast blocks; `None`: until the duration, the target or a stop.
+    pub blocks: Option<u64>,
+    pub duration: Option<Duration>,
+    /// Fast time between slow blocks when the run has no set length.
+    pub slow_every: Duration,
+    pub seed: u64,
+}
+
+impl TimelineConfig {
+    /// The fast part runs: two runtime scenarios or more, or one with nothing slow (a run that
+    /// holds one scenario).
+    pub fn fast_active(&self) -> bool {
+        self.fast.len() >= 2 || (self.fast.len() == 1 && self.slow.is_empty())
+    }
+
+    /// Whole blocks per segment: enough to last `segment`, at least one.
+    pub fn blocks_per_segment(&self) -> u64 {
+        let block = self.slot.as_secs_f64() * self.fast.len().max(1) as f64;
+        ((self.segment.as_secs_f64() / block.max(1e-9)).ceil() as u64).max(1)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// One slot of fast scenario `scenario` (an index into the run's list).
+    Fast {
+        scenario: usize,
+        block: u64,
+        segment: u64,
+        phase: u64,
+    },
+    /// One phase of a slow block: restart into `scenario`, settle, measure.
+    Slow {
+        scenario: usize,
+        block: u64,
+        phase: u64,
+    },
+    /// Write the open segment (fast) or slow block.
+    EndSegment,
+    Done,
+}
+
+/// What the caller knows at a decision point.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Progress {
+    /// Since the schedule started.
+    pub elapsed: Duration,
+    /// Every fast estimate is within the target half-width.
+    pub precise: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Timeline {
+    cfg: TimelineConfig,
+    fast_block: u64,
+    /// The block in progress and the position in it.
+    order: Vec<usize>,
+    pos: usize,
+    segment: u64,
+    blocks_in_segment: u64,
+    segment_open: bool,
+    slow_done: u64,
+    slow_queue: VecDeque<usize>,
+    slow_open: bool,
+    phase: u64,
+    fast_slots: u64,
+    done: bool,
+}
+
+impl Timeline {
+    /// Starts at fast block `first_block` and phase number `first_phase` (a takeover goes on
+    /// after the old leader's).
+    pub fn new(cfg: TimelineConfig, first_block: u64, first_phase: u64) -> Self {
+        Timeline {
+            fast_block: first_block,
+            segment: first_block / cfg.blocks_per_segment().max(1),
+            cfg,
+            order: Vec::new(),
+            pos: 0,
+            blocks_in_segment: 0,
+            segment_open: false,
+            slow_done: 0,
+            slow_queue: VecDeque::new(),
+            slow_open: false,
+            phase: first_phase,
+            fast_slots: 0,
+            done: false,
+        }
+    }
+
+    pub fn config(&self) -> &TimelineConfig {
+        &self.cfg
+    }
+
+    /// Slow blocks completed.
+    pub fn slow_blocks_done(&self) -> u64 {
+        self.slow_done
+    }
+
+    fn slow_left(&self) -> bool {
+        !self.cfg.slow.is_empty() && self.cfg.slow_blocks.is_none_or(|n| self.slow_done < n)
+    }
+
+    /// The fast part is over (or never ran).
+    fn fast_over(&self, p: &Progress) -> bool {
+        if !self.cfg.fast_active() {
+            return true;
+        }
+        let block_time = self.cfg.slot * self.cfg.fast.len() as u32;
+        self.cfg.blocks.is_some_and(|n| self.fast_block >= n)
+            || self
+                .cfg
+                .duration
+                .is_some_and(|d| p.elapsed + block_time > d)
+            || p.precise
+    }
+
+    fn past_deadline(&self, p: &Progress) -> bool {
+        self.cfg.duration.is_some_and(|d| p.elapsed >= d)
+    }
+
+    /// A slow block is due before the next fast block.
+    fn slow_due(&self, p: &Progress) -> bool {
+        if !self.slow_left() {
+            return false;
+        }
+        if !self.cfg.fast_active() || self.fast_over(p) {
+            return true;
+        }
+        let next = self.slow_done as f64 + 0.5;
+        match (self.cfg.slow_blocks, self.cfg.blocks, self.cfg.duration) {
+            (Some(n), Some(blocks), _) => self.fast_block as f64 / blocks as f64 >= next / n as f64,
+            (Some(n), None, Some(d)) => {
+                p.elapsed.as_secs_f64() / d.as_secs_f64() >= next / n as f64
+            }
+            _ => {
+                let fast_time = self.cfg.slot.as_secs_f64() * self.fast_slots as f64;
+                fast_time >= (self.slow_done + 1) as f64 * self.cfg.slow_every.as_secs_f64()
+            }
+        }
+    }
+
+    pub fn next(&mut self, p: Progress) -> Step {
+        if self.done {
+            return Step::Done;
+        }
+        if let Some(scenario) = self.slow_queue.pop_front() {
+            self.slow_open = true;
+            return self.slow(scenario);
+        }
+        if self.slow_open {
+            self.slow_open = false;
+            self.slow_done += 1;
+            return Step::EndSegment;
+        }
+        if self.pos > 0 && self.pos < self.order.len() {
+            return self.fast();
+        }
+        if self.pos > 0 {
+            // A block just ended.
+            self.pos = 0;
+            self.fast_block += 1;
+            self.blocks_in_segment += 1;
+        }
+        let segment_full = self.blocks_in_segment >= self.cfg.blocks_per_segment();
+        let stop = self.past_deadline(&p)
+            || (self.fast_over(&p) && !self.slow_left())
+            || (self.slow_due(&p) && self.past_deadline(&p));
+        if self.segment_open && (segment_full || stop || self.slow_due(&p)) {
+            self.segment_open = false;
+            self.segment += 1;
+            self.blocks_in_segment = 0;
+            return Step::EndSegment;
+        }
+        if stop {
+            self.done = true;
+            return Step::Done;
+        }
+        if self.slow_due(&p) {
+            let seed = self.cfg.seed ^ SLOW_SALT;
+            let order = block_order(self.cfg.slow.len(), self.slow_done, seed);
+            self.slow_queue = order.into_iter().map(|i| self.cfg.slow[i]).collect();
+            return self.next(p);
+        }
+        let order = block_order(self.cfg.fast.len(), self.fast_block, self.cfg.seed);
+        self.order = order.into_iter().map(|i| self.cfg.fast[i]).collect();
+        self.segment_open = true;
+        self.fast()
+    }
+
+    fn fast(&mut self) -> Step {
+        let step = Step::Fast {
+            scenario: self.order[self.pos],
+            block: self.fast_block,
+            segment: self.segment,
+            phase: self.phase,
+        };
+        self.pos += 1;
+        self.phase += 1;
+        self.fast_slots += 1;
+        step
+    }
+
+    fn slow(&mut self, scenario: usize) -> Step {
+        let step = Step::Slow {
+            scenario,
+            block: self.slow_done,
+            phase: self.phase,
+        };
+        self.phase += 1;
+        step
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(fast: &[usize], slow: &[usize]) -> TimelineConfig {
+        TimelineConfig {
+            fast: fast.to_vec(),
+            slow: slow.to_vec(),
+            slot: Duration::from_secs(1),
+            segment: Duration::from_secs(4),
+            slow_phase: Duration::from_secs(30),
+            slow_blocks: Some(2),
+            blocks: Some(10),
+            duration: None,
+            slow_every: Duration::from_secs(60),
+            seed: 7,
+        }
+    }
+
+    /// Runs to the end (or `limit` steps) with a clock that advances one slot per fast step
+    /// and 40 s per slow step.
+    fn run(cfg: TimelineConfig, precise_after: Option<u64>, limit: usize) -> Vec<Step> {
+        let mut t = Timeline::new(cfg, 0, 0);
+        let mut elapsed = Duration::ZERO;
+        let mut out = Vec::new();
+        let mut fast = 0;
+        for _ in 0..limit {
+            let p = Progress {
+                elapsed,
+                precise: precise_after.is_some_and(|n| fast >= n),
+            };
+            let step = t.next(p);
+            out.push(step);
+            match step {
+                Step::Fast { .. } => {
+                    elapsed += Duration::from_secs(1);
+                    fast += 1;
+                }
+                Step::Slow { .. } => elapsed += Duration::from_secs(40),
+                Step::EndSegment => {}
+                Step::Done => break,
+            }
+        }
+        out
+    }
+
+    fn fast_count(steps: &[Step]) -> usize {
+        steps
+            .iter()
+            .filter(|s| matches!(s, Step::Fast { .. }))
+            .count()
+    }
+
+    #[test]
+    fn fast_only_runs_complete_blocks_in_segments() {
+        let steps = run(cfg(&[0, 1], &[]), None, 1000);
+        assert_eq!(fast_count(&steps), 20);
+        assert_eq!(steps.last(), Some(&Step::Done));
+        // Segments of 2 blocks (4 s of 1 s slots, 2 scenarios): 4 slots, then an end.
+        assert!(matches!(steps[4], Step::EndSegment), "{steps:?}");
+        let ends = steps.iter().filter(|s| **s == Step::EndSegment).count();
+        assert_eq!(ends, 5);
+        // Every block holds each scenario once; phases count up from 0.
+        let slots: Vec<_> = steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Fast {
+                    scenario,
+                    block,
+                    phase,
+                    ..
+                } => Some((*scenario, *block, *phase)),
+                _ => None,
+            })
+            .collect();
+        for b in 0..10u64 {
+            let mut of: Vec<usize> = slots.iter().filter(|s| s.1 == b).map(|s| s.0).collect();
+            of.sort_unstable();
+            assert_eq!(of, [0, 1]);
+        }
+        assert!(slots.iter().enumerate().all(|(i, s)| s.2 == i as u64));
+    }
+
+    #[test]
+    fn slow_blocks_are_spread_and_closed_as_segments() {
+        let steps = run(cfg(&[0, 1, 2], &[3, 0]), None, 1000);
+        assert_eq!(fast_count(&steps), 30);
+        let slow: Vec<usize> = steps
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| matches!(s, Step::Slow { .. }))
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(slow.len(), 4, "2 blocks of 2: {steps:?}");
+        // Each slow block is preceded by a segment end (the fast segment closes) and followed
+        // by its own end.
+        for pair in slow.chunks(2) {
+            assert_eq!(steps[pair[0] - 1], Step::EndSegment);
+            assert_eq!(steps[pair[1] + 1], Step::EndSegment);
+        }
+        // Spread: the first after about a quarter of the fast blocks, the second at three
+        // quarters.
+        let fast_before = |i: usize| fast_count(&steps[..i]);
+        assert!(
+            (6..=12).contains(&fast_before(slow[0])),
+            "{}",
+            fast_before(slow[0])
+        );
+        assert!(
+            (18..=27).contains(&fast_before(slow[2])),
+            "{}",
+            fast_before(slow[2])
+        );
+    }
+
+    #[test]
+    fn slow_only_and_reference_sharing() {
+        // One runtime scenario that is the slow reference: no fast part.
+        let mut c = cfg(&[0], &[1, 0]);
+        c.slow_blocks = Some(3);
+        let steps = run(c, None, 100);
+        assert_eq!(fast_count(&steps), 0);
+        let slow = steps
+            .iter()
+            .filter(|s| matches!(s, Step::Slow { .. }))
+            .count();
+        assert_eq!(slow, 6);
+        assert_eq!(steps.last(), Some(&Step::Done));
+    }
+
+    #[test]
+    fn duration_and_target_end_the_run() {
+        let mut c = cfg(&[0, 1], &[]);
+        c.blocks = None;
+        c.duration = Some(Duration::from_secs(31));
+        let steps = run(c.clone(), None, 1000);
+        assert_eq!(fast_count(&steps), 30, "whole blocks that fit in 31 s");
+        assert_eq!(steps[steps.len() - 2], Step::EndSegment);
+
+        c.duration = None;
+        let steps = run(c.clone(), Some(12), 1000);
+        assert_eq!(fast_count(&steps), 12, "stops at the block after precision");
+
+        // Precise early, slow blocks still to do: they run, then the run ends.
+        c.slow = vec![2, 0];
+        c.slow_blocks = Some(2);
+        let steps = run(c, Some(4), 1000);
+        let slow = steps
+            .iter()
+            .filter(|s| matches!(s, Step::Slow { .. }))
+            .count();
+        assert_eq!((fast_count(&steps), slow), (4, 4));
+    }
+
+    #[test]
+    fn unbounded_runs_interleave_slow_blocks_by_fast_time() {
+        let mut c = cfg(&[0, 1], &[2, 0]);
+        c.blocks = None;
+        c.slow_blocks = None;
+        c.slow_every = Duration::from_secs(10);
+        let steps = run(c, None, 200);
+        let first_slow = steps
+            .iter()
+            .position(|s| matches!(s, Step::Slow { .. }))
+            .unwrap();
+        assert_eq!(fast_count(&steps[..first_slow]), 10);
+        assert!(!steps.contains(&Step::Done));
+    }
+
+    #[test]
+    fn takeover_resumes_numbering() {
+        let mut t = Timeline::new(cfg(&[0, 1], &[]), 6, 40);
+        match t.next(Progress::default()) {
+            Step::Fast {
+                block,
+                segment,
+                phase,
+                ..
+            } => assert_eq!((block, segment, phase), (6, 3, 40)),
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -368,7 +368,10 @@ mod tests {
             ("idle", 1, 1)
         );
         sink.unobserved(UnobservedReason::CompressionError);
-        assert_eq!(table.snapshot()[0].unobserved_reason, Some("compression_error"));
+        assert_eq!(
+            table.snapshot()[0].unobserved_reason,
+            Some("compression_error")
+        );
         let second = table.register(peer);
         assert_eq!(second.id, 2);
         drop(reg);

@@ -159,27 +159,36 @@ fn demo_quick_then_reports_and_html_in_chromium() {
     );
     assert!(rendered.contains("Throughput over time"));
 
-    // The screenshot is kept for CI as an artifact.
+    // Layout at 1300 px, measured in the rendered page (playwright-core drives the same
+    // chromium); the full-page screenshot is kept as an artifact.
     let artifacts = Path::new(env!("CARGO_TARGET_TMPDIR")).join("artifacts");
     std::fs::create_dir_all(&artifacts).expect("artifacts dir");
     let shot = artifacts.join("demo-report.png");
-    let status = Command::new(browser)
-        .args(common)
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .args([
-            "--window-size=1300,2600",
-            &format!("--screenshot={}", shot.display()),
-            &url,
-        ])
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let layout = Command::new("node")
+        .env("NODE_PATH", root.join("target/clients/node/node_modules"))
+        .env("PSPROBE_CHROMIUM", browser)
+        .arg(root.join("tests/clients/report_layout.js"))
+        .arg(&html)
+        .arg(&shot)
         .output()
-        .expect("run chromium");
+        .expect("run node (scripts/setup.sh installs it)");
+    let stderr = String::from_utf8_lossy(&layout.stderr);
+    assert!(layout.status.success(), "layout check failed: {stderr}");
+    let found: serde_json::Value =
+        serde_json::from_slice(&layout.stdout).expect("layout check prints JSON");
+    assert_eq!(found["problems"], serde_json::json!([]), "{found}");
+    assert_eq!(
+        found["firstUnderTitle"], true,
+        "headline chart under the title: {found}"
+    );
+    assert!(found["charts"].as_u64() >= Some(4), "{found}");
     assert!(
-        status.status.success(),
-        "{}",
-        String::from_utf8_lossy(&status.stderr)
+        found["width"].as_u64() <= Some(1300),
+        "no horizontal scroll: {found}"
     );
     assert!(std::fs::metadata(&shot)
         .map(|m| m.len() > 10_000)
         .unwrap_or(false));
-    eprintln!("screenshot: {}", shot.display());
+    eprintln!("layout {found}; screenshot: {}", shot.display());
 }

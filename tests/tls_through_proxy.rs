@@ -154,8 +154,31 @@ fn s_client(addr: &str, extra: &[&str]) -> (String, usize, bool) {
         "-showcerts",
     ])
     .args(extra);
-    let out = run_with_timeout(cmd, Some(b""), Duration::from_secs(20));
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    // With -sess_out, stdin stays open until s_client has saved the session: with TLS 1.3 the
+    // ticket arrives after the handshake, and closing stdin at once can quit before it is read.
+    // (Its stdout is block-buffered into the pipe, so the file is the signal, not the text.)
+    let saved = extra
+        .iter()
+        .position(|a| *a == "-sess_out")
+        .and_then(|i| extra.get(i + 1))
+        .map(Path::new);
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = cmd.spawn().expect("run openssl");
+    let stdin = child.stdin.take();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while saved.is_some_and(|f| !f.exists()) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(stdin);
+    let mut stdout = String::new();
+    let _ = child
+        .stdout
+        .take()
+        .expect("stdout piped")
+        .read_to_string(&mut stdout);
+    let _ = child.wait();
     let subject = stdout
         .lines()
         .find(|l| l.starts_with("subject="))

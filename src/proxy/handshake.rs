@@ -205,7 +205,12 @@ async fn ssl_request<S: EventSink>(
         (accept.await, Ok(ServerLeg::Plain(server)))
     };
     let mut client_tls = match client_tls {
-        Ok(c) => c,
+        Ok(mut c) => {
+            // Whatever rustls queued after the handshake (TLS 1.3 session tickets) goes out
+            // before psprobe waits on the client, so a client that quits early can resume.
+            let _ = bounded(timeout, c.flush()).await;
+            c
+        }
         Err(e) => {
             let message = format!("TLS handshake with the client failed: {e}");
             fail(watch, ctx, Leg::Client, Cause::of(&e), &message);

@@ -122,6 +122,7 @@ fn carryover_chart(r: &Report) -> Option<String> {
                 log_x: false,
                 y_from_zero: true,
                 markers: true,
+                y_cap: None,
             },
             &series,
             &[],
@@ -164,6 +165,7 @@ fn throughput_chart(r: &Report) -> String {
             log_x: false,
             y_from_zero: true,
             markers: true,
+            y_cap: None,
         },
         &series,
         &bands,
@@ -184,6 +186,7 @@ pub fn html(r: &Report) -> String {
             log_x: true,
             y_from_zero: true,
             markers: false,
+            y_cap: Some(1.0),
         },
         &r.distributions
             .iter()

@@ -186,6 +186,9 @@ pub struct Axes<'a> {
     pub y_from_zero: bool,
     /// Draw points as well as lines (sparse series).
     pub markers: bool,
+    /// The largest value the y axis can mean (1 for a share): the headroom above the data
+    /// never pushes the axis past it.
+    pub y_cap: Option<f64>,
 }
 
 /// Width of a 12 px label, px (generous: the report's sans-serif averages less).
@@ -242,7 +245,12 @@ pub fn lines(title: &str, axes: &Axes<'_>, series: &[Series], bands: &[Band]) ->
     } else {
         nice_ticks(x_min, x_max, 8)
     };
-    let y_ticks = nice_ticks(y_min, y_max + (y_max - y_min).abs() * 0.05, 5);
+    let headroom = y_max + (y_max - y_min).abs() * 0.05;
+    let y_ticks = nice_ticks(
+        y_min,
+        axes.y_cap.map_or(headroom, |cap| headroom.min(cap)),
+        5,
+    );
     let (x_min, x_max) = (
         x_ticks[0],
         x_ticks[x_ticks.len() - 1].max(x_ticks[0] + 1e-9),
@@ -435,6 +443,24 @@ mod tests {
     }
 
     #[test]
+    fn a_share_axis_stops_at_one() {
+        let axes = Axes {
+            x_label: "x",
+            y_label: "share",
+            log_x: false,
+            y_from_zero: true,
+            markers: false,
+            y_cap: Some(1.0),
+        };
+        let series = [Series {
+            label: "s".into(),
+            points: vec![(1.0, 0.2), (2.0, 1.0)],
+        }];
+        let svg = lines("t", &axes, &series, &[]);
+        assert!(svg.contains(">1<") && !svg.contains(">1.5<") && !svg.contains(">1.2<"));
+    }
+
+    #[test]
     fn lines_bands_ticks_and_legend_above() {
         let svg = lines(
             "t",
@@ -444,6 +470,7 @@ mod tests {
                 log_x: true,
                 y_from_zero: true,
                 markers: false,
+                y_cap: None,
             },
             &[Series {
                 label: "s".into(),

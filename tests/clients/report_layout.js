@@ -7,7 +7,7 @@ const { chromium } = require("playwright-core");
 (async () => {
   const [page_path, shot] = process.argv.slice(2);
   const browser = await chromium.launch({
-    executablePath: "/usr/bin/chromium",
+    executablePath: process.env.PSPROBE_CHROMIUM || "/usr/bin/chromium",
     args: [
       "--no-sandbox",
       "--disable-gpu",

@@ -90,8 +90,17 @@ pub fn t_interval(diffs: &[f64], level: f64) -> Option<Interval> {
             n,
         });
     };
-    let df = (n - 1) as f64;
-    let se = s / (n as f64).sqrt();
+    Some(with_se(
+        center,
+        n,
+        s / (n as f64).sqrt(),
+        (n - 1) as f64,
+        level,
+    ))
+}
+
+/// The t interval around `center` with standard error `se` and `df` degrees of freedom.
+fn with_se(center: f64, n: usize, se: f64, df: f64, level: f64) -> Interval {
     let half = t_quantile(0.5 + level / 2.0, df) * se;
     let p_value = if se > 0.0 {
         t_two_sided_p(center / se, df)
@@ -100,12 +109,12 @@ pub fn t_interval(diffs: &[f64], level: f64) -> Option<Interval> {
     } else {
         0.0
     };
-    Some(Interval {
+    Interval {
         center,
         bounds: Some((center - half, center + half)),
         p_value: Some(p_value),
         n,
-    })
+    }
 }
 
 /// The interval the analysis reports: Student's t on the per-block differences with the
@@ -131,20 +140,7 @@ pub fn robust_interval(diffs: &[f64], level: f64, pool: Option<Pooled>) -> Optio
     };
     let plain = (variance / n as f64).sqrt();
     let se = newey_west_se(diffs).map_or(plain, |nw| nw.max(plain));
-    let half = t_quantile(0.5 + level / 2.0, df) * se;
-    let p_value = if se > 0.0 {
-        t_two_sided_p(center / se, df)
-    } else if center == 0.0 {
-        1.0
-    } else {
-        0.0
-    };
-    Some(Interval {
-        center,
-        bounds: Some((center - half, center + half)),
-        p_value: Some(p_value),
-        n,
-    })
+    Some(with_se(center, n, se, df, level))
 }
 
 /// A trend of the paired differences over blocks.

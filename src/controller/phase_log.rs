@@ -13,6 +13,7 @@
 //! field is optional, and a record without `measured_ms` measured from `measure_from_ms` to
 //! `measure_to_ms`.
 
+use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -21,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::protocol::CommandKind;
 use crate::stats::histogram::{BUCKET_FACTOR, FIRST_BOUND_NS};
+use crate::stats::store::DigestId;
 use crate::stats::{DigestStats, ScenarioId, StoreSnapshot};
 
 pub const PHASE_LOG_VERSION: u32 = 2;
@@ -218,9 +220,8 @@ pub fn listed_digests(
     start: &StoreSnapshot,
     end: &StoreSnapshot,
     scenarios: &[ScenarioId],
-) -> Option<std::collections::HashSet<crate::stats::store::DigestId>> {
-    let mut time: std::collections::HashMap<crate::stats::store::DigestId, u64> =
-        std::collections::HashMap::new();
+) -> Option<HashSet<DigestId>> {
+    let mut time: HashMap<DigestId, u64> = HashMap::new();
     for ((s, id), later) in &end.entries {
         if !scenarios.contains(s) {
             continue;
@@ -252,7 +253,7 @@ pub fn window_aggregates(
     start: &StoreSnapshot,
     end: &StoreSnapshot,
     scenario: ScenarioId,
-    listed: Option<&std::collections::HashSet<crate::stats::store::DigestId>>,
+    listed: Option<&HashSet<DigestId>>,
 ) -> (Vec<Aggregate>, Vec<Aggregate>) {
     let empty = DigestStats::default();
     let mut commands: Vec<Aggregate> = CommandKind::ALL

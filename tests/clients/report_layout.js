@@ -1,5 +1,6 @@
-// Checks the HTML report's layout in headless Chromium at 1300 px: every chart sits where it
-// should and no text overlaps a whisker or other text. Prints one JSON object; the Rust test
+// Checks the HTML report in headless Chromium at 1300 px: what the page rendered (charts,
+// bars, console messages), and its layout: every chart sits where it should and no text
+// overlaps a whisker or other text. Prints one JSON object; the Rust test
 // (tests/demo_report.rs) asserts on it.
 //   node report_layout.js REPORT.html SCREENSHOT.png
 const { chromium } = require("playwright-core");
@@ -19,6 +20,9 @@ const { chromium } = require("playwright-core");
     ],
   });
   const page = await browser.newPage({ viewport: { width: 1300, height: 900 } });
+  const console_messages = [];
+  page.on("console", (m) => console_messages.push(m.text()));
+  page.on("pageerror", (e) => console_messages.push(String(e)));
   await page.goto("file://" + page_path);
   const result = await page.evaluate(() => {
     const box = (el) => {
@@ -69,6 +73,7 @@ const { chromium } = require("playwright-core");
       h1.nextElementSibling === first &&
       box(first).y0 - box(h1).y1 < 60;
     return {
+      bars: document.querySelectorAll(".bar").length,
       charts: charts.length,
       titles: charts.map((c) => c.querySelector("title")?.textContent),
       firstUnderTitle,
@@ -80,7 +85,7 @@ const { chromium } = require("playwright-core");
     await page.screenshot({ path: shot, fullPage: true });
   }
   await browser.close();
-  console.log(JSON.stringify(result));
+  console.log(JSON.stringify({ ...result, console: console_messages }));
 })().catch((e) => {
   console.error(e);
   process.exit(1);

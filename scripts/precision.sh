@@ -22,7 +22,7 @@ cd "$(dirname "$0")/.."
 mode=${1:-main}
 out=target/precision
 mkdir -p "$out"
-bin=target/release/psprobe
+bin=${PSPROBE_BIN:-target/release/psprobe}  # a copy keeps a long run safe from rebuilds
 [ -x "$bin" ] || cargo build --release --locked
 A=pfson_conoff_insoff
 B=pfson_conon_inson

@@ -2,27 +2,30 @@
 # The real client drivers and the browser driver the tests use, pinned, under target/clients
 # (made once, reinstalled only when a piece is missing):
 #   target/clients/venv   Python venv: PyMySQL, mysql-connector-python (admin, TLS and
-#                         compression client matrix)
+#                         compression client matrix), kubernetes-validate (the Kubernetes
+#                         manifests under docker/kubernetes)
 #   target/clients/node   node_modules: mysql2 (same tests), playwright-core (drives the system
-#                         chromium for the HTML report layout check)
+#                         chromium for the HTML report layout check), the Prometheus Operator's
+#                         CRD schemas and js-yaml (PodMonitor and PrometheusRule manifests)
 # Needs python3-venv, nodejs and npm (scripts/setup.sh installs them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=target/clients
 mkdir -p "$dir"
 
-if ! "$dir/venv/bin/python" -c 'import pymysql, mysql.connector' 2>/dev/null; then
-  echo "setup: installing PyMySQL and mysql-connector-python into $dir/venv"
+if ! "$dir/venv/bin/python" -c 'import pymysql, mysql.connector, kubernetes_validate' 2>/dev/null; then
+  echo "setup: installing PyMySQL, mysql-connector-python and kubernetes-validate into $dir/venv"
   rm -rf "$dir/venv"
   python3 -m venv "$dir/venv"
   "$dir/venv/bin/pip" install -q --disable-pip-version-check \
-    'PyMySQL==1.1.1' 'mysql-connector-python==9.1.0'
+    'PyMySQL==1.1.1' 'mysql-connector-python==9.1.0' 'kubernetes-validate==1.37.0'
 fi
 
 node_ok() { [ -f "$dir/node/node_modules/$1/package.json" ]; }
-if ! node_ok mysql2 || ! node_ok playwright-core; then
-  echo "setup: installing mysql2 and playwright-core into $dir/node"
+if ! node_ok mysql2 || ! node_ok playwright-core || ! node_ok js-yaml ||
+  ! node_ok @kubernetes-models/prometheus-operator; then
+  echo "setup: installing mysql2, playwright-core and the Prometheus Operator schemas into $dir/node"
   mkdir -p "$dir/node"
   (cd "$dir/node" && npm install --silent --no-audit --no-fund --no-save \
-    mysql2@3.11.0 playwright-core@1.64.1)
+    mysql2@3.11.0 playwright-core@1.64.1 js-yaml@4.1.0 @kubernetes-models/prometheus-operator@6.0.0)
 fi

@@ -48,6 +48,17 @@ fn four_scenarios_two_blocks_under_sysbench() {
     let dsn = db.dsn();
     let probe = Probe::start_with_env(&db.addr(), &args, &[("PSPROBE_CONTROLLER_DSN", &dsn)]);
 
+    // The schedule is announced as active as soon as the controller runs.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while probe
+        .scrape()
+        .get("psprobe_controller_schedule_active", &[])
+        != 1.0
+    {
+        assert!(Instant::now() < deadline, "{}", probe.stderr_text());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
     // 8 phases of 2 s: sysbench runs a little longer than the schedule.
     let summary = sysbench::run(
         probe.proxy_addr(),
@@ -126,6 +137,16 @@ fn four_scenarios_two_blocks_under_sysbench() {
     }
 
     let m = probe.scrape();
+    assert_eq!(
+        m.get("psprobe_controller_schedule_active", &[]),
+        0.0,
+        "done"
+    );
+    assert_eq!(m.get("psprobe_controller_restore_failures_total", &[]), 0.0);
+    assert_eq!(
+        m.get("psprobe_controller_verification_failures_total", &[]),
+        0.0
+    );
     for scenario in scenarios.split(',') {
         let n = m.get("psprobe_commands_total", &[("scenario", scenario)]);
         assert!(n > 0.0, "no commands labelled {scenario}\n{}", m.text);
@@ -139,5 +160,101 @@ fn four_scenarios_two_blocks_under_sysbench() {
             .join(format!("ps-snapshot-127.0.0.1-{}.json", db.port()))
             .exists(),
         "state file removed"
+    );
+}
+
+/// Another session changes a consumer while the schedule runs: the slot whose settings did not
+/// hold is left out (verified false in the phase log) and counted in
+/// psprobe_controller_verification_failures_total, the schedule goes on, and the server ends as
+/// it was found before the run (psprobe restores its snapshot over the change).
+#[test]
+fn settings_changed_under_the_schedule_are_counted_and_left_out() {
+    let db = MariaDb::start_default();
+    let before = db.sql(SETUP_DUMP);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("phases.jsonl");
+    let args = [
+        "--scenarios",
+        "pfson_conoff_insoff,pfson_conon_inson",
+        "--phase",
+        "500ms",
+        "--settle",
+        "100ms",
+        "--duration",
+        "6s",
+        "--phase-log",
+        log.to_str().unwrap(),
+        "--state-dir",
+        dir.path().to_str().unwrap(),
+    ];
+    let dsn = db.dsn();
+    let probe = Probe::start_with_env(&db.addr(), &args, &[("PSPROBE_CONTROLLER_DSN", &dsn)]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while probe
+        .scrape()
+        .get("psprobe_controller_schedule_active", &[])
+        != 1.0
+    {
+        assert!(Instant::now() < deadline, "{}", probe.stderr_text());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Once each scenario has been entered (and checked row by row) the switches are batches
+    // with a checksum: a change then is caught at the next switch. (A change that races the
+    // row-by-row check of a first switch stops the controller instead: it cannot get its
+    // settings to hold.) Toggle one consumer, whichever way it stands.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !["pfson_conoff_insoff", "pfson_conon_inson"]
+        .iter()
+        .all(|s| {
+            probe
+                .stderr_text()
+                .contains(&format!("applied scenario {s} "))
+        })
+    {
+        assert!(Instant::now() < deadline, "{}", probe.stderr_text());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    db.sql(
+        "UPDATE performance_schema.setup_consumers \
+         SET ENABLED = IF(ENABLED = 'YES', 'NO', 'YES') WHERE NAME = 'events_waits_history_long'",
+    );
+    assert_eq!(
+        probe
+            .scrape()
+            .get("psprobe_controller_schedule_active", &[]),
+        1.0,
+        "the schedule ended before the change:\n{}",
+        probe.stderr_text()
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while probe
+        .scrape()
+        .get("psprobe_controller_schedule_active", &[])
+        != 0.0
+    {
+        assert!(Instant::now() < deadline, "{}", probe.stderr_text());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        !probe.stderr_text().contains("controller stopped"),
+        "{}",
+        probe.stderr_text()
+    );
+
+    let failures = probe
+        .scrape()
+        .get("psprobe_controller_verification_failures_total", &[]);
+    let text = std::fs::read_to_string(&log).expect("phase log written");
+    let unverified = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["kind"] == "phase" && v["verified"] == false)
+        .count();
+    assert!(unverified >= 1, "no phase left out:\n{text}");
+    assert_eq!(failures, unverified as f64, "metric vs phase log");
+    assert!(
+        db.sql(SETUP_DUMP) == before,
+        "settings not restored:\n{}",
+        probe.stderr_text()
     );
 }

@@ -61,7 +61,28 @@ fn compose_services_mounts_and_addresses_agree() {
     let names: Vec<&str> = services.keys().filter_map(Yaml::as_str).collect();
     assert_eq!(
         names,
-        ["mysqld", "psprobe", "prometheus", "grafana", "sysbench"]
+        [
+            "mysqld",
+            "psprobe",
+            "psprobe-2",
+            "sysbench-2",
+            "prometheus",
+            "grafana",
+            "sysbench"
+        ]
+    );
+    // The second probe and its load exist only in the "fleet" profile.
+    for name in ["psprobe-2", "sysbench-2"] {
+        assert_eq!(
+            strings(&c["services"][name]["profiles"]),
+            ["fleet"],
+            "{name}"
+        );
+    }
+    assert_eq!(
+        strings(&c["services"]["psprobe-2"]["command"]),
+        strings(&c["services"]["psprobe"]["command"]),
+        "both probes run the same schedule"
     );
 
     // Every bind mount and build points at something in the repository.
@@ -117,9 +138,20 @@ fn compose_services_mounts_and_addresses_agree() {
     // Prometheus scrapes psprobe's metrics port; Grafana reads Prometheus.
     let prom = read(&docker().join("prometheus.yml"));
     assert!(
-        prom.contains(&format!("\"psprobe:{}\"", port_of(metrics))),
+        prom.contains("names: [\"psprobe\", \"psprobe-2\"]"),
         "{prom}"
     );
+    assert!(
+        prom.contains(&format!("port: {}", port_of(metrics))),
+        "{prom}"
+    );
+    // ... and loads the rules compose mounts next to its configuration.
+    let rules_mount = strings(&c["services"]["prometheus"]["volumes"])
+        .into_iter()
+        .find(|v| v.starts_with("../grafana/prometheus/psprobe.rules.yml:"))
+        .expect("rules mounted");
+    let rules_target = rules_mount.split(':').nth(1).expect("target");
+    assert!(prom.contains(&format!("- {rules_target}")), "{prom}");
     let datasource = read(&repo().join("grafana/provisioning/datasources/psprobe.yaml"));
     assert!(datasource.contains("url: http://prometheus:9090"));
     assert!(strings(&c["services"]["prometheus"]["ports"]).contains(&"9090:9090".into()));
@@ -140,9 +172,19 @@ fn compose_services_mounts_and_addresses_agree() {
 
 #[test]
 fn promtool_accepts_prometheus_yml() {
+    // Laid out as in the container, so the rule file it names is there and checked too.
+    let etc = tempfile::tempdir().expect("tempdir");
+    let config = read(&docker().join("prometheus.yml"))
+        .replace("/etc/prometheus/", &format!("{}/", etc.path().display()));
+    std::fs::write(etc.path().join("prometheus.yml"), config).expect("write config");
+    std::fs::copy(
+        repo().join("grafana/prometheus/psprobe.rules.yml"),
+        etc.path().join("psprobe.rules.yml"),
+    )
+    .expect("copy rules");
     let out = Command::new("promtool")
         .args(["check", "config"])
-        .arg(docker().join("prometheus.yml"))
+        .arg(etc.path().join("prometheus.yml"))
         .output()
         .unwrap_or_else(|e| panic!("promtool ({e}): scripts/setup.sh installs prometheus"));
     assert!(
@@ -332,4 +374,28 @@ fn a_missing_grant_is_named_with_the_statement_that_fixes_it() {
     assert!(!line.contains("psprobe-controller@"), "no password: {line}");
     // Fail-open: the proxy still serves.
     assert_eq!(probe.healthz(), 200);
+}
+
+#[test]
+fn docker_compose_accepts_the_file_with_and_without_the_fleet_profile() {
+    for profile in [None, Some("fleet")] {
+        let mut cmd = Command::new("docker-compose");
+        cmd.arg("-f").arg(docker().join("compose.yaml"));
+        if let Some(p) = profile {
+            cmd.args(["--profile", p]);
+        }
+        let out = cmd
+            .args(["config", "--services"])
+            .output()
+            .unwrap_or_else(|e| panic!("docker-compose ({e}): scripts/setup.sh installs it"));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "docker-compose config ({profile:?}): {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for service in ["mysqld", "psprobe", "prometheus", "grafana", "sysbench"] {
+            assert!(stdout.lines().any(|l| l == service), "{service}: {stdout}");
+        }
+    }
 }

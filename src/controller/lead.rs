@@ -144,10 +144,11 @@ impl Leader<'_> {
 
     fn record_segment(&mut self, records: Vec<PhaseRecord>) {
         for r in &records {
-            self.observer
-                .metrics
-                .phases(&r.scenario)
-                .inc_by(r.slots.unwrap_or(1));
+            let metrics = &self.observer.metrics;
+            metrics.phases(&r.scenario).inc_by(r.slots.unwrap_or(1));
+            if !r.verified {
+                metrics.controller_verification_failures.inc();
+            }
         }
         if records.first().is_some_and(|r| r.schedule() == FAST) {
             self.fast_records.extend(records);

@@ -174,6 +174,7 @@ pub async fn run(
     mut stop: watch::Receiver<bool>,
 ) -> Result<()> {
     let Started { mut ctl, mut lead } = started;
+    let _active = ScheduleActive::set(&observer);
     let mut ids = Vec::new();
     for name in &settings.scenarios {
         ids.push(
@@ -227,6 +228,9 @@ pub async fn run(
                 "idle"
             };
             let restored = leave_as_found(&settings, &mut ctl, &mut lead, end_state, &mode).await;
+            if restored.is_err() {
+                observer.metrics.controller_restore_failures.inc();
+            }
             lead.release().await;
             ctl.disconnect().await;
             return result.map(|_| ()).and(restored);
@@ -249,6 +253,22 @@ pub async fn run(
         };
         tracing::info!("the leading psprobe is gone; taking over the schedule");
         start_at = resume_after(&settings, last.as_ref());
+    }
+}
+
+/// Holds psprobe_controller_schedule_active at 1 for as long as `run` goes on, however it ends.
+struct ScheduleActive<'a>(&'a Observer);
+
+impl<'a> ScheduleActive<'a> {
+    fn set(observer: &'a Observer) -> Self {
+        observer.metrics.controller_schedule_active.set(1);
+        ScheduleActive(observer)
+    }
+}
+
+impl Drop for ScheduleActive<'_> {
+    fn drop(&mut self) {
+        self.0.metrics.controller_schedule_active.set(0);
     }
 }
 

@@ -64,6 +64,12 @@ pub struct ProxyMetrics {
     pub auth_failures: IntCounter,
     /// 1 while this psprobe leads the scenario schedule.
     pub controller_leader: IntGauge,
+    /// 1 while this psprobe runs a schedule, leading or following (0 once it is done).
+    pub controller_schedule_active: IntGauge,
+    /// Restores of the server's settings that failed (the operator must run `ps restore`).
+    pub controller_restore_failures: IntCounter,
+    /// Phases or segments left out because the scenario's settings did not hold.
+    pub controller_verification_failures: IntCounter,
     phases_vec: IntCounterVec,
     /// TLS, compression and unobserved traffic (metrics/transport.rs).
     pub transport: super::TransportMetrics,
@@ -157,7 +163,22 @@ impl ProxyMetrics {
             ),
             &["scenario"],
         )?;
+        let controller_schedule_active = IntGauge::new(
+            "psprobe_controller_schedule_active",
+            "1 while this psprobe runs a scenario schedule, leading or following; 0 once it is done.",
+        )?;
+        let controller_restore_failures = IntCounter::new(
+            "psprobe_controller_restore_failures_total",
+            "Attempts to restore the server's performance_schema settings that failed.",
+        )?;
+        let controller_verification_failures = IntCounter::new(
+            "psprobe_controller_verification_failures_total",
+            "Phases or segments left out because their scenario's settings did not hold.",
+        )?;
         registry.register(Box::new(controller_leader.clone()))?;
+        registry.register(Box::new(controller_schedule_active.clone()))?;
+        registry.register(Box::new(controller_restore_failures.clone()))?;
+        registry.register(Box::new(controller_verification_failures.clone()))?;
         registry.register(Box::new(phases_vec.clone()))?;
         let transport = super::TransportMetrics::new(&registry)?;
 
@@ -177,6 +198,9 @@ impl ProxyMetrics {
             parse_errors,
             auth_failures,
             controller_leader,
+            controller_schedule_active,
+            controller_restore_failures,
+            controller_verification_failures,
             phases_vec,
             transport,
         };

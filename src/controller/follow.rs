@@ -100,6 +100,15 @@ impl Follower<'_> {
             if self.lead.try_acquire().await? {
                 self.tracker.abandon_slot();
                 self.tracker.finish_segment(self.log)?;
+                // The leader may have completed the schedule and let the lock go between two
+                // polls: its last word is then "done", and there is nothing to take over.
+                let finished = last.is_some()
+                    && matches!(self.lead.read().await, Ok(Some(row)) if row.state == "done");
+                if finished {
+                    // (The caller releases the lock it now holds.)
+                    self.observer.scenarios.set_current(NO_SCENARIO);
+                    return Ok(None);
+                }
                 return Ok(Some(last));
             }
             let Some(row) = self.lead.read().await? else {

@@ -173,6 +173,9 @@ pub struct PhaseRecord {
     /// Statements by time since the switch, settle included (non-empty bins only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub since_switch: Vec<BinRecord>,
+    /// Set by `psprobe report` when it merged this slot from several probes' logs: how many.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged_from: Option<u64>,
 }
 
 impl PhaseRecord {
@@ -180,6 +183,11 @@ impl PhaseRecord {
     pub fn measured_ms(&self) -> u64 {
         self.measured_ms
             .unwrap_or_else(|| self.measure_to_ms.saturating_sub(self.measure_from_ms))
+    }
+
+    /// How many probes' records of this slot were summed into this one (1: not merged).
+    pub fn probes_merged(&self) -> u64 {
+        self.merged_from.unwrap_or(1)
     }
 
     /// `fast`, `slow`, or `fast` for version 1 records (one design, analysed together).

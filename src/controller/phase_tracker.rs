@@ -285,6 +285,7 @@ impl PhaseTracker {
                 settle_ms: Some(t.settle_ms),
                 switch: (t.switch.count > 0).then_some(t.switch),
                 since_switch: bins(&segment.start, &end, t.id, &t.covered),
+                merged_from: None,
             };
             log.append(&record).map_err(|e| ControllerError::Config {
                 path: log.path().to_path_buf(),

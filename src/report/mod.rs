@@ -1,7 +1,9 @@
-//! `psprobe report PHASE_LOG`: the overhead of each scenario against the baseline, as
-//! markdown, CSV, JSON or a self-contained HTML page with inline SVG charts.
+//! `psprobe report PHASE_LOG...`: the overhead of each scenario against the baseline, as
+//! markdown, CSV, JSON or a self-contained HTML page with inline SVG charts. Several logs of
+//! one schedule (a fleet of probes) are merged slot by slot first (merge.rs).
 
 mod html;
+mod merge;
 mod model;
 pub mod svg;
 mod text;
@@ -12,7 +14,7 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 
 use crate::analysis::{analyze_run, Options};
-use crate::controller::phase_log::{read_phases, PhaseRecord};
+use crate::controller::phase_log::{parse_log, PhaseRecord};
 
 pub use model::{build, Interval, Report};
 pub use text::headline_markdown;
@@ -27,8 +29,11 @@ pub enum Format {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// The phase log written by `psprobe proxy --scenarios ...` (JSON Lines).
-    pub phase_log: PathBuf,
+    /// Phase logs written by `psprobe proxy --scenarios ...` (JSON Lines): one, or those of
+    /// every probe of one schedule (leader and followers), merged slot by slot; a directory
+    /// stands for its *.jsonl files, `-` for standard input. Logs of different runs are refused.
+    #[arg(required = true, value_name = "PHASE_LOG")]
+    pub phase_logs: Vec<PathBuf>,
     /// Output format [default: from the -o extension, else md].
     #[arg(long, value_enum)]
     pub format: Option<Format>,
@@ -97,9 +102,44 @@ fn report_at(
     Ok(build(analysis, phases))
 }
 
+/// Every log named on the command line: files, the *.jsonl files of directories, stdin.
+fn read_logs(paths: &[PathBuf]) -> anyhow::Result<Vec<merge::NamedLog>> {
+    let mut files = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            let mut inside: Vec<PathBuf> = std::fs::read_dir(path)
+                .with_context(|| format!("cannot list {}", path.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+                .collect();
+            if inside.is_empty() {
+                anyhow::bail!("{} holds no *.jsonl phase log", path.display());
+            }
+            inside.sort();
+            files.extend(inside);
+        } else {
+            files.push(path.clone());
+        }
+    }
+    files
+        .into_iter()
+        .map(|name| {
+            let text = if name.as_os_str() == "-" {
+                std::io::read_to_string(std::io::stdin()).context("cannot read standard input")?
+            } else {
+                std::fs::read_to_string(&name)
+                    .with_context(|| format!("cannot read the phase log {}", name.display()))?
+            };
+            Ok(merge::NamedLog {
+                name,
+                contents: parse_log(&text),
+            })
+        })
+        .collect()
+}
+
 pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
-    let phases = read_phases(&args.phase_log)
-        .with_context(|| format!("cannot read the phase log {}", args.phase_log.display()))?;
+    let phases = merge::merge(read_logs(&args.phase_logs)?)?;
     let options = Options {
         level: args.confidence,
         ..Options::default()

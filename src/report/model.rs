@@ -100,6 +100,8 @@ pub struct Report {
     pub headline: Vec<HeadlineRow>,
     pub digests: Vec<DigestRow>,
     pub timeline: Vec<TimelineRow>,
+    /// Phase logs of how many probes were summed slot by slot (1: one probe's log).
+    pub probes: u64,
     /// Latency distribution per scenario: (latency ms, cumulative fraction) points.
     #[serde(skip)]
     pub distributions: Vec<(String, Vec<(f64, f64)>)>,
@@ -271,6 +273,11 @@ pub fn build(analysis: RunAnalysis, phases: &[PhaseRecord]) -> Report {
         headline,
         digests,
         timeline,
+        probes: phases
+            .iter()
+            .map(PhaseRecord::probes_merged)
+            .max()
+            .unwrap_or(1),
         distributions: Vec::new(),
     };
     report.distributions = report

@@ -194,6 +194,14 @@ pub fn markdown(r: &Report) -> String {
     let a = &r.analysis;
     let mut s = String::new();
     let _ = writeln!(s, "# performance_schema overhead\n");
+    if r.probes > 1 {
+        let _ = writeln!(
+            s,
+            "Merged from the phase logs of {} probes of one schedule: each slot's counts and \
+             histograms summed over the probes that saw it.\n",
+            r.probes
+        );
+    }
     for analysis in a.analyses() {
         if a.slow.is_some() {
             let _ = writeln!(s, "## {}\n", design_title(&analysis.schedule));

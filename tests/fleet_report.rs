@@ -1,0 +1,247 @@
+//! Three probes in front of one server, one schedule: exactly one leads, the others follow;
+//! every follower's phase log names the leader's scenario for every slot it shares with it;
+//! `psprobe report` merges the three logs (files, a directory, or `-`) into one analysis whose
+//! per-slot rates are the sums of the probes' rates; and a log of another run is refused with a
+//! message that says so.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::cli::{psprobe, run_with_timeout};
+use common::mariadb::MariaDb;
+use common::probe::Probe;
+use common::sysbench;
+use serde_json::Value;
+
+fn poll<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "no {what} within {secs}s");
+        std::thread::sleep(Duration::from_millis(50)); // poll interval
+    }
+}
+
+fn records(log: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// (block, scenario) -> (first slot, statements, measured ms) of a log's phase records (one per
+/// scenario and segment).
+fn slots(log: &Path) -> BTreeMap<(u64, String), (u64, u64, u64)> {
+    records(log)
+        .into_iter()
+        .filter(|r| r["kind"] == "phase")
+        .map(|r| {
+            let n: u64 = r["commands"]
+                .as_array()
+                .expect("commands")
+                .iter()
+                .map(|c| c["count"].as_u64().unwrap_or(0))
+                .sum();
+            let key = (
+                r["block"].as_u64().unwrap(),
+                r["scenario"].as_str().unwrap().to_string(),
+            );
+            let value = (
+                r["phase"].as_u64().unwrap(),
+                n,
+                r["measured_ms"].as_u64().unwrap(),
+            );
+            (key, value)
+        })
+        .collect()
+}
+
+fn report_json(args: &[&str]) -> Value {
+    let mut all = vec!["report", "--format", "json"];
+    all.extend_from_slice(args);
+    let out = psprobe(&all);
+    assert!(
+        out.status.success(),
+        "psprobe {all:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON report")
+}
+
+#[test]
+fn three_probes_one_schedule_one_merged_report() {
+    let db = MariaDb::start_default();
+    sysbench::run(
+        &db.addr(),
+        "oltp_read_only",
+        "prepare",
+        &["--tables=1", "--table-size=1000"],
+    );
+    let logs_dir = tempfile::tempdir().expect("tempdir");
+    let states: Vec<_> = (0..3)
+        .map(|_| tempfile::tempdir().expect("tempdir"))
+        .collect();
+    let logs: Vec<PathBuf> = (0..3)
+        .map(|i| logs_dir.path().join(format!("probe{i}.jsonl")))
+        .collect();
+    let dsn = db.dsn();
+    let probes: Vec<Probe> = (0..3)
+        .map(|i| {
+            let args = [
+                "--scenarios",
+                "pfson_conoff_insoff,pfson_conon_inson",
+                "--phase",
+                "500ms",
+                "--settle",
+                "100ms",
+                "--duration",
+                "8s",
+                "--seed",
+                "3",
+                "--phase-log",
+                logs[i].to_str().unwrap(),
+                "--state-dir",
+                states[i].path().to_str().unwrap(),
+            ];
+            Probe::start_with_env(&db.addr(), &args, &[("PSPROBE_CONTROLLER_DSN", &dsn)])
+        })
+        .collect();
+    let leader = poll("exactly one leader", 15, || {
+        let leading: Vec<usize> = (0..3)
+            .filter(|&i| probes[i].scrape().get("psprobe_controller_leader", &[]) == 1.0)
+            .collect();
+        (leading.len() == 1).then(|| leading[0])
+    });
+
+    // Load through every probe at once, longer than the schedule.
+    std::thread::scope(|s| {
+        for p in &probes {
+            let addr = p.proxy_addr().to_string();
+            s.spawn(move || {
+                let summary = sysbench::run(
+                    &addr,
+                    "oltp_read_only",
+                    "run",
+                    &[
+                        "--tables=1",
+                        "--table-size=1000",
+                        "--threads=2",
+                        "--time=12",
+                    ],
+                );
+                assert_eq!(summary.ignored_errors, 0, "{}", summary.text);
+            });
+        }
+    });
+    for p in &probes {
+        poll("the schedule to end", 30, || {
+            (p.scrape().get("psprobe_controller_schedule_active", &[]) == 0.0).then_some(())
+        });
+    }
+
+    // One leader, two followers, the same scenario in every shared slot.
+    let roles: Vec<Vec<String>> = logs
+        .iter()
+        .map(|l| {
+            records(l)
+                .iter()
+                .filter(|r| r["kind"] == "run")
+                .map(|r| r["role"].as_str().unwrap().to_string())
+                .collect()
+        })
+        .collect();
+    for (i, r) in roles.iter().enumerate() {
+        let want = if i == leader { "leader" } else { "follower" };
+        assert_eq!(r, &[want], "probe {i}: {}", probes[i].stderr_text());
+    }
+    let per_probe: Vec<_> = logs.iter().map(|l| slots(l)).collect();
+    let led = &per_probe[leader];
+    assert!(led.len() >= 4, "2 segments of 2 scenarios: {led:?}");
+    // Where a record of each probe starts, the leader had that record's scenario in effect (a
+    // follower that joined a segment late starts its record at a later slot).
+    for (i, followed) in per_probe.iter().enumerate() {
+        let shared = followed.keys().filter(|k| led.contains_key(k)).count();
+        assert!(
+            shared + 1 >= led.len(),
+            "probe {i} shares {shared} of {}",
+            led.len()
+        );
+        for ((block, scenario), (first, ..)) in followed {
+            let other = led
+                .iter()
+                .find(|((b, s), (f, ..))| b == block && f == first && s != scenario);
+            assert!(
+                other.is_none(),
+                "probe {i}: {block}/{first} is {scenario} and {other:?}"
+            );
+        }
+    }
+
+    // The merged report: each slot's rate is the sum of the probes' rates.
+    let paths: Vec<&str> = logs.iter().map(|l| l.to_str().unwrap()).collect();
+    let merged = report_json(&paths);
+    assert_eq!(merged["probes"], 3);
+    let timeline = merged["timeline"].as_array().expect("timeline");
+    let mut checked = 0;
+    for row in timeline {
+        let k = (
+            row["block"].as_u64().unwrap(),
+            row["scenario"].as_str().unwrap().to_string(),
+        );
+        let seen: Vec<_> = per_probe.iter().filter_map(|p| p.get(&k)).collect();
+        if seen.len() < 3 {
+            continue;
+        }
+        let count: u64 = seen.iter().map(|s| s.1).sum();
+        let mean_ms = seen.iter().map(|s| s.2).sum::<u64>() / 3;
+        let want = count as f64 / (mean_ms as f64 / 1000.0);
+        let qps = row["qps"].as_f64().unwrap();
+        assert!(
+            (qps - want).abs() <= want * 0.01,
+            "slot {k:?}: {qps} vs {want}"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 3, "{checked} records seen by all three");
+    let one = report_json(&[paths[leader]]);
+    assert_eq!(one["probes"], 1);
+    // A directory and stdin give the same merge.
+    let via_dir = report_json(&[logs_dir.path().to_str().unwrap()]);
+    assert_eq!(via_dir["timeline"], merged["timeline"]);
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_psprobe"));
+    let others: Vec<&str> = (0..3).filter(|&i| i != leader).map(|i| paths[i]).collect();
+    cmd.args(["report", "--format", "json", "-"]).args(&others);
+    let leader_log = std::fs::read(&logs[leader]).expect("read");
+    let out = run_with_timeout(cmd, Some(&leader_log), Duration::from_secs(30));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let via_stdin: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(via_stdin["timeline"], merged["timeline"]);
+
+    // A log of another run (another schedule, later) is refused.
+    let other = logs_dir.path().join("other-run.log");
+    let shifted: String = records(&logs[leader])
+        .into_iter()
+        .map(|mut r| {
+            if r["kind"] == "phase" {
+                let at = r["switched_at_ms"].as_u64().unwrap();
+                r["switched_at_ms"] = (at + 3_600_000).into();
+            }
+            format!("{r}\n")
+        })
+        .collect();
+    std::fs::write(&other, shifted).expect("write");
+    let out = psprobe(&["report", paths[0], other.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not from the same schedule"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "one clear line: {err}");
+}

@@ -13,6 +13,7 @@
 mod common;
 
 use common::cli::{split_addr, DATABASE, PASSWORD, USER};
+use common::counting_client;
 use common::faulty_link::{FaultyLink, LinkStats, Shape};
 use common::mariadb::{MariaDb, Options};
 use common::netns::{self, Netns};
@@ -104,23 +105,34 @@ impl Lab {
         })
     }
 
-    fn scrape_until(&self, what: &str, timeout: Duration, pred: impl Fn(&Scrape) -> bool) -> Scrape {
+    fn scrape_until(
+        &self,
+        what: &str,
+        timeout: Duration,
+        pred: impl Fn(&Scrape) -> bool,
+    ) -> Scrape {
         let deadline = Instant::now() + timeout;
         loop {
             let m = self.probe.scrape();
             if pred(&m) {
                 return m;
             }
-            assert!(Instant::now() < deadline, "no {what} within {timeout:?}:\n{}", m.text);
+            assert!(
+                Instant::now() < deadline,
+                "no {what} within {timeout:?}:\n{}",
+                m.text
+            );
             thread::sleep(Duration::from_millis(20)); // poll interval
         }
     }
 
     /// Every client connection closed and accounted for: nothing stuck.
     fn idle(&self) -> Scrape {
-        self.scrape_until("psprobe_connections_active == 0", Duration::from_secs(20), |m| {
-            m.get("psprobe_connections_active", &[]) == 0.0
-        })
+        self.scrape_until(
+            "psprobe_connections_active == 0",
+            Duration::from_secs(20),
+            |m| m.get("psprobe_connections_active", &[]) == 0.0,
+        )
     }
 
     /// Waits until queries complete again (more than `after` answered), returning when.
@@ -136,13 +148,19 @@ fn answered(m: &Scrape) -> u64 {
 }
 
 fn query(m: &Scrape, outcome: &str) -> u64 {
-    m.get("psprobe_commands_total", &[("command", "query"), ("outcome", outcome)]) as u64
+    m.get(
+        "psprobe_commands_total",
+        &[("command", "query"), ("outcome", outcome)],
+    ) as u64
 }
 
 /// What one case measured, printed as a `FIGURES` line.
 struct Figures {
     case: &'static str,
-    client: Summary,
+    /// The client's own counts: answered queries, errors, queries lost with the connection.
+    client: (u64, u64, u64),
+    /// The client's report, for assertion messages.
+    client_text: String,
     /// psprobe's query counts during the faulty run: answered, error, aborted.
     probe: (u64, u64, u64),
     rss: (u64, u64),
@@ -155,14 +173,14 @@ impl Figures {
         let mib = |b: u64| b as f64 / (1 << 20) as f64;
         eprintln!(
             "FIGURES case={} client_queries={} probe_answered={} client_errors={} probe_errors={} \
-             client_reconnects={} probe_aborted={} rss_before_mib={:.1} rss_after_mib={:.1} \
+             client_lost={} probe_aborted={} rss_before_mib={:.1} rss_after_mib={:.1} \
              packets_forwarded={} lost={} cut={} reordered={} recovery={}",
             self.case,
-            self.client.total,
+            self.client.0,
             self.probe.0,
-            self.client.ignored_errors,
+            self.client.1,
             self.probe.1,
-            self.client.reconnects,
+            self.client.2,
             self.probe.2,
             mib(self.rss.0),
             mib(self.rss.1),
@@ -170,24 +188,25 @@ impl Figures {
             self.link.lost,
             self.link.cut,
             self.link.reordered,
-            self.recovery.map_or("-".into(), |d| format!("{:.2}s", d.as_secs_f64())),
+            self.recovery
+                .map_or("-".into(), |d| format!("{:.2}s", d.as_secs_f64())),
         );
     }
 }
 
 /// The common frame of every case: a warm-up run on a clean link (connections and buffers
 /// exist, RSS measured), then `shape` on the link and a sysbench run during which `fault`
-/// acts (it returns a recovery time, if the fault has one); then the checks.
+/// acts (it returns a recovery time, if the fault has one, and how many queries of its own it
+/// sent through psprobe); then the checks.
 fn case(
     lab: &mut Lab,
     name: &'static str,
     shape: Shape,
     secs: u64,
     sysbench_extra: &[&str],
-    fault: impl FnOnce(&mut Lab) -> Option<Duration>,
+    fault: impl FnOnce(&mut Lab) -> (Option<Duration>, u64),
 ) -> Figures {
-    let warm = lab.sysbench(2, &[]).join().expect("warm-up sysbench");
-    assert_eq!(warm.ignored_errors, 0, "{}", warm.text);
+    lab.sysbench(2, &[]).join().expect("warm-up sysbench");
     let before = lab.idle();
     let rss_before = lab.probe.rss_bytes();
 
@@ -196,7 +215,7 @@ fn case(
     let run = lab.sysbench(secs, sysbench_extra);
     // The fault starts once the load is flowing.
     lab.answering_again(answered(&before), Duration::from_secs(30));
-    let recovery = fault(lab);
+    let (recovery, own_queries) = fault(lab);
     let client = run.join().expect("sysbench thread");
     lab.link.set_shape(Shape::default());
     let after = lab.idle();
@@ -206,11 +225,12 @@ fn case(
     let figures = Figures {
         case: name,
         probe: (
-            answered(&after) - answered(&before),
+            answered(&after) - answered(&before) - own_queries,
             query(&after, "error") - query(&before, "error"),
             query(&after, "aborted") - query(&before, "aborted"),
         ),
-        client,
+        client: (client.total, client.ignored_errors, client.reconnects),
+        client_text: client.text,
         rss: (rss_before, rss_after),
         link: LinkStats {
             forwarded: s.forwarded - b.forwarded,
@@ -221,29 +241,45 @@ fn case(
         recovery,
     };
     figures.print();
-
-    let c = &figures.client;
-    assert!(c.total > 0, "sysbench ran no queries:\n{}", c.text);
-    assert_eq!(figures.probe.0, c.total, "answered: psprobe vs sysbench\n{}\n{}", c.text, after.text);
-    assert_eq!(figures.probe.1, c.ignored_errors, "errors: psprobe vs sysbench\n{}\n{}", c.text, after.text);
-    assert!(lab.probe.is_running(), "psprobe exited");
-    let log = lab.probe.stderr_text();
-    assert!(!log.contains("panicked"), "psprobe panicked:\n{log}");
-    assert!(
-        rss_after <= rss_before + RSS_SLACK,
-        "RSS grew from {rss_before} to {rss_after} bytes"
+    let (c, text) = (figures.client, &figures.client_text);
+    assert!(c.0 > 0, "sysbench ran no queries:\n{text}");
+    assert_eq!(
+        figures.probe.0, c.0,
+        "answered: psprobe vs sysbench\n{text}\n{}",
+        after.text
     );
+    // sysbench ignores deadlocks by default (1213, 1205, 1020), and counts them.
+    assert_eq!(
+        figures.probe.1, c.1,
+        "errors: psprobe vs sysbench\n{text}\n{}",
+        after.text
+    );
+    lab.healthy(&figures);
     figures
 }
 
-/// A fault that does nothing but let the shaped run go on.
-fn just_run(_: &mut Lab) -> Option<Duration> {
-    None
+impl Lab {
+    /// Still running, never panicked, memory flat.
+    fn healthy(&mut self, f: &Figures) {
+        assert!(self.probe.is_running(), "psprobe exited");
+        let log = self.probe.stderr_text();
+        assert!(!log.contains("panicked"), "psprobe panicked:\n{log}");
+        let (before, after) = f.rss;
+        assert!(
+            after <= before + RSS_SLACK,
+            "RSS grew from {before} to {after} bytes"
+        );
+    }
 }
 
-/// The link's own faults leave the connections alive: nothing may fail or be aborted.
+/// A fault that does nothing but let the shaped run go on.
+fn just_run(_: &mut Lab) -> (Option<Duration>, u64) {
+    (None, 0)
+}
+
+/// The link's own faults leave the connections alive: nothing may be lost or aborted.
 fn assert_clean(f: &Figures) {
-    assert_eq!(f.client.ignored_errors + f.client.reconnects, 0, "{}", f.client.text);
+    assert_eq!(f.client.2, 0, "sysbench reconnected:\n{}", f.client_text);
     assert_eq!(f.probe.2, 0, "aborted queries on a lossy but working link");
 }
 
@@ -260,12 +296,14 @@ fn latency_200ms_round_trip() {
     assert_clean(&f);
     // A transaction is 20 queries, each waiting a round trip: the delay really applied.
     let min_ms = f
-        .client
-        .text
+        .client_text
         .lines()
         .find_map(|l| l.trim().strip_prefix("min:")?.trim().parse::<f64>().ok())
-        .unwrap_or_else(|| panic!("no minimum latency in:\n{}", f.client.text));
-    assert!(min_ms >= 20.0 * 200.0, "a transaction took only {min_ms} ms");
+        .unwrap_or_else(|| panic!("no minimum latency in:\n{}", f.client_text));
+    assert!(
+        min_ms >= 20.0 * 200.0,
+        "a transaction took only {min_ms} ms"
+    );
 }
 
 #[test]
@@ -280,7 +318,11 @@ fn loss_5_percent() {
     let f = case(&mut lab, "loss_5pct", shape, run_secs(), &[], just_run);
     assert_clean(&f);
     let share = f.link.lost as f64 / (f.link.lost + f.link.forwarded) as f64;
-    assert!((0.03..0.07).contains(&share), "lost share {share}: {:?}", f.link);
+    assert!(
+        (0.03..0.07).contains(&share),
+        "lost share {share}: {:?}",
+        f.link
+    );
 }
 
 #[test]
@@ -295,9 +337,20 @@ fn reordering() {
         reorder_by: Duration::from_millis(3),
         ..Shape::default()
     };
-    let f = case(&mut lab, "reorder_25pct_3ms", shape, run_secs(), &[], just_run);
+    let f = case(
+        &mut lab,
+        "reorder_25pct_3ms",
+        shape,
+        run_secs(),
+        &[],
+        just_run,
+    );
     assert_clean(&f);
-    assert!(f.link.reordered > 100, "hardly any reordering: {:?}", f.link);
+    assert!(
+        f.link.reordered > 100,
+        "hardly any reordering: {:?}",
+        f.link
+    );
 }
 
 /// 32 MiB of rows: 32768 rows of 1000 bytes, built by a cross join on the server.
@@ -343,7 +396,11 @@ fn link_down_mid_result_set_then_back() {
     };
     big_table(&lab.db);
     const SELECT: &str = "SELECT * FROM big ORDER BY id";
-    let direct = finish(hashed_cli(Command::new("bash"), &lab.db.addr(), SELECT).spawn().expect("spawn CLI"));
+    let direct = finish(
+        hashed_cli(Command::new("bash"), &lab.db.addr(), SELECT)
+            .spawn()
+            .expect("spawn CLI"),
+    );
     // 16 MB/s: the 32 MiB result takes about 2 s, so the cut lands inside it.
     let shape = Shape {
         rate: 16 << 20,
@@ -351,28 +408,39 @@ fn link_down_mid_result_set_then_back() {
         ..Shape::default()
     };
     let mut recovered_select = None;
-    let f = case(&mut lab, "link_down_mid_result", shape, run_secs(), &[], |lab| {
-        let s2c = |m: &Scrape| m.get("psprobe_bytes_total", &[("direction", "server_to_client")]);
-        let start = s2c(&lab.probe.scrape());
-        let mut cli = hashed_cli(lab.app.command("bash"), lab.probe.proxy_addr(), SELECT)
-            .spawn()
-            .expect("spawn CLI through psprobe");
-        lab.scrape_until("4 MB of the result", Duration::from_secs(30), |m| {
-            s2c(m) > start + 4e6
-        });
-        lab.link.down();
-        let answered_at_cut = answered(&lab.probe.scrape());
-        let unfinished = cli.try_wait().expect("try_wait on the CLI").is_none();
-        assert!(unfinished, "the SELECT was complete before the cut");
-        thread::sleep(outage()); // the outage itself, not a synchronisation
-        lab.link.up();
-        let up = Instant::now();
-        let resumed = lab.answering_again(answered_at_cut, Duration::from_secs(60));
-        let through = finish(cli);
-        recovered_select = Some(up.elapsed());
-        assert_eq!(through, direct, "the result through psprobe differs from the direct one");
-        Some(resumed - up)
-    });
+    let f = case(
+        &mut lab,
+        "link_down_mid_result",
+        shape,
+        run_secs(),
+        &[],
+        |lab| {
+            let s2c =
+                |m: &Scrape| m.get("psprobe_bytes_total", &[("direction", "server_to_client")]);
+            let start = s2c(&lab.probe.scrape());
+            let mut cli = hashed_cli(lab.app.command("bash"), lab.probe.proxy_addr(), SELECT)
+                .spawn()
+                .expect("spawn CLI through psprobe");
+            lab.scrape_until("4 MB of the result", Duration::from_secs(30), |m| {
+                s2c(m) > start + 4e6
+            });
+            lab.link.down();
+            let answered_at_cut = answered(&lab.probe.scrape());
+            let unfinished = cli.try_wait().expect("try_wait on the CLI").is_none();
+            assert!(unfinished, "the SELECT was complete before the cut");
+            thread::sleep(outage()); // the outage itself, not a synchronisation
+            lab.link.up();
+            let up = Instant::now();
+            let resumed = lab.answering_again(answered_at_cut, Duration::from_secs(60));
+            let through = finish(cli);
+            recovered_select = Some(up.elapsed());
+            assert_eq!(
+                through, direct,
+                "the result through psprobe differs from the direct one"
+            );
+            (Some(resumed - up), 1)
+        },
+    );
     assert_clean(&f);
     assert!(f.link.cut > 0, "the cut dropped nothing: {:?}", f.link);
     eprintln!(
@@ -390,40 +458,107 @@ fn server_frozen_10s_then_resumed() {
         return;
     };
     let secs = run_secs().max(14); // the 10 s freeze inside the run
-    let f = case(&mut lab, "sigstop_10s", Shape::default(), secs, &[], |lab| {
-        lab.db.signal(libc::SIGSTOP);
-        let frozen_at = answered(&lab.probe.scrape());
-        thread::sleep(Duration::from_secs(10)); // the freeze itself
-        let stalled = answered(&lab.probe.scrape());
-        lab.db.signal(libc::SIGCONT);
-        let cont = Instant::now();
-        assert!(stalled <= frozen_at + threads(), "queries answered while the server was stopped");
-        Some(lab.answering_again(stalled, Duration::from_secs(30)) - cont)
-    });
+    let f = case(
+        &mut lab,
+        "sigstop_10s",
+        Shape::default(),
+        secs,
+        &[],
+        |lab| {
+            lab.db.signal(libc::SIGSTOP);
+            let frozen_at = answered(&lab.probe.scrape());
+            thread::sleep(Duration::from_secs(10)); // the freeze itself
+            let stalled = answered(&lab.probe.scrape());
+            lab.db.signal(libc::SIGCONT);
+            let cont = Instant::now();
+            assert!(
+                stalled <= frozen_at + threads(),
+                "queries answered while the server was stopped"
+            );
+            (
+                Some(lab.answering_again(stalled, Duration::from_secs(30)) - cont),
+                0,
+            )
+        },
+    );
     assert_clean(&f);
 }
 
+/// sysbench 1.0.20 crashes (SIGSEGV) when it reconnects after the server went away, so this
+/// case uses a client that counts for itself and reconnects (tests/common/counting_client.rs).
 #[test]
 fn server_restarted_under_load() {
     let Some(mut lab) = Lab::new("server_restarted_under_load") else {
         return;
     };
-    // sysbench reconnects after a lost connection only when errors are ignored.
-    let extra = ["--mysql-ignore-errors=all"];
-    let f = case(&mut lab, "server_restart", Shape::default(), run_secs(), &extra, |lab| {
-        let at = answered(&lab.probe.scrape());
-        let began = Instant::now();
-        lab.db.restart_clean();
-        eprintln!("server restart took {:?}", began.elapsed());
-        Some(lab.answering_again(at, Duration::from_secs(60)) - began)
-    });
-    // Every query sysbench lost was aborted in flight or never reached psprobe (sent on a
-    // connection psprobe had already closed): psprobe cannot have aborted more.
-    assert!(f.client.reconnects > 0, "the restart cost sysbench no connection:\n{}", f.client.text);
-    assert!(
-        f.probe.2 <= f.client.reconnects + f.client.ignored_errors,
-        "psprobe aborted {} queries, sysbench lost {}",
-        f.probe.2,
-        f.client.reconnects
+    let workers = threads() as usize;
+    let load = |lab: &Lab, secs: u64| {
+        let (app, dsn) = (lab.app.clone(), lab.db.dsn_via(lab.probe.proxy_addr()));
+        thread::spawn(move || {
+            let opts = counting_client::opts(&dsn);
+            let run = move || {
+                Ok(counting_client::run(
+                    opts,
+                    workers,
+                    Duration::from_secs(secs),
+                ))
+            };
+            app.run_inside(run).expect("client on the application host")
+        })
+    };
+    let warm = load(&lab, 2).join().expect("warm-up client");
+    assert_eq!(warm.lost + warm.server_errors, 0, "{warm:?}");
+    let before = lab.idle();
+    let rss_before = lab.probe.rss_bytes();
+    let run = load(&lab, run_secs());
+    lab.answering_again(answered(&before), Duration::from_secs(30));
+    let at = answered(&lab.probe.scrape());
+    let began = Instant::now();
+    lab.db.restart_clean();
+    let restarted = began.elapsed();
+    let recovery = lab.answering_again(at, Duration::from_secs(60)) - began;
+    let client = run.join().expect("client thread");
+    let after = lab.idle();
+    let delta = |outcome: &str| query(&after, outcome) - query(&before, outcome);
+    let f = Figures {
+        case: "server_restart",
+        client: (client.ok, client.server_errors, client.lost),
+        client_text: format!("{client:?}"),
+        probe: (
+            answered(&after) - answered(&before),
+            delta("error"),
+            delta("aborted"),
+        ),
+        rss: (rss_before, lab.probe.rss_bytes()),
+        link: lab.link.stats(),
+        recovery: Some(recovery),
+    };
+    f.print();
+    eprintln!("server restart: mariadbd down and up again in {restarted:?}; client {client:?}");
+    assert_eq!(
+        f.probe.0, client.ok,
+        "answered: psprobe vs client\n{}",
+        after.text
     );
+    assert!(
+        client.lost > 0,
+        "the restart cost the client no connection: {client:?}"
+    );
+    // A query the client lost was aborted in flight, or answered with the server's
+    // shutdown error, or never reached psprobe (sent on a connection it had closed).
+    assert!(
+        f.probe.1 + f.probe.2 <= client.server_errors + client.lost,
+        "psprobe: {} errors + {} aborted; client: {client:?}",
+        f.probe.1,
+        f.probe.2
+    );
+    assert!(
+        f.probe.2 <= workers as u64,
+        "more aborted queries than connections"
+    );
+    assert!(
+        client.connects > workers as u64,
+        "nobody reconnected: {client:?}"
+    );
+    lab.healthy(&f);
 }

@@ -294,10 +294,6 @@ fn write_side(st: &State, dir: usize, mut to: &File) {
                 continue;
             }
         };
-        heap = queue
-            .ready
-            .wait_timeout(heap, wait)
-            .expect("queue lock")
-            .0;
+        heap = queue.ready.wait_timeout(heap, wait).expect("queue lock").0;
     }
 }

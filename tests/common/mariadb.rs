@@ -291,7 +291,12 @@ impl MariaDb {
     pub fn signal(&self, sig: libc::c_int) {
         // SAFETY: plain syscall on our own (not yet reaped) child's pid.
         let rc = unsafe { libc::kill(self.pid() as libc::pid_t, sig) };
-        assert_eq!(rc, 0, "kill(mariadbd, {sig}): {}", std::io::Error::last_os_error());
+        assert_eq!(
+            rc,
+            0,
+            "kill(mariadbd, {sig}): {}",
+            std::io::Error::last_os_error()
+        );
     }
 
     /// A clean restart, as `systemctl restart` does it: SIGTERM, wait for the server to
@@ -301,7 +306,10 @@ impl MariaDb {
         let deadline = Instant::now() + READY_TIMEOUT;
         let child = self.child.as_mut().expect("mariadbd is not running");
         while child.try_wait().expect("try_wait on mariadbd").is_none() {
-            assert!(Instant::now() < deadline, "mariadbd ignored SIGTERM for {READY_TIMEOUT:?}");
+            assert!(
+                Instant::now() < deadline,
+                "mariadbd ignored SIGTERM for {READY_TIMEOUT:?}"
+            );
             std::thread::sleep(POLL); // poll interval
         }
         self.child = None;

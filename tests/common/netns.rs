@@ -136,10 +136,17 @@ impl Netns {
         if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) } != 0 {
             return Err(io::Error::last_os_error());
         }
-        let used = Command::new(IP).args(["-4", "-o", "addr", "show"]).output()?;
+        let used = Command::new(IP)
+            .args(["-4", "-o", "addr", "show"])
+            .output()?;
         let used = String::from_utf8_lossy(&used.stdout).into_owned();
         let subnet = (0u32..16_384)
-            .map(|i| (Ipv4Addr::from(0x0a4e_0000 + i * 4 + 1), Ipv4Addr::from(0x0a4e_0000 + i * 4 + 2)))
+            .map(|i| {
+                (
+                    Ipv4Addr::from(0x0a4e_0000 + i * 4 + 1),
+                    Ipv4Addr::from(0x0a4e_0000 + i * 4 + 2),
+                )
+            })
             .find(|(root, _)| !used.contains(&format!("inet {root}/")))
             .ok_or_else(|| io::Error::other("10.78.0.0/16 is full of management subnets"))?;
         ip(&["addr", "add", &format!("{}/30", subnet.0), "dev", &root_end])?;
@@ -235,7 +242,9 @@ fn open_tun_here(name: &str) -> io::Result<File> {
         _pad: [0; 22],
     };
     if name.len() >= libc::IFNAMSIZ {
-        return Err(io::Error::other(format!("interface name {name:?} is too long")));
+        return Err(io::Error::other(format!(
+            "interface name {name:?} is too long"
+        )));
     }
     req.name[..name.len()].copy_from_slice(name.as_bytes());
     // SAFETY: TUNSETIFF reads (and may write back the name into) an ifreq-sized buffer.

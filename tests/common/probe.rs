@@ -174,7 +174,10 @@ impl Probe {
 
     /// Whether the process is still running (it never exits on its own in these tests).
     pub fn is_running(&mut self) -> bool {
-        self.child.try_wait().expect("try_wait on psprobe").is_none()
+        self.child
+            .try_wait()
+            .expect("try_wait on psprobe")
+            .is_none()
     }
 
     /// Everything psprobe has written to stderr so far.

@@ -38,7 +38,13 @@ pub fn run_in(dir: &Path, addr: &str, workload: &str, command: &str, extra: &[&s
 
 /// Like [`run`], with `cmd` (a `sysbench` command prepared by the caller, e.g. to run on
 /// another host with `Netns::command`).
-pub fn run_cmd(mut cmd: Command, addr: &str, workload: &str, command: &str, extra: &[&str]) -> Summary {
+pub fn run_cmd(
+    mut cmd: Command,
+    addr: &str,
+    workload: &str,
+    command: &str,
+    extra: &[&str],
+) -> Summary {
     let (host, port) = split_addr(addr);
     cmd.arg(workload)
         .arg(format!("--mysql-host={host}"))

@@ -241,10 +241,11 @@ fn read_side(st: &State, dir: usize, mut from: &File, mut seed: u64) {
             continue;
         }
         let now = Instant::now();
-        let mut sent = now;
-        if shape.rate > 0 {
-            sent = link_free.max(now) + Duration::from_nanos(n as u64 * 1_000_000_000 / shape.rate);
-        }
+        // Rate 0 (unlimited): the packet leaves at once.
+        let sent = match (n as u64 * 1_000_000_000).checked_div(shape.rate) {
+            Some(ns) => link_free.max(now) + Duration::from_nanos(ns),
+            None => now,
+        };
         let mut release = sent + shape.delay;
         if uniform(&mut seed) < shape.reorder {
             release += shape.reorder_by;

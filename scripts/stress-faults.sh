@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Full-size fault injection and byte transparency (a stress run, not part of the test suite):
 # the cases of tests/network_faults.rs with longer sysbench runs, more clients and a longer
-# link outage, and tests/transparency_volume.rs at 1100 MB (more than 1 GiB on the wire).
+# link outage, and tests/transparency_volume.rs at 1200 MB (more than 1 GiB on the wire).
 # Needs root (network namespaces, TUN). Prints one FIGURES line per case at the end.
 # Sizes can be overridden: PSPROBE_FAULTS_RUN_SECS, PSPROBE_FAULTS_THREADS,
 # PSPROBE_FAULTS_OUTAGE_SECS, PSPROBE_VOLUME_MB.
@@ -12,7 +12,7 @@ export PSPROBE_FAULTS_THREADS="${PSPROBE_FAULTS_THREADS:-32}"
 # 15 s: longer outages reach mariadbd's net_write_timeout (60 s) before TCP's backed-off
 # retransmission gets through, and the server itself aborts the result (docs/reliability-faults.md).
 export PSPROBE_FAULTS_OUTAGE_SECS="${PSPROBE_FAULTS_OUTAGE_SECS:-15}"
-export PSPROBE_VOLUME_MB="${PSPROBE_VOLUME_MB:-1100}"
+export PSPROBE_VOLUME_MB="${PSPROBE_VOLUME_MB:-1200}"
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 status=0

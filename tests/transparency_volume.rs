@@ -4,7 +4,7 @@
 //! output must be the same, part by part, and psprobe must have counted every statement.
 //!
 //! PSPROBE_VOLUME_MB sets the size (default 160 MB on the wire for CI; scripts/stress-faults.sh
-//! runs 1100 MB, more than 1 GiB). Prints one `FIGURES` line.
+//! runs 1200 MB, more than 1 GiB). Prints one `FIGURES` line.
 
 mod common;
 

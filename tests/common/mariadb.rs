@@ -4,10 +4,12 @@
 use super::child::spawn_tied;
 use super::cli::{self, run_with_timeout, DATABASE, PASSWORD, USER};
 use super::datadir::{copy_dir, is_root, tempdir, template_datadir, LOG_FILE_SIZE};
+use super::netns::Netns;
 use std::fs::{self, OpenOptions};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tempfile::TempDir;
 
@@ -34,6 +36,8 @@ pub struct MariaDb {
     child: Option<Child>,
     port: u16,
     opts: Options,
+    /// The host (network namespace) it runs on; None: this one, on 127.0.0.1.
+    netns: Option<Arc<Netns>>,
     datadir: PathBuf,
     /// Declared last: removed only after `Drop::drop` has killed the server.
     dir: TempDir,
@@ -62,6 +66,17 @@ impl MariaDb {
     }
 
     pub fn start(opts: Options) -> Self {
+        Self::start_on(None, opts)
+    }
+
+    /// A server on another host: mariadbd runs inside `netns`, listening on all of its
+    /// addresses (its links to other hosts, and the management veth that [`MariaDb::addr`]
+    /// names). The root SQL of [`MariaDb::sql`] runs inside the namespace, over loopback.
+    pub fn start_in(netns: Arc<Netns>, opts: Options) -> Self {
+        Self::start_on(Some(netns), opts)
+    }
+
+    fn start_on(netns: Option<Arc<Netns>>, opts: Options) -> Self {
         let dir = tempdir("server");
         let datadir = dir.path().join("data");
         copy_dir(&template_datadir(), &datadir);
@@ -69,6 +84,7 @@ impl MariaDb {
             child: None,
             port: 0,
             opts,
+            netns,
             datadir,
             dir,
         };
@@ -108,11 +124,16 @@ impl MariaDb {
             .append(true)
             .open(root.join("console.log"))
             .expect("open console.log");
-        let mut cmd = Command::new(MARIADBD);
+        let bind = if self.netns.is_some() {
+            "0.0.0.0"
+        } else {
+            "127.0.0.1"
+        };
+        let mut cmd = self.command(MARIADBD);
         cmd.arg("--no-defaults")
             .arg(format!("--datadir={}", d.display()))
             .arg(format!("--port={}", self.port))
-            .arg("--bind-address=127.0.0.1")
+            .arg(format!("--bind-address={bind}"))
             .arg(format!("--socket={}", d.join("mysqld.sock").display()))
             .arg(format!(
                 "--pid-file={}",
@@ -178,8 +199,16 @@ impl MariaDb {
         }
     }
 
+    /// `program` run on the server's host.
+    fn command(&self, program: &str) -> Command {
+        match &self.netns {
+            Some(ns) => ns.command(program),
+            None => Command::new(program),
+        }
+    }
+
     fn ping(&self) -> bool {
-        let mut cmd = Command::new("mariadb-admin");
+        let mut cmd = self.command("mariadb-admin");
         cmd.args([
             "--no-defaults",
             "--protocol=TCP",
@@ -198,8 +227,12 @@ impl MariaDb {
         self.port
     }
 
+    /// Where the test process reaches the server (its management address on another host).
     pub fn addr(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
+        match &self.netns {
+            Some(ns) => format!("{}:{}", ns.mgmt_ip(), self.port),
+            None => format!("127.0.0.1:{}", self.port),
+        }
     }
 
     pub fn datadir(&self) -> &Path {
@@ -221,7 +254,7 @@ impl MariaDb {
 
     /// Run SQL as root over TCP; Err carries the client's stderr.
     pub fn try_sql(&self, query: &str) -> Result<String, String> {
-        let mut cmd = Command::new("mariadb");
+        let mut cmd = self.command("mariadb");
         cmd.args([
             "--no-defaults",
             "--protocol=TCP",
@@ -251,6 +284,37 @@ impl MariaDb {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
+        }
+    }
+
+    /// Sends `sig` to mariadbd (SIGSTOP / SIGCONT to freeze and thaw it).
+    pub fn signal(&self, sig: libc::c_int) {
+        // SAFETY: plain syscall on our own (not yet reaped) child's pid.
+        let rc = unsafe { libc::kill(self.pid() as libc::pid_t, sig) };
+        assert_eq!(
+            rc,
+            0,
+            "kill(mariadbd, {sig}): {}",
+            std::io::Error::last_os_error()
+        );
+    }
+
+    /// A clean restart, as `systemctl restart` does it: SIGTERM, wait for the server to
+    /// shut down (it ends its client sessions), start it again on the same port and datadir.
+    pub fn restart_clean(&mut self) {
+        self.signal(libc::SIGTERM);
+        let deadline = Instant::now() + READY_TIMEOUT;
+        let child = self.child.as_mut().expect("mariadbd is not running");
+        while child.try_wait().expect("try_wait on mariadbd").is_none() {
+            assert!(
+                Instant::now() < deadline,
+                "mariadbd ignored SIGTERM for {READY_TIMEOUT:?}"
+            );
+            std::thread::sleep(POLL); // poll interval
+        }
+        self.child = None;
+        if let Err(LaunchError::PortTaken(log) | LaunchError::Failed(log)) = self.launch() {
+            panic!("mariadbd failed to restart on port {}:\n{log}", self.port);
         }
     }
 

@@ -4,8 +4,11 @@
 
 pub mod child;
 pub mod cli;
+pub mod counting_client;
 pub mod datadir;
+pub mod faulty_link;
 pub mod mariadb;
+pub mod netns;
 pub mod observed;
 pub mod probe;
 pub mod prom;

@@ -2,6 +2,7 @@
 //! metrics endpoint with a bare std TcpStream (no HTTP client dependency).
 
 use super::child::spawn_tied;
+use super::netns::Netns;
 use super::prom::Scrape;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -36,10 +37,30 @@ impl Probe {
 
     /// Like [`Probe::start_with_env`], listening on `listen`.
     pub fn start_on(listen: &str, upstream: &str, extra: &[&str], env: &[(&str, &str)]) -> Probe {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_psprobe"));
+        let cmd = Command::new(env!("CARGO_BIN_EXE_psprobe"));
+        Self::launch(cmd, listen, "127.0.0.1:0", upstream, extra, env)
+    }
+
+    /// psprobe on another host: it runs inside `netns`, its proxy and metrics listeners on
+    /// the host's management address (reachable from the test process and from clients on
+    /// that host alike).
+    pub fn start_in(netns: &Netns, upstream: &str, extra: &[&str]) -> Probe {
+        let cmd = netns.command(env!("CARGO_BIN_EXE_psprobe"));
+        let any_port = format!("{}:0", netns.mgmt_ip());
+        Self::launch(cmd, &any_port, &any_port, upstream, extra, &[])
+    }
+
+    fn launch(
+        mut cmd: Command,
+        listen: &str,
+        metrics: &str,
+        upstream: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Probe {
         cmd.envs(env.iter().copied());
         cmd.args(["proxy", "--listen", listen, "--upstream", upstream])
-            .args(["--metrics", "127.0.0.1:0"])
+            .args(["--metrics", metrics])
             .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -137,6 +158,26 @@ impl Probe {
 
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// Resident set size now, in bytes (VmRSS of /proc/PID/status).
+    pub fn rss_bytes(&self) -> u64 {
+        let path = format!("/proc/{}/status", self.child.id());
+        let status = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {path}: {e}"));
+        let kib = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("no VmRSS in {path}:\n{status}"));
+        kib * 1024
+    }
+
+    /// Whether the process is still running (it never exits on its own in these tests).
+    pub fn is_running(&mut self) -> bool {
+        self.child
+            .try_wait()
+            .expect("try_wait on psprobe")
+            .is_none()
     }
 
     /// Everything psprobe has written to stderr so far.

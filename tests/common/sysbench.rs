@@ -31,9 +31,21 @@ pub fn run(addr: &str, workload: &str, command: &str, extra: &[&str]) -> Summary
 /// `client-key.pem`, `client-cert.pem` and `cacert.pem` (the CA it verifies the server with)
 /// from its working directory.
 pub fn run_in(dir: &Path, addr: &str, workload: &str, command: &str, extra: &[&str]) -> Summary {
-    let (host, port) = split_addr(addr);
     let mut cmd = Command::new("sysbench");
     cmd.current_dir(dir);
+    run_cmd(cmd, addr, workload, command, extra)
+}
+
+/// Like [`run`], with `cmd` (a `sysbench` command prepared by the caller, e.g. to run on
+/// another host with `Netns::command`).
+pub fn run_cmd(
+    mut cmd: Command,
+    addr: &str,
+    workload: &str,
+    command: &str,
+    extra: &[&str],
+) -> Summary {
+    let (host, port) = split_addr(addr);
     cmd.arg(workload)
         .arg(format!("--mysql-host={host}"))
         .arg(format!("--mysql-port={port}"))

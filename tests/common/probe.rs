@@ -36,7 +36,39 @@ impl Probe {
 
     /// Like [`Probe::start_with_env`], listening on `listen`.
     pub fn start_on(listen: &str, upstream: &str, extra: &[&str], env: &[(&str, &str)]) -> Probe {
+        Self::launch(listen, upstream, extra, env, None)
+    }
+
+    /// Like [`Probe::start`], with RLIMIT_NOFILE set to `nofile` (soft and hard) in the
+    /// child, as `ulimit -n` would.
+    pub fn start_with_fd_limit(upstream: &str, extra: &[&str], nofile: u64) -> Probe {
+        Self::launch("127.0.0.1:0", upstream, extra, &[], Some(nofile))
+    }
+
+    fn launch(
+        listen: &str,
+        upstream: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+        nofile: Option<u64>,
+    ) -> Probe {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_psprobe"));
+        if let Some(n) = nofile {
+            use std::os::unix::process::CommandExt;
+            let limit = libc::rlimit {
+                rlim_cur: n as libc::rlim_t,
+                rlim_max: n as libc::rlim_t,
+            };
+            // SAFETY: setrlimit is async-signal-safe and reads a struct copied into the closure.
+            unsafe {
+                cmd.pre_exec(move || {
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
         cmd.envs(env.iter().copied());
         cmd.args(["proxy", "--listen", listen, "--upstream", upstream])
             .args(["--metrics", "127.0.0.1:0"])

@@ -122,12 +122,13 @@ pub async fn launch_with_tls(
     controller: Option<ControllerSettings>,
     tls: Option<TlsSettings>,
 ) -> anyhow::Result<Running> {
-    let listener = proxy::limits::bind_listener(config.listen, config.listen_backlog).with_context(|| {
-        format!(
-            "cannot listen on {} (is the port in use? pick another with --listen)",
-            config.listen
-        )
-    })?;
+    let listener = proxy::limits::bind_listener(config.listen, config.listen_backlog)
+        .with_context(|| {
+            format!(
+                "cannot listen on {} (is the port in use? pick another with --listen)",
+                config.listen
+            )
+        })?;
     let metrics_listener = TcpListener::bind(config.metrics).await.with_context(|| {
         format!(
             "cannot serve metrics on {} (pick another port with --metrics)",

@@ -196,7 +196,9 @@ fn past_max_connections_clients_get_err_1040() {
     let mut held: Vec<tokio::net::TcpStream> = rt.block_on(async {
         let mut held = Vec::new();
         for _ in 0..3 {
-            let mut s = tokio::net::TcpStream::connect(&addr).await.expect("connect");
+            let mut s = tokio::net::TcpStream::connect(&addr)
+                .await
+                .expect("connect");
             let first = first_packet(&mut s, Duration::from_secs(10)).await;
             assert!(matches!(first, First::Greeting), "{first:?}");
             held.push(s);
@@ -279,7 +281,10 @@ fn slowloris_clients_do_not_starve_others_and_are_closed_at_the_timeout() {
                 // The greeting, then a 100-byte handshake response, one byte every 200 ms:
                 // never a whole packet. (A client that speaks before the greeting is not
                 // MySQL; psprobe relays it verbatim and the server decides.)
-                if !matches!(first_packet(&mut s, Duration::from_secs(20)).await, First::Greeting) {
+                if !matches!(
+                    first_packet(&mut s, Duration::from_secs(20)).await,
+                    First::Greeting
+                ) {
                     let _ = tx.send(None);
                     return;
                 }
@@ -296,7 +301,8 @@ fn slowloris_clients_do_not_starve_others_and_are_closed_at_the_timeout() {
                     }
                 }
             } else {
-                let until_closed = async { while s.read_buf(&mut sink).await.is_ok_and(|n| n > 0) {} };
+                let until_closed =
+                    async { while s.read_buf(&mut sink).await.is_ok_and(|n| n > 0) {} };
                 let _ = tokio::time::timeout(Duration::from_secs(20), until_closed).await;
             }
             let _ = tx.send(Some(start.elapsed()));
@@ -338,7 +344,9 @@ fn slowloris_clients_do_not_starve_others_and_are_closed_at_the_timeout() {
         "slowloris: closed by psprobe between {first:?} and {last:?} after connecting (timeout {timeout:?})"
     ));
     assert!(
-        first >= timeout - Duration::from_millis(100) && last < timeout + Duration::from_secs(3),
+        // The clients' clocks start when their task runs after the connect: up to a second
+        // late on a loaded machine with 1,020 of them.
+        first >= timeout - Duration::from_secs(1) && last < timeout + Duration::from_secs(3),
         "closed between {first:?} and {last:?}"
     );
     let s = wait_for(&probe, "only the normal client left", |s| active(s) == 1.0);
@@ -351,7 +359,10 @@ fn slowloris_clients_do_not_starve_others_and_are_closed_at_the_timeout() {
         .lines()
         .filter(|l| l.contains("--client-handshake-timeout"))
         .count();
-    assert!((1..=5).contains(&warned), "{warned} timeout lines: rate-limited");
+    assert!(
+        (1..=5).contains(&warned),
+        "{warned} timeout lines: rate-limited"
+    );
     drop(normal);
     wait_for(&probe, "all closed", |s| active(s) == 0.0);
 }
@@ -391,7 +402,10 @@ fn out_of_file_descriptors_psprobe_waits_quietly_and_serves_again() {
     // Exhausted: accept fails. Then a window where nothing frees up.
     let deadline = Instant::now() + Duration::from_secs(20);
     while !probe.stderr_text().contains("accept failed") {
-        assert!(Instant::now() < deadline, "psprobe never ran out of descriptors");
+        assert!(
+            Instant::now() < deadline,
+            "psprobe never ran out of descriptors"
+        );
         std::thread::sleep(Duration::from_millis(20)); // poll interval
     }
     let window = Duration::from_secs(if stress() { 10 } else { 3 });
@@ -402,7 +416,7 @@ fn out_of_file_descriptors_psprobe_waits_quietly_and_serves_again() {
     let fds = open_fds(pid);
     let mut reports: Vec<(usize, First)> = rx.try_iter().collect();
     figure(format!(
-        "fd exhaustion (ulimit -n 256, {clients} clients): {} greeted before the window; \
+        "fd exhaustion (ulimit -n 256, {clients} clients): {} answered before the window; \
          over {window:?} psprobe used {cpu:.3} s CPU and wrote {logged} accept-error lines; {fds} fds open",
         reports.len()
     ));
@@ -415,7 +429,9 @@ fn out_of_file_descriptors_psprobe_waits_quietly_and_serves_again() {
         "{logged} accept-error lines in {window:?}"
     );
     assert!(
-        probe.stderr_text().contains("more like it since the last line"),
+        probe
+            .stderr_text()
+            .contains("more like it since the last line"),
         "the left-out lines are counted"
     );
 
@@ -444,7 +460,9 @@ fn out_of_file_descriptors_psprobe_waits_quietly_and_serves_again() {
         }
         let next = rx
             .recv_timeout(Duration::from_secs(15))
-            .unwrap_or_else(|_| panic!("{} clients hang after descriptors freed up", clients - done));
+            .unwrap_or_else(|_| {
+                panic!("{} clients hang after descriptors freed up", clients - done)
+            });
         reports.push(next);
     }
     figure(format!(
@@ -500,11 +518,13 @@ fn connect_close_churn_leaks_nothing() {
             total
         })
     };
-    // Warm-up (thread-local buffers, allocator arenas), then the baseline.
-    churn(Duration::from_millis(300));
+    // A first churn of the same length sets the high-water mark of the allocator (freed
+    // memory it keeps); the second must not grow beyond it: a leak would.
+    let seconds = if stress() { 10 } else { 2 };
+    let rss_start = rss_kib(pid);
+    churn(Duration::from_secs(seconds));
     wait_for(&probe, "warm-up closed", |s| active(s) == 0.0);
     let (fds0, rss0) = (open_fds(pid), rss_kib(pid));
-    let seconds = if stress() { 10 } else { 2 };
     let start = Instant::now();
     let (made, failed) = churn(Duration::from_secs(seconds));
     let rate = made as f64 / start.elapsed().as_secs_f64();
@@ -516,12 +536,13 @@ fn connect_close_churn_leaks_nothing() {
     let (fds, rss) = (open_fds(pid), rss_kib(pid));
     figure(format!(
         "churn: {made} connect/close in {seconds} s ({rate:.0}/s, {failed} connects failed); \
-         fds {fds0} -> {fds}; RSS {rss0} KiB -> {rss} KiB; connections_total {}",
+         fds {fds0} -> {fds}; RSS {rss_start} KiB at start, {rss0} KiB after a first churn, \
+         {rss} KiB after the second; connections_total {}",
         s.get("psprobe_connections_total", &[])
     ));
     assert_eq!(fds, fds0, "descriptors leaked");
     assert!(
-        rss < rss0 + 16 * 1024,
+        rss < rss0 + 8 * 1024,
         "RSS grew from {rss0} KiB to {rss} KiB"
     );
     assert!(made > 1000, "churn too slow to mean anything: {made}");
@@ -559,11 +580,15 @@ fn deep_pipelines_are_counted_exactly() {
     let _ = s.read_to_end(&mut rest);
     let scrape = wait_for(&probe, "closed", |s| active(s) == 0.0);
     let seen = commands(&scrape);
-    figure(format!("pipelining: {pings} pings + {queries} queries in flight at once: {seen:?}"));
+    figure(format!(
+        "pipelining: {pings} pings + {queries} queries in flight at once: {seen:?}"
+    ));
     assert_eq!(seen.get("ping/ok"), Some(&(pings as u64)), "{seen:?}");
     assert_eq!(seen.get("query/rows"), Some(&(queries as u64)), "{seen:?}");
     assert!(
-        !seen.keys().any(|k| k.ends_with("/aborted") || k.ends_with("/unobserved")),
+        !seen
+            .keys()
+            .any(|k| k.ends_with("/aborted") || k.ends_with("/unobserved")),
         "{seen:?}"
     );
     assert_eq!(

@@ -17,7 +17,10 @@ use crate::stats::ConnectionRecorder;
 use super::handshake::{self, ClientLeg, Ctx, Established, ServerLeg};
 use super::relay::{relay, RelayEnd, Side, Watch};
 use super::throttle::more;
-use super::{limits, upstream, Shared};
+use super::{limits, upstream, ProxySettings, Shared};
+
+/// How often a connection waiting for a file descriptor tries again.
+const FD_RETRY: Duration = Duration::from_millis(20);
 
 /// Keeps the active-connections gauge right however the task ends (return, error, abort).
 struct ActiveGuard<'a>(&'a ProxyMetrics);
@@ -88,7 +91,7 @@ async fn connection_phase<S: EventSink>(
 ) -> Option<Established> {
     let settings = &shared.settings;
     let metrics = &shared.observer.metrics;
-    let server = match upstream::connect(&settings.upstream, settings.connect_timeout).await {
+    let server = match connect_upstream(settings).await {
         Ok(server) => server,
         Err(e) if limits::is_out_of_fds(&e) => {
             metrics.load.record_refusal(Refusal::NoFileDescriptors);
@@ -123,6 +126,20 @@ async fn connection_phase<S: EventSink>(
         upstream: &settings.upstream,
     };
     handshake::run(client, server, watch, &ctx).await
+}
+
+/// Connects upstream. Out of file descriptors, it tries again until the connect timeout:
+/// one is free as soon as any connection closes, and the client is waiting for its greeting.
+async fn connect_upstream(settings: &ProxySettings) -> std::io::Result<TcpStream> {
+    let give_up = tokio::time::Instant::now() + settings.connect_timeout;
+    loop {
+        match upstream::connect(&settings.upstream, settings.connect_timeout).await {
+            Err(e) if limits::is_out_of_fds(&e) && tokio::time::Instant::now() < give_up => {
+                tokio::time::sleep(FD_RETRY).await;
+            }
+            done => return done,
+        }
+    }
 }
 
 fn handshake_timed_out(peer: SocketAddr, limit: Duration, shared: &Shared) {

@@ -27,7 +27,8 @@ pub fn cpu_seconds(pid: u32) -> f64 {
     let rest = &stat[stat.rfind(')').expect("comm") + 2..];
     let fields: Vec<&str> = rest.split_whitespace().collect();
     // utime and stime are fields 14 and 15 of stat, 12 and 13 after the state field.
-    let ticks: u64 = fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
+    let ticks: u64 =
+        fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
     ticks as f64 / hz

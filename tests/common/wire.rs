@@ -68,7 +68,13 @@ pub fn scramble(greeting: &[u8]) -> Vec<u8> {
 }
 
 /// The handshake response of `user` to `greeting`, with `caps`, as packet 1.
-pub fn handshake_response(greeting: &[u8], caps: u32, user: &str, password: &str, db: &str) -> Vec<u8> {
+pub fn handshake_response(
+    greeting: &[u8],
+    caps: u32,
+    user: &str,
+    password: &str,
+    db: &str,
+) -> Vec<u8> {
     let mut hello = caps.to_le_bytes().to_vec();
     hello.extend_from_slice(&(64u32 << 20).to_le_bytes());
     hello.push(33);

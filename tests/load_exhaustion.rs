@@ -41,6 +41,8 @@ fn server() -> &'static MariaDb {
                 // Connections closed before their handshake would block 127.0.0.1 otherwise.
                 "--max-connect-errors=1000000000",
                 "--skip-name-resolve",
+                // psprobe's handshake timeout is what the slowloris case measures.
+                "--connect-timeout=60",
             ]
             .map(String::from)
             .to_vec(),
@@ -374,7 +376,12 @@ fn out_of_file_descriptors_psprobe_waits_quietly_and_serves_again() {
     let _serial = serial();
     let db = server();
     let clients = 400;
-    let probe = Probe::start_with_fd_limit(&db.addr(), &["--max-connections", "0"], 256);
+    let probe = Probe::start_with_fd_limit(
+        &db.addr(),
+        // No limit (so that descriptors run out), and no handshake timeout freeing them.
+        &["--max-connections", "0", "--client-handshake-timeout", "0"],
+        256,
+    );
     let pid = probe.pid();
     let rt = runtime();
     let addr = probe.proxy_addr().to_string();

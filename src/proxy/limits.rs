@@ -38,7 +38,7 @@ fn fd_limits() -> Option<(u64, u64)> {
     };
     // SAFETY: getrlimit writes into the struct we own.
     let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
-    (rc == 0).then_some((limit.rlim_cur as u64, limit.rlim_max as u64))
+    (rc == 0).then_some((limit.rlim_cur, limit.rlim_max))
 }
 
 /// Raises the soft file-descriptor limit to the hard one (as nginx's and Go's runtimes do):
@@ -48,8 +48,8 @@ pub fn raise_fd_limit() -> Option<u64> {
     let (soft, hard) = fd_limits()?;
     if soft < hard {
         let raised = libc::rlimit {
-            rlim_cur: hard as libc::rlim_t,
-            rlim_max: hard as libc::rlim_t,
+            rlim_cur: hard,
+            rlim_max: hard,
         };
         // SAFETY: setrlimit reads the struct we own.
         if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
@@ -63,7 +63,7 @@ pub fn raise_fd_limit() -> Option<u64> {
 /// per client: its own and the upstream's), less a reserve. `None`: no limit.
 pub fn default_max_connections() -> Option<usize> {
     let (soft, _) = fd_limits()?;
-    if soft == libc::RLIM_INFINITY as u64 {
+    if soft == libc::RLIM_INFINITY {
         return None;
     }
     let budget = soft.saturating_sub(RESERVED_FDS) / 2;

@@ -56,8 +56,8 @@ impl Probe {
         if let Some(n) = nofile {
             use std::os::unix::process::CommandExt;
             let limit = libc::rlimit {
-                rlim_cur: n as libc::rlim_t,
-                rlim_max: n as libc::rlim_t,
+                rlim_cur: n,
+                rlim_max: n,
             };
             // SAFETY: setrlimit is async-signal-safe and reads a struct copied into the closure.
             unsafe {

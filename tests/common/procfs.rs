@@ -48,5 +48,5 @@ pub fn raise_own_fd_limit() -> u64 {
         libc::setrlimit(libc::RLIMIT_NOFILE, &l);
         libc::getrlimit(libc::RLIMIT_NOFILE, &mut l);
     }
-    l.rlim_cur as u64
+    l.rlim_cur
 }

@@ -27,6 +27,9 @@ pub fn run_proxy(args: &ProxyArgs) -> anyhow::Result<()> {
         .schedule
         .settings(args.config.as_deref(), &config.settings.upstream)?;
     init_logging(&config.log)?;
+    if let Some(fds) = proxy::limits::raise_fd_limit() {
+        tracing::debug!("file-descriptor limit: {fds}");
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -119,12 +122,13 @@ pub async fn launch_with_tls(
     controller: Option<ControllerSettings>,
     tls: Option<TlsSettings>,
 ) -> anyhow::Result<Running> {
-    let listener = TcpListener::bind(config.listen).await.with_context(|| {
-        format!(
-            "cannot listen on {} (is the port in use? pick another with --listen)",
-            config.listen
-        )
-    })?;
+    let listener = proxy::limits::bind_listener(config.listen, config.listen_backlog)
+        .with_context(|| {
+            format!(
+                "cannot listen on {} (is the port in use? pick another with --listen)",
+                config.listen
+            )
+        })?;
     let metrics_listener = TcpListener::bind(config.metrics).await.with_context(|| {
         format!(
             "cannot serve metrics on {} (pick another port with --metrics)",

@@ -10,7 +10,8 @@ use serde::Deserialize;
 
 use crate::digest::DigestStyle;
 use crate::metrics::DEFAULT_TOP_DIGESTS;
-use crate::proxy::ProxySettings;
+use crate::proxy::limits::DEFAULT_LISTEN_BACKLOG;
+use crate::proxy::{MaxConnections, ProxySettings};
 use crate::stats::DEFAULT_MAX_DIGESTS;
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:6033";
@@ -18,6 +19,9 @@ pub const DEFAULT_UPSTREAM: &str = "127.0.0.1:3306";
 pub const DEFAULT_METRICS: &str = "127.0.0.1:9898";
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+/// mysqld's own connect_timeout default: a client that has not answered the greeting by then
+/// is not a client that is slow, it is one holding a slot.
+pub const DEFAULT_CLIENT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Parser)]
 #[command(
@@ -71,6 +75,22 @@ pub struct ProxyArgs {
     /// On SIGINT/SIGTERM, let open connections go on this long before closing them [default: 10s].
     #[arg(long, value_name = "DURATION")]
     pub shutdown_grace: Option<String>,
+    /// Client connections waiting to be accepted that the kernel queues (a burst of connects
+    /// beyond it is dropped and retried by the clients' TCP seconds later). The kernel caps it
+    /// at net.core.somaxconn (sysctl; often 4096) [default: 4096].
+    #[arg(long, value_name = "N")]
+    pub listen_backlog: Option<u32>,
+    /// Client connections served at once; past it psprobe answers ERR 1040 "Too many
+    /// connections" itself, as mysqld does. 0 = no limit [default: what psprobe's
+    /// file-descriptor limit carries: (ulimit -n - 64) / 2; psprobe raises its soft limit to
+    /// the hard one at start].
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
+    /// Close a client that has not sent its handshake response this long after it connected
+    /// (slowloris protection; authentication after it is bounded by the server's own
+    /// connect_timeout). 0 = no limit [default: 10s].
+    #[arg(long, value_name = "DURATION")]
+    pub client_handshake_timeout: Option<String>,
     /// Most query shapes (digests) tracked individually; past it new shapes count as `other`
     /// [default: 5000].
     #[arg(long, value_name = "N")]
@@ -115,6 +135,9 @@ pub struct ProxyFile {
     pub metrics: Option<String>,
     pub connect_timeout: Option<String>,
     pub shutdown_grace: Option<String>,
+    pub listen_backlog: Option<u32>,
+    pub max_connections: Option<usize>,
+    pub client_handshake_timeout: Option<String>,
     pub max_digests: Option<usize>,
     pub metrics_top_digests: Option<usize>,
     pub digest_fold_digits: Option<bool>,
@@ -175,6 +198,8 @@ pub struct ProxyConfig {
     pub listen: SocketAddr,
     pub metrics: SocketAddr,
     pub settings: ProxySettings,
+    /// Backlog of the client listener.
+    pub listen_backlog: u32,
     pub max_digests: usize,
     pub metrics_top_digests: usize,
     pub digest_fold_digits: bool,
@@ -227,6 +252,30 @@ impl ProxyConfig {
         let shutdown_grace = match args.shutdown_grace.clone().or(file.shutdown_grace) {
             Some(v) => parse_duration("shutdown_grace", &v)?,
             None => DEFAULT_SHUTDOWN_GRACE,
+        };
+        let client_handshake_timeout = match args
+            .client_handshake_timeout
+            .clone()
+            .or(file.client_handshake_timeout)
+        {
+            Some(v) => Some(parse_duration("client_handshake_timeout", &v)?),
+            None => Some(DEFAULT_CLIENT_HANDSHAKE_TIMEOUT),
+        }
+        .filter(|d| !d.is_zero());
+        let listen_backlog = args
+            .listen_backlog
+            .or(file.listen_backlog)
+            .unwrap_or(DEFAULT_LISTEN_BACKLOG);
+        if listen_backlog == 0 {
+            return Err(ConfigError::Invalid(
+                "listen_backlog must be at least 1 (the kernel caps it at net.core.somaxconn)"
+                    .into(),
+            ));
+        }
+        let max_connections = match args.max_connections.or(file.max_connections) {
+            None => MaxConnections::FromFdLimit,
+            Some(0) => MaxConnections::Unlimited,
+            Some(n) => MaxConnections::At(n),
         };
         if let Ok(up) = upstream.parse::<SocketAddr>() {
             if up == listen {
@@ -300,7 +349,10 @@ impl ProxyConfig {
                 upstream,
                 connect_timeout,
                 shutdown_grace,
+                max_connections,
+                client_handshake_timeout,
             },
+            listen_backlog,
             max_digests,
             metrics_top_digests,
             digest_fold_digits: args.digest_fold_digits || file.digest_fold_digits.unwrap_or(false),
@@ -405,6 +457,42 @@ mod tests {
         assert_eq!(c.metrics.to_string(), DEFAULT_METRICS);
         assert_eq!(c.settings.upstream, DEFAULT_UPSTREAM);
         assert_eq!(c.settings.connect_timeout, DEFAULT_CONNECT_TIMEOUT);
+        assert_eq!(c.listen_backlog, DEFAULT_LISTEN_BACKLOG);
+        assert_eq!(c.settings.max_connections, MaxConnections::FromFdLimit);
+        assert_eq!(
+            c.settings.client_handshake_timeout,
+            Some(DEFAULT_CLIENT_HANDSHAKE_TIMEOUT)
+        );
+    }
+
+    #[test]
+    fn load_limits() {
+        let c = ProxyConfig::from_args(&args(&[
+            "--listen-backlog",
+            "100",
+            "--max-connections",
+            "0",
+            "--client-handshake-timeout",
+            "0",
+        ]))
+        .unwrap();
+        assert_eq!(c.listen_backlog, 100);
+        assert_eq!(c.settings.max_connections, MaxConnections::Unlimited);
+        assert_eq!(c.settings.client_handshake_timeout, None);
+        let c = ProxyConfig::from_args(&args(&[
+            "--max-connections",
+            "7",
+            "--client-handshake-timeout",
+            "1500ms",
+        ]))
+        .unwrap();
+        assert_eq!(c.settings.max_connections, MaxConnections::At(7));
+        assert_eq!(
+            c.settings.client_handshake_timeout,
+            Some(Duration::from_millis(1500))
+        );
+        let e = ProxyConfig::from_args(&args(&["--listen-backlog", "0"])).unwrap_err();
+        assert!(e.to_string().contains("somaxconn"), "{e}");
     }
 
     #[test]

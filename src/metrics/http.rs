@@ -7,7 +7,11 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+use crate::proxy::throttle::{more, Throttle};
 use crate::stats::Observer;
+
+/// Out of file descriptors, every scrape would fail to be accepted: one line a second.
+static ACCEPT_ERRORS: Throttle = Throttle::new(Duration::from_secs(1));
 
 const MAX_REQUEST_HEAD: usize = 8 * 1024;
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
@@ -18,7 +22,9 @@ pub async fn serve(listener: TcpListener, observer: Arc<Observer>) {
         let (stream, peer) = match listener.accept().await {
             Ok(accepted) => accepted,
             Err(e) => {
-                tracing::warn!("metrics endpoint: accept failed: {e}");
+                if let Some(left_out) = ACCEPT_ERRORS.allow(std::time::Instant::now()) {
+                    tracing::warn!("metrics endpoint: accept failed: {e}{}", more(left_out));
+                }
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             }

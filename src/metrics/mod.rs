@@ -3,9 +3,11 @@
 
 mod digest_collector;
 pub mod http;
+pub mod load;
 mod registry;
 pub mod transport;
 
 pub use digest_collector::{DigestCollector, DEFAULT_TOP_DIGESTS, DIGEST_TEXT_LABEL_CHARS};
+pub use load::{LoadMetrics, Refusal};
 pub use registry::{duration_buckets, Direction, ProxyMetrics};
 pub use transport::{TlsCarriage, TransportMetrics};

@@ -73,6 +73,8 @@ pub struct ProxyMetrics {
     phases_vec: IntCounterVec,
     /// TLS, compression and unobserved traffic (metrics/transport.rs).
     pub transport: super::TransportMetrics,
+    /// Connection limit, refusals, handshake timeouts, accept errors (metrics/load.rs).
+    pub load: super::LoadMetrics,
 }
 
 impl ProxyMetrics {
@@ -81,7 +83,7 @@ impl ProxyMetrics {
         let commands_vec = IntCounterVec::new(
             Opts::new(
                 "psprobe_commands_total",
-                "Commands finished, by command and outcome (ok, rows, error, no_response, aborted).",
+                "Commands finished, by command and outcome (ok, rows, error, no_response, aborted, unobserved).",
             ),
             &["scenario", "command", "outcome"],
         )?;
@@ -181,6 +183,7 @@ impl ProxyMetrics {
         registry.register(Box::new(controller_verification_failures.clone()))?;
         registry.register(Box::new(phases_vec.clone()))?;
         let transport = super::TransportMetrics::new(&registry)?;
+        let load = super::LoadMetrics::new(&registry)?;
 
         let metrics = ProxyMetrics {
             registry,
@@ -203,6 +206,7 @@ impl ProxyMetrics {
             controller_verification_failures,
             phases_vec,
             transport,
+            load,
         };
         // Export the series of the default scenario from the start.
         metrics.series(NO_SCENARIO);

@@ -3,21 +3,24 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::watch;
+use tokio::sync::{watch, OwnedSemaphorePermit};
 
-use crate::metrics::ProxyMetrics;
+use crate::connections::LiveConnection;
+use crate::metrics::{ProxyMetrics, Refusal};
 use crate::session::{EventSink, Session};
-use crate::stats::{ConnectionRecorder, Observer};
-use crate::tls::TlsRuntime;
+use crate::stats::ConnectionRecorder;
 
 use super::handshake::{self, ClientLeg, Ctx, Established, ServerLeg};
 use super::relay::{relay, RelayEnd, Side, Watch};
-use super::upstream;
-use super::ProxySettings;
+use super::throttle::more;
+use super::{limits, upstream, ProxySettings, Shared};
+
+/// How often a connection waiting for a file descriptor tries again.
+const FD_RETRY: Duration = Duration::from_millis(20);
 
 /// Keeps the active-connections gauge right however the task ends (return, error, abort).
 struct ActiveGuard<'a>(&'a ProxyMetrics);
@@ -28,14 +31,14 @@ impl Drop for ActiveGuard<'_> {
     }
 }
 
-pub async fn handle(
-    mut client: TcpStream,
+pub(super) async fn handle(
+    client: TcpStream,
     peer: SocketAddr,
-    settings: Arc<ProxySettings>,
-    observer: Arc<Observer>,
-    tls: Arc<TlsRuntime>,
+    shared: Arc<Shared>,
+    _permit: Option<OwnedSemaphorePermit>,
     shutdown: watch::Receiver<bool>,
 ) {
+    let observer = &shared.observer;
     let metrics = &observer.metrics;
     let live = observer.connections.register(peer);
     metrics.connections_total.inc();
@@ -43,32 +46,25 @@ pub async fn handle(
     let _active = ActiveGuard(metrics);
     let _ = client.set_nodelay(true);
 
-    let server = match upstream::connect(&settings.upstream, settings.connect_timeout).await {
-        Ok(server) => server,
-        Err(e) => {
-            metrics.upstream_connect_errors.inc();
-            tracing::warn!(
-                "client {peer}: could not connect to upstream {}: {e}",
-                settings.upstream
-            );
-            upstream::refuse_client(&mut client, &settings.upstream, &e).await;
-            return;
-        }
-    };
-    let _ = server.set_nodelay(true);
-    live.upstream_connected();
-
     let mut session = Session::new(Instant::now());
-    let mut sink = live.track(ConnectionRecorder::new(&observer));
+    let mut sink = live.track(ConnectionRecorder::new(observer));
     let mut watch = Watch::new(&mut session, &mut sink, metrics);
-    let ctx = Ctx {
-        tls: &tls,
-        peer,
-        upstream: &settings.upstream,
+    let phase = connection_phase(client, peer, &shared, &live, &mut watch);
+    let limited = async {
+        match shared.settings.client_handshake_timeout {
+            Some(limit) => match tokio::time::timeout(limit, phase).await {
+                Ok(established) => established,
+                Err(_) => {
+                    handshake_timed_out(peer, limit, &shared);
+                    None
+                }
+            },
+            None => phase.await,
+        }
     };
     let mut cut = shutdown.clone();
     let established = tokio::select! {
-        e = handshake::run(client, server, &mut watch, &ctx) => e,
+        e = limited => e,
         _ = cut.wait_for(|cut| *cut) => None,
     };
     let result = match established {
@@ -80,6 +76,83 @@ pub async fn handle(
     match result {
         Ok(end) => tracing::debug!("client {peer}: connection ended: {end:?}"),
         Err(e) => tracing::debug!("client {peer}: connection ended: {e}"),
+    }
+}
+
+/// Connects upstream and runs the connection phase as far as psprobe follows it (to the
+/// client's handshake response, or through authentication where TLS makes psprobe follow
+/// it); `None` when the connection is over.
+async fn connection_phase<S: EventSink>(
+    mut client: TcpStream,
+    peer: SocketAddr,
+    shared: &Shared,
+    live: &LiveConnection,
+    watch: &mut Watch<'_, S>,
+) -> Option<Established> {
+    let settings = &shared.settings;
+    let metrics = &shared.observer.metrics;
+    let server = match connect_upstream(settings).await {
+        Ok(server) => server,
+        Err(e) if limits::is_out_of_fds(&e) => {
+            metrics.load.record_refusal(Refusal::NoFileDescriptors);
+            if let Some(left_out) = shared.logs.refusals.allow(std::time::Instant::now()) {
+                tracing::warn!(
+                    "client {peer} refused with ERR 1040: no file descriptor left for its upstream connection ({e}); raise psprobe's limit (ulimit -n) or lower --max-connections{}",
+                    more(left_out)
+                );
+            }
+            limits::refuse(
+                &mut client,
+                "Too many connections: psprobe has no file descriptor left",
+            )
+            .await;
+            return None;
+        }
+        Err(e) => {
+            metrics.upstream_connect_errors.inc();
+            tracing::warn!(
+                "client {peer}: could not connect to upstream {}: {e}",
+                settings.upstream
+            );
+            upstream::refuse_client(&mut client, &settings.upstream, &e).await;
+            return None;
+        }
+    };
+    let _ = server.set_nodelay(true);
+    live.upstream_connected();
+    let ctx = Ctx {
+        tls: &shared.tls,
+        peer,
+        upstream: &settings.upstream,
+    };
+    handshake::run(client, server, watch, &ctx).await
+}
+
+/// Connects upstream. Out of file descriptors, it tries again until the connect timeout:
+/// one is free as soon as any connection closes, and the client is waiting for its greeting.
+async fn connect_upstream(settings: &ProxySettings) -> std::io::Result<TcpStream> {
+    let give_up = tokio::time::Instant::now() + settings.connect_timeout;
+    loop {
+        match upstream::connect(&settings.upstream, settings.connect_timeout).await {
+            Err(e) if limits::is_out_of_fds(&e) && tokio::time::Instant::now() < give_up => {
+                tokio::time::sleep(FD_RETRY).await;
+            }
+            done => return done,
+        }
+    }
+}
+
+fn handshake_timed_out(peer: SocketAddr, limit: Duration, shared: &Shared) {
+    shared.observer.metrics.load.handshake_timeouts.inc();
+    if let Some(left_out) = shared
+        .logs
+        .handshake_timeouts
+        .allow(std::time::Instant::now())
+    {
+        tracing::warn!(
+            "client {peer}: no handshake response within {limit:?} (--client-handshake-timeout); closed{}",
+            more(left_out)
+        );
     }
 }
 

@@ -2,22 +2,27 @@
 
 mod connection;
 pub mod handshake;
+pub mod limits;
 pub mod packet_io;
 pub mod relay;
 mod reload;
+pub(crate) mod throttle;
 pub mod upstream;
 
+use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use tokio::net::TcpListener;
-use tokio::sync::watch;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
 
+use crate::metrics::Refusal;
 use crate::stats::Observer;
 use crate::tls::TlsRuntime;
 
 pub use reload::reload_on_sighup;
+use throttle::{more, Throttle};
 
 /// What the proxy needs to run, validated by the config layer.
 #[derive(Debug, Clone)]
@@ -27,6 +32,51 @@ pub struct ProxySettings {
     pub connect_timeout: Duration,
     /// How long open connections may go on after a shutdown signal before they are cut.
     pub shutdown_grace: Duration,
+    /// Client connections served at once; past it clients get ERR 1040.
+    pub max_connections: MaxConnections,
+    /// A client that has not sent its handshake response this long after it connected is
+    /// closed (slowloris). `None`: no limit.
+    pub client_handshake_timeout: Option<Duration>,
+}
+
+/// `--max-connections`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MaxConnections {
+    /// What the file-descriptor limit carries ([`limits::default_max_connections`]).
+    FromFdLimit,
+    Unlimited,
+    At(usize),
+}
+
+impl MaxConnections {
+    /// The limit in effect now; `None`: no limit.
+    pub fn resolve(self) -> Option<usize> {
+        match self {
+            MaxConnections::FromFdLimit => limits::default_max_connections(),
+            MaxConnections::Unlimited => None,
+            MaxConnections::At(n) => Some(n),
+        }
+    }
+}
+
+/// Lines that floods of clients would otherwise repeat: at most one of each kind a second.
+pub(crate) struct FloodLogs {
+    pub accept_errors: Throttle,
+    pub refusals: Throttle,
+    pub handshake_timeouts: Throttle,
+}
+
+const FLOOD_LOG_EVERY: Duration = Duration::from_secs(1);
+/// How long accepting pauses after an error such as EMFILE: the client stays in the backlog
+/// and is accepted once a descriptor is free, without spinning meanwhile.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// What every connection of this proxy shares.
+pub(crate) struct Shared {
+    pub settings: ProxySettings,
+    pub observer: Arc<Observer>,
+    pub tls: Arc<TlsRuntime>,
+    pub logs: FloodLogs,
 }
 
 /// Accepts connections until `stop` resolves, then lets open connections finish for up to
@@ -38,7 +88,27 @@ pub async fn serve(
     tls: Arc<TlsRuntime>,
     stop: impl std::future::Future<Output = ()>,
 ) {
-    let settings = Arc::new(settings);
+    let max = settings.max_connections.resolve();
+    let load = &observer.metrics.load;
+    load.connections_limit
+        .set(max.map_or(0, |n| i64::try_from(n).unwrap_or(i64::MAX)));
+    match max {
+        Some(n) => tracing::info!(
+            "serving at most {n} client connections at once (--max-connections); more get ERR 1040"
+        ),
+        None => tracing::info!("no limit on client connections (--max-connections 0)"),
+    }
+    let permits = max.map(|n| Arc::new(Semaphore::new(n.min(Semaphore::MAX_PERMITS))));
+    let shared = Arc::new(Shared {
+        settings,
+        observer,
+        tls,
+        logs: FloodLogs {
+            accept_errors: Throttle::new(FLOOD_LOG_EVERY),
+            refusals: Throttle::new(FLOOD_LOG_EVERY),
+            handshake_timeouts: Throttle::new(FLOOD_LOG_EVERY),
+        },
+    });
     let (cut_tx, cut_rx) = watch::channel(false);
     let mut connections = JoinSet::new();
     tokio::pin!(stop);
@@ -46,19 +116,42 @@ pub async fn serve(
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((client, peer)) => {
+                    let permit = match &permits {
+                        None => None,
+                        Some(permits) => match Arc::clone(permits).try_acquire_owned() {
+                            Ok(permit) => Some(permit),
+                            Err(_) => {
+                                connections.spawn(refuse_over_limit(client, peer, Arc::clone(&shared)));
+                                continue;
+                            }
+                        },
+                    };
                     connections.spawn(connection::handle(
                         client,
                         peer,
-                        Arc::clone(&settings),
-                        Arc::clone(&observer),
-                        Arc::clone(&tls),
+                        Arc::clone(&shared),
+                        permit,
                         cut_rx.clone(),
                     ));
                 }
                 Err(e) => {
-                    // Out of file descriptors and the like: back off instead of spinning.
-                    tracing::warn!("accept failed: {e}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    shared.observer.metrics.load.accept_errors.inc();
+                    if let Some(left_out) = shared.logs.accept_errors.allow(Instant::now()) {
+                        let hint = if limits::is_out_of_fds(&e) {
+                            "; psprobe is out of file descriptors: raise its limit (ulimit -n) or lower --max-connections"
+                        } else {
+                            ""
+                        };
+                        tracing::warn!("accept failed: {e}{hint}{}", more(left_out));
+                    }
+                    // Per-connection errors (the client left before accept) pass at once; the
+                    // others (no descriptor left) would repeat until something closes: wait.
+                    if !matches!(
+                        e.kind(),
+                        std::io::ErrorKind::ConnectionAborted | std::io::ErrorKind::ConnectionReset
+                    ) {
+                        tokio::time::sleep(ACCEPT_BACKOFF).await;
+                    }
                 }
             },
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
@@ -70,10 +163,10 @@ pub async fn serve(
     if open > 0 {
         tracing::info!(
             "shutting down: waiting up to {:?} for {open} open connection(s)",
-            settings.shutdown_grace
+            shared.settings.shutdown_grace
         );
         let drain = async { while connections.join_next().await.is_some() {} };
-        if tokio::time::timeout(settings.shutdown_grace, drain)
+        if tokio::time::timeout(shared.settings.shutdown_grace, drain)
             .await
             .is_err()
         {
@@ -82,4 +175,20 @@ pub async fn serve(
             while connections.join_next().await.is_some() {}
         }
     }
+}
+
+/// `--max-connections` reached: ERR 1040 in place of the greeting, as mysqld does.
+async fn refuse_over_limit(mut client: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
+    shared
+        .observer
+        .metrics
+        .load
+        .record_refusal(Refusal::MaxConnections);
+    if let Some(left_out) = shared.logs.refusals.allow(Instant::now()) {
+        tracing::warn!(
+            "client {peer} refused with ERR 1040: --max-connections reached{}",
+            more(left_out)
+        );
+    }
+    limits::refuse(&mut client, "Too many connections").await;
 }

@@ -35,8 +35,11 @@ pub enum Outcome {
     Error(u16),
     /// The command has no response by design (COM_STMT_CLOSE, SEND_LONG_DATA, QUIT).
     NoResponse,
-    /// The connection ended, or observation stopped, before the response was complete.
+    /// The connection ended before the response was complete.
     Aborted,
+    /// Observation of the connection stopped (an `UnobservedReason`) before the response was
+    /// seen; the server may well have answered. Not a failure of the command.
+    Unobserved,
 }
 
 impl Outcome {
@@ -48,10 +51,18 @@ impl Outcome {
             Outcome::Error(_) => "error",
             Outcome::NoResponse => "no_response",
             Outcome::Aborted => "aborted",
+            Outcome::Unobserved => "unobserved",
         }
     }
 
-    pub const LABELS: &'static [&'static str] = &["ok", "rows", "error", "no_response", "aborted"];
+    pub const LABELS: &'static [&'static str] = &[
+        "ok",
+        "rows",
+        "error",
+        "no_response",
+        "aborted",
+        "unobserved",
+    ];
 
     /// Position of `label()` in [`Outcome::LABELS`].
     pub fn index(self) -> usize {
@@ -61,6 +72,7 @@ impl Outcome {
             Outcome::Error(_) => 2,
             Outcome::NoResponse => 3,
             Outcome::Aborted => 4,
+            Outcome::Unobserved => 5,
         }
     }
 }

@@ -36,7 +36,10 @@ pub const CLIENT_CAPTURE_LIMIT: usize = 64 * 1024 + 1024;
 /// Bytes of a server packet captured: headers of OK / ERR / greeting; rows are only counted.
 pub const SERVER_CAPTURE_LIMIT: usize = 1024;
 /// Commands a client may send ahead of their responses before psprobe stops following.
-pub const MAX_PIPELINE_DEPTH: usize = 64;
+/// Each costs ~150 bytes while in flight (here and in the recorder), so this bounds a
+/// connection's worst case to ~600 KiB; the queue keeps its capacity, so a connection that
+/// pipelines allocates only while its deepest pipeline grows, not per command.
+pub const MAX_PIPELINE_DEPTH: usize = 4096;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
@@ -242,7 +245,7 @@ impl Session {
 
     /// The connection is gone: commands still waiting for a response end as aborted.
     pub fn on_close<S: EventSink>(&mut self, sink: &mut S) {
-        self.machine.abort_in_flight(sink);
+        self.machine.end_in_flight(Outcome::Aborted, sink);
         if self.machine.phase != Phase::Unobserved {
             self.machine.phase = Phase::Closed;
         }
@@ -255,18 +258,20 @@ impl Machine {
         reason: UnobservedReason,
         sink: &mut S,
     ) -> ControlFlow<()> {
-        self.abort_in_flight(sink);
+        // Their responses will go by unread: not aborted (the server may answer them all).
+        self.end_in_flight(Outcome::Unobserved, sink);
         self.phase = Phase::Unobserved;
         sink.unobserved(reason);
         ControlFlow::Break(())
     }
 
-    fn abort_in_flight<S: EventSink>(&mut self, sink: &mut S) {
+    /// Ends every command still waiting for its response with `outcome`, untimed.
+    fn end_in_flight<S: EventSink>(&mut self, outcome: Outcome, sink: &mut S) {
         while let Some(cmd) = self.in_flight.pop_front() {
             sink.command_finished(&CommandFinished {
                 seq: cmd.seq,
                 kind: cmd.kind,
-                outcome: Outcome::Aborted,
+                outcome,
                 rows: cmd.response.rows,
                 affected_rows: cmd.response.affected_rows,
                 request_bytes: cmd.request_bytes,

@@ -155,9 +155,18 @@ impl EventSink for ConnectionRecorder<'_> {
     }
 
     fn command_finished(&mut self, event: &CommandFinished) {
-        // Commands finish in order, except those without a response, which finish at once.
-        let position = self.pending.iter().rposition(|p| p.seq == event.seq);
-        let Some(pending) = position.and_then(|i| self.pending.remove(i)) else {
+        // Commands finish in order (the oldest), except those without a response, which
+        // finish at once (the newest): both ends are looked at first, so a deep pipeline
+        // costs no scan per command.
+        let pending = if self.pending.front().is_some_and(|p| p.seq == event.seq) {
+            self.pending.pop_front()
+        } else if self.pending.back().is_some_and(|p| p.seq == event.seq) {
+            self.pending.pop_back()
+        } else {
+            let position = self.pending.iter().rposition(|p| p.seq == event.seq);
+            position.and_then(|i| self.pending.remove(i))
+        };
+        let Some(pending) = pending else {
             return;
         };
         let metrics = &self.observer.metrics;

@@ -50,6 +50,27 @@ impl Probe {
         Self::launch(cmd, &any_port, &any_port, upstream, extra, &[])
     }
 
+    /// Like [`Probe::start`], with RLIMIT_NOFILE set to `nofile` (soft and hard) in the
+    /// child, as `ulimit -n` would.
+    pub fn start_with_fd_limit(upstream: &str, extra: &[&str], nofile: u64) -> Probe {
+        use std::os::unix::process::CommandExt;
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_psprobe"));
+        let limit = libc::rlimit {
+            rlim_cur: nofile,
+            rlim_max: nofile,
+        };
+        // SAFETY: setrlimit is async-signal-safe and reads a struct copied into the closure.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        Self::launch(cmd, "127.0.0.1:0", "127.0.0.1:0", upstream, extra, &[])
+    }
+
     fn launch(
         mut cmd: Command,
         listen: &str,

@@ -4,6 +4,7 @@
 
 pub mod child;
 pub mod cli;
+pub mod controller;
 pub mod datadir;
 pub mod mariadb;
 pub mod observed;

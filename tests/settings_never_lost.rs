@@ -128,8 +128,14 @@ impl Case {
 
 /// `dump` with events_stages_current turned on.
 fn with_manual(dump: &str) -> String {
-    let (off, on) = ("events_stages_current\tNO\n", "events_stages_current\tYES\n");
-    assert!(dump.contains(off), "events_stages_current is not NO:\n{dump}");
+    let (off, on) = (
+        "events_stages_current\tNO\n",
+        "events_stages_current\tYES\n",
+    );
+    assert!(
+        dump.contains(off),
+        "events_stages_current is not NO:\n{dump}"
+    );
     dump.replacen(off, on, 1)
 }
 
@@ -192,7 +198,10 @@ fn crash_then_next_run_restores_then_restore_finds_nothing_and_a_change_stays() 
     assert!(err.contains("did not finish; restoring them"), "{err}");
     let out = case.restore(&[]);
     let said = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && said.contains("no snapshot at"), "{said}");
+    assert!(
+        !out.status.success() && said.contains("no snapshot at"),
+        "{said}"
+    );
     case.manual_change();
     assert_tables(&case.db, &with_manual(&case.original), "final (K N R M)");
 }
@@ -204,7 +213,11 @@ fn crash_restore_next_run() {
     let out = case.restore_ok(&[]);
     assert!(out.contains("restored the snapshot"), "{out}");
     assert_tables(&case.db, &case.original, "after ps restore");
-    assert_eq!(case.left_behind(), (false, false), "ps restore removes both");
+    assert_eq!(
+        case.left_behind(),
+        (false, false),
+        "ps restore removes both"
+    );
     case.next_run(&case.original);
     assert_tables(&case.db, &case.original, "final (K R N)");
 }
@@ -252,7 +265,10 @@ fn crash_change_restore_refuses_and_force_writes_the_snapshot() {
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(!out.status.success(), "{err}");
     assert_refusal_names_the_change(&err);
-    assert!(err.contains("psprobe: differs: setup_consumers 'events_stages_current'"), "{err}");
+    assert!(
+        err.contains("psprobe: differs: setup_consumers 'events_stages_current'"),
+        "{err}"
+    );
     assert_tables(&case.db, &with_manual(&left), "after the refused restore");
     case.restore_ok(&["--force"]);
     assert_eq!(case.left_behind(), (false, false));
@@ -285,7 +301,9 @@ fn crash_follower_takes_over_and_restores() {
     let case = Case::new();
     let dir = tempfile::tempdir().unwrap();
     let (_, mut f) = crash_under_follower(&case, &dir, || {});
-    poll("the follower to lead", 20, || (leader(&f) == 1.0).then_some(()));
+    poll("the follower to lead", 20, || {
+        (leader(&f) == 1.0).then_some(())
+    });
     poll("the takeover's restore", 20, || {
         f.stderr_text()
             .contains("did not finish; restoring them")
@@ -310,11 +328,19 @@ fn crash_change_follower_refuses_to_lead_and_serves_on() {
     let changed = with_manual(&left);
     assert_tables(&case.db, &changed, "after the refused takeover");
     let answer = common::cli::mariadb_ok(f.proxy_addr(), &["-N", "-e", "SELECT 6*7"], None);
-    assert_eq!((answer.trim(), leader(&f)), ("42", 0.0), "serving, not leading");
+    assert_eq!(
+        (answer.trim(), leader(&f)),
+        ("42", 0.0),
+        "serving, not leading"
+    );
     let discard = suggested(&line, "--discard");
     let discard: Vec<&str> = discard.iter().map(String::as_str).collect();
     assert!(ps(&case.db, &discard).status.success(), "{discard:?}");
-    assert_eq!(case.left_behind().0, false, "--discard removes the server's copy");
+    assert_eq!(
+        case.left_behind().0,
+        false,
+        "--discard removes the server's copy"
+    );
     terminate(&mut f);
     assert_tables(&case.db, &changed, "final (K M F, R --discard)");
 }
@@ -361,10 +387,16 @@ fn crash_server_restart_next_run_refuses_and_discard_keeps_the_defaults() {
     });
     case.db.restart();
     let defaults = setup_dump(&case.db);
-    assert_ne!(defaults, case.original, "the restart dropped the runtime setting");
+    assert_ne!(
+        defaults, case.original,
+        "the restart dropped the runtime setting"
+    );
     let err = case.refused_run();
     assert!(err.contains("the server restarted"), "{err}");
-    assert!(err.contains("setup_consumers 'events_waits_current' ENABLED: snapshot YES, live NO"), "{err}");
+    assert!(
+        err.contains("setup_consumers 'events_waits_current' ENABLED: snapshot YES, live NO"),
+        "{err}"
+    );
     assert_tables(&case.db, &defaults, "after the refused start");
     case.restore_ok(&["--discard"]);
     case.next_run(&defaults);

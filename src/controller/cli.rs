@@ -282,7 +282,10 @@ impl Context {
         let mut ctl = match Controller::connect(&dsn).await {
             Ok(ctl) => ctl,
             Err(e) if !in_file => {
-                anyhow::bail!("no snapshot at {}, and cannot look on the server: {e}", path.display())
+                anyhow::bail!(
+                    "no snapshot at {}, and cannot look on the server: {e}",
+                    path.display()
+                )
             }
             Err(e) => return Err(e.into()),
         };

@@ -41,7 +41,10 @@ pub enum Outcome {
         /// What the live rows were proved to be (`None`: forced, or an unrecorded snapshot).
         proved: Option<LastApplied>,
     },
-    Discarded { snapshot: Snapshot, origin: String },
+    Discarded {
+        snapshot: Snapshot,
+        origin: String,
+    },
 }
 
 /// How to tell the operator what to run: `psprobe ps ... restore ...`, to which `--discard` or
@@ -87,7 +90,10 @@ pub async fn on_server(ctl: &mut Controller) -> Result<Option<Snapshot>> {
     match serde_json::from_str::<Snapshot>(&body) {
         Ok(s) => Ok(Some(s)),
         Err(e) => {
-            tracing::warn!("ignoring psprobe.snapshot on {}: not a snapshot this psprobe reads ({e})", ctl.target());
+            tracing::warn!(
+                "ignoring psprobe.snapshot on {}: not a snapshot this psprobe reads ({e})",
+                ctl.target()
+            );
             Ok(None)
         }
     }
@@ -221,13 +227,7 @@ pub async fn resolve(
         let last = last_applied(&found.snapshot, phase.as_ref());
         let unrecorded = found.snapshot.leader.is_none() && found.snapshot.applied.is_none();
         let live = ctl.read_state().await?;
-        let verdict = judge(
-            &found.snapshot,
-            &last,
-            &live,
-            &ctl.info().identity,
-            catalog,
-        );
+        let verdict = judge(&found.snapshot, &last, &live, &ctl.info().identity, catalog);
         match verdict {
             Verdict::Restore { .. } => proved = Some(last),
             Verdict::Refuse(_) if unrecorded && hint.trust_unrecorded => {}

@@ -54,7 +54,11 @@ pub struct Changed {
 
 impl fmt::Display for Changed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: snapshot {}, live {}", self.setting, self.snapshot, self.live)?;
+        write!(
+            f,
+            "{}: snapshot {}, live {}",
+            self.setting, self.snapshot, self.live
+        )?;
         if let Some(left) = &self.left {
             write!(f, " (psprobe left {left})")?;
         }
@@ -92,7 +96,9 @@ impl fmt::Display for Why {
                  hold its configured defaults and psprobe's changes are gone",
                 now.saturating_sub(*then)
             ),
-            Why::NoRecord { detail } => write!(f, "psprobe cannot tell what it last applied ({detail})"),
+            Why::NoRecord { detail } => {
+                write!(f, "psprobe cannot tell what it last applied ({detail})")
+            }
         }
     }
 }
@@ -109,7 +115,9 @@ pub struct Stale {
 pub enum Verdict {
     /// Writing the snapshot back undoes only psprobe's own changes (`rows` cells differ; 0:
     /// the live rows are the snapshot's already).
-    Restore { rows: usize },
+    Restore {
+        rows: usize,
+    },
     Refuse(Stale),
 }
 
@@ -244,13 +252,25 @@ mod tests {
     fn the_last_applied_scenario_comes_from_that_runs_row_only() {
         let s = snapshot();
         let off = LastApplied::Scenario("pfson_conoff_insoff".into());
-        assert_eq!(last_applied(&s, Some(&row("h:1", "pfson_conoff_insoff"))), off);
-        assert_eq!(last_applied(&s, Some(&row("h:1", "none"))), LastApplied::Nothing);
-        assert_eq!(last_applied(&s, Some(&row("h:2", "x"))), LastApplied::Unknown);
+        assert_eq!(
+            last_applied(&s, Some(&row("h:1", "pfson_conoff_insoff"))),
+            off
+        );
+        assert_eq!(
+            last_applied(&s, Some(&row("h:1", "none"))),
+            LastApplied::Nothing
+        );
+        assert_eq!(
+            last_applied(&s, Some(&row("h:2", "x"))),
+            LastApplied::Unknown
+        );
         assert_eq!(last_applied(&s, None), LastApplied::Unknown);
         let mut applied = Snapshot::new(server(1000), state(false, true));
         applied.applied = Some("x".into());
-        assert_eq!(last_applied(&applied, None), LastApplied::Scenario("x".into()));
+        assert_eq!(
+            last_applied(&applied, None),
+            LastApplied::Scenario("x".into())
+        );
     }
 
     #[test]
@@ -294,21 +314,42 @@ mod tests {
         }
         let other = state(true, true);
         let v = judge(&s, &LastApplied::Nothing, &other, &server(1001), &catalog);
-        let Verdict::Refuse(stale) = v else { panic!("{v:?}") };
+        let Verdict::Refuse(stale) = v else {
+            panic!("{v:?}")
+        };
         assert_eq!(stale.why, Why::ChangedSince { scenario: None });
         let v = judge(&s, &LastApplied::Nothing, &other, &server(1600), &catalog);
-        let Verdict::Refuse(stale) = v else { panic!("{v:?}") };
-        assert_eq!(stale.why, Why::Restarted { then: 1000, now: 1600 });
+        let Verdict::Refuse(stale) = v else {
+            panic!("{v:?}")
+        };
+        assert_eq!(
+            stale.why,
+            Why::Restarted {
+                then: 1000,
+                now: 1600
+            }
+        );
         assert_eq!(stale.changed[0].left, None);
         // The run's own restart (a slow phase) moved the start it knows of.
         let mut own = s.clone();
         own.known_start_unix = Some(1600);
         let v = judge(&own, &LastApplied::Nothing, &other, &server(1600), &catalog);
-        let Verdict::Refuse(stale) = v else { panic!("{v:?}") };
+        let Verdict::Refuse(stale) = v else {
+            panic!("{v:?}")
+        };
         assert_eq!(stale.why, Why::ChangedSince { scenario: None });
         for last in [LastApplied::Unknown, LastApplied::Scenario("mine".into())] {
             let v = judge(&s, &last, &other, &server(1000), &catalog);
-            assert!(matches!(v, Verdict::Refuse(Stale { why: Why::NoRecord { .. }, .. })), "{v:?}");
+            assert!(
+                matches!(
+                    v,
+                    Verdict::Refuse(Stale {
+                        why: Why::NoRecord { .. },
+                        ..
+                    })
+                ),
+                "{v:?}"
+            );
         }
     }
 
@@ -317,7 +358,10 @@ mod tests {
         let catalog = Catalog::builtin();
         let base = state(false, true);
         let twin = rows_after(&catalog, "pfson_conon_inson", &base).unwrap();
-        assert_eq!(rows_after(&catalog, "pfson_conon_inson@startup", &base), Some(twin));
+        assert_eq!(
+            rows_after(&catalog, "pfson_conon_inson@startup", &base),
+            Some(twin)
+        );
         assert_eq!(rows_after(&catalog, "original", &base), Some(base.clone()));
         assert_eq!(rows_after(&catalog, "pfsoff", &base), None);
         assert_eq!(rows_after(&catalog, "nosuch", &base), None);

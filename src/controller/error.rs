@@ -135,7 +135,7 @@ pub enum ControllerError {
     },
 
     #[error(
-        "not restoring the snapshot {origin} (taken {taken_at}): {why}; {} setting(s) differ{}. \
+        "not restoring the snapshot {summary}; {} setting(s) differ{}. \
          Nothing was changed. To keep the live settings run `{discard}`; to write the snapshot \
          back anyway run `{force}` (with the controller DSN in {env})",
         changed.len(),
@@ -143,9 +143,8 @@ pub enum ControllerError {
         env = super::dsn::DSN_ENV
     )]
     StaleSnapshot {
-        origin: String,
-        taken_at: String,
-        why: String,
+        /// `WHERE (taken WHEN): WHY`.
+        summary: String,
         /// Every setting that tells, one per line (logged in full before this error).
         changed: Vec<String>,
         discard: String,

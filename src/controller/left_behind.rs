@@ -233,9 +233,10 @@ pub async fn resolve(
             Verdict::Refuse(_) if unrecorded && hint.trust_unrecorded => {}
             Verdict::Refuse(stale) => {
                 return Err(ControllerError::StaleSnapshot {
-                    origin,
-                    taken_at: found.snapshot.taken_at.clone(),
-                    why: stale.why.to_string(),
+                    summary: format!(
+                        "{origin} (taken {}): {}",
+                        found.snapshot.taken_at, stale.why
+                    ),
                     changed: stale.changed.iter().map(ToString::to_string).collect(),
                     discard: format!("{} --discard", hint.restore_command),
                     force: format!("{} --force", hint.restore_command),

@@ -15,29 +15,16 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::cli::{self, run_with_timeout, PASSWORD};
+use common::controller::{
+    flags, leader, poll, start_controller as start, terminate, DSN_ENV, SETUP_DUMP,
+};
 use common::mariadb::{MariaDb, Options};
 use common::probe::Probe;
 use serde_json::Value;
 
-const SETUP_DUMP: &str =
-    "SELECT NAME, ENABLED FROM performance_schema.setup_consumers ORDER BY NAME; \
-     SELECT NAME, ENABLED, TIMED FROM performance_schema.setup_instruments ORDER BY NAME";
-const DSN_ENV: &str = "PSPROBE_CONTROLLER_DSN";
 const COMMANDS: &str = "psprobe_commands_total";
 const TWO: &str = "--scenarios pfson_conon_inson,pfson_conoff_insoff";
 const SWITCH_ON_OFF: &str = "--scenarios pfsoff,pfson_conon_inson --blocks 1";
-
-/// Polls `f` every 50 ms until it yields a value; panics after `secs` seconds.
-fn poll<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "no {what} within {secs}s");
-        std::thread::sleep(Duration::from_millis(50)); // poll interval
-    }
-}
 
 fn now_ms() -> u64 {
     SystemTime::now()
@@ -84,28 +71,6 @@ impl<'a> Found<'a> {
     }
 }
 
-/// `spec` (controller flags) plus the phase log and the state file in `dir`.
-fn flags(spec: &str, dir: &Path) -> Vec<String> {
-    let d = dir.display();
-    let all = format!("{spec} --phase-log {d}/phases.jsonl --state-dir {d}");
-    all.split_whitespace().map(String::from).collect()
-}
-
-fn start(db: &MariaDb, args: &[String]) -> Probe {
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    Probe::start_with_env(&db.addr(), &args, &[(DSN_ENV, &db.dsn())])
-}
-
-/// SIGTERM; psprobe must exit 0. Returns how long that took.
-fn terminate(probe: &mut Probe) -> Duration {
-    let t = Instant::now();
-    probe.signal(libc::SIGTERM);
-    let status = probe.wait_exit(Duration::from_secs(15));
-    let ok = status.is_some_and(|s| s.success());
-    assert!(ok, "after SIGTERM: {status:?}\n{}", probe.stderr_text());
-    t.elapsed()
-}
-
 /// Every record (kind run or phase) of the phase log in `dir`; empty until it exists.
 fn records(dir: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(dir.join("phases.jsonl")).unwrap_or_default();
@@ -126,10 +91,6 @@ fn key(p: &Value) -> (u64, u64, String) {
         n("phase"),
         p["scenario"].as_str().unwrap().into(),
     )
-}
-
-fn leader(p: &Probe) -> f64 {
-    p.scrape().get("psprobe_controller_leader", &[])
 }
 
 /// Short `mariadb` CLI sessions through a proxy, one after another, until finished.

@@ -8,6 +8,7 @@ use super::catalog::Catalog;
 use super::dsn::{ControllerDsn, DSN_ENV};
 use super::error::ControllerError;
 use super::file::PsConfig;
+use super::left_behind::{self, Hint, Mode, Outcome};
 use super::paths;
 use super::scenario::Scenario;
 use super::server::{ApplyReport, Controller};
@@ -101,11 +102,27 @@ pub enum PsCommand {
         #[arg(long, value_name = "PATH")]
         state_file: Option<PathBuf>,
     },
-    /// Write the saved snapshot back, check every row, and remove the state file.
+    /// Write the saved snapshot back, check every row, and remove it (state file and server).
+    ///
+    /// The snapshot is the one a scheduled run left on the server (psprobe.snapshot) if there is
+    /// one, else the state file's. It is written back only if the live settings are still what
+    /// psprobe last applied over it (the scenario its run last published, or the last `ps
+    /// apply`) and the server has not restarted since: otherwise someone changed them after
+    /// psprobe did, and restore changes nothing, prints every setting that differs (snapshot
+    /// value, live value) and exits with an error. Then choose: --force writes the snapshot
+    /// back anyway, --discard keeps the live settings and drops the snapshot.
     Restore {
         /// State file holding the snapshot [default: see --state-dir].
         #[arg(long, value_name = "PATH")]
         state_file: Option<PathBuf>,
+        /// Write the snapshot back even though the live settings changed after psprobe's last
+        /// change (or the server restarted since).
+        #[arg(long, conflicts_with = "discard")]
+        force: bool,
+        /// Keep the live settings: remove the snapshot (state file and psprobe.snapshot on the
+        /// server) without changing any row.
+        #[arg(long)]
+        discard: bool,
     },
 }
 
@@ -136,7 +153,18 @@ pub fn run(args: &PsArgs) -> anyhow::Result<()> {
             scenario,
             state_file,
         } => block_on(ctx.apply(scenario, state_file.as_deref())),
-        PsCommand::Restore { state_file } => block_on(ctx.restore(state_file.as_deref())),
+        PsCommand::Restore {
+            state_file,
+            force,
+            discard,
+        } => {
+            let mode = match (force, discard) {
+                (true, _) => Mode::Force,
+                (_, true) => Mode::Discard,
+                _ => Mode::Proved,
+            };
+            block_on(ctx.restore(state_file.as_deref(), mode))
+        }
     }
 }
 
@@ -228,32 +256,91 @@ impl Context {
         let dsn = self.dsn()?;
         let path = self.state_file(state_file, &dsn)?;
         let mut ctl = Controller::connect(&dsn).await?;
-        let result = apply_with_snapshot(&mut ctl, &scenario, &path).await;
+        let result = async {
+            ctl.require_ps()?;
+            // No controller may switch meanwhile, and what a dead run left comes first.
+            left_behind::hold_controller_lock(&mut ctl).await?;
+            if let Some(left) = left_behind::on_server(&mut ctl).await? {
+                return Err(ControllerError::LeftOnServer {
+                    target: ctl.target().to_string(),
+                    taken_at: left.taken_at,
+                }
+                .into());
+            }
+            apply_with_snapshot(&mut ctl, &scenario, &path).await
+        }
+        .await;
         ctl.disconnect().await;
         result
     }
 
-    async fn restore(&self, state_file: Option<&Path>) -> anyhow::Result<()> {
+    async fn restore(&self, state_file: Option<&Path>, mode: Mode) -> anyhow::Result<()> {
         let dsn = self.dsn()?;
         let path = self.state_file(state_file, &dsn)?;
-        let snapshot = Snapshot::load(&path)?;
-        let mut ctl = Controller::connect(&dsn).await?;
+        // Refuse early, before connecting, when the file is unreadable.
+        let in_file = Snapshot::load_if_exists(&path)?.is_some();
+        let mut ctl = match Controller::connect(&dsn).await {
+            Ok(ctl) => ctl,
+            Err(e) if !in_file => {
+                anyhow::bail!(
+                    "no snapshot at {}, and cannot look on the server: {e}",
+                    path.display()
+                )
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let hint = Hint {
+            restore_command: self.restore_command(&path),
+            trust_unrecorded: true,
+        };
         let result = async {
             ctl.require_ps()?;
-            snapshot.check_server(&ctl.info().identity, &path)?;
-            let report = ctl.restore(&snapshot).await?;
-            Snapshot::remove(&path)?;
-            print_report(&report, ctl.target(), false);
-            println!(
-                "restored the snapshot taken {}; removed {}",
-                snapshot.taken_at,
-                path.display()
-            );
-            Ok::<_, ControllerError>(())
+            left_behind::hold_controller_lock(&mut ctl).await?;
+            left_behind::resolve(&mut ctl, &path, &self.catalog, mode, &hint).await
         }
         .await;
         ctl.disconnect().await;
-        Ok(result?)
+        match result {
+            Ok(Outcome::Nothing) => Err(ControllerError::NoSnapshot { path }.into()),
+            Ok(Outcome::Restored {
+                snapshot,
+                report,
+                origin,
+                ..
+            }) => {
+                print_report(&report, &dsn.redacted(), false);
+                println!(
+                    "restored the snapshot taken {}; removed it ({origin})",
+                    snapshot.taken_at
+                );
+                Ok(())
+            }
+            Ok(Outcome::Discarded { snapshot, origin }) => {
+                println!(
+                    "discarded the snapshot taken {} ({origin}); the live settings stay as they are",
+                    snapshot.taken_at
+                );
+                Ok(())
+            }
+            Err(e) => {
+                if let ControllerError::StaleSnapshot { changed, .. } = &e {
+                    for line in changed {
+                        eprintln!("psprobe: differs: {line}");
+                    }
+                }
+                Err(e.into())
+            }
+        }
+    }
+
+    /// `psprobe ps [--config FILE] restore --state-file PATH`, for messages.
+    fn restore_command(&self, path: &Path) -> String {
+        let config = self
+            .config
+            .as_ref()
+            .map(|c| format!(" --config {}", c.path.display()))
+            .unwrap_or_default();
+        format!("psprobe ps{config} restore --state-file {}", path.display())
     }
 }
 
@@ -284,6 +371,11 @@ async fn apply_with_snapshot(
         }
     }
     let report = ctl.apply_or_restore(scenario, &saved.snapshot).await?;
+    // What `restore` proves the live rows against; this server start is now known too.
+    let mut snapshot = saved.snapshot;
+    snapshot.applied = Some(scenario.name.clone());
+    snapshot.known_start_unix = ctl.info().identity.started_at_unix;
+    snapshot.save(path)?;
     print_report(&report, ctl.target(), true);
     println!(
         "put the original settings back with: psprobe ps restore --state-file {}",

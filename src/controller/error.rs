@@ -119,8 +119,8 @@ pub enum ControllerError {
     StateFormat { path: PathBuf, reason: String },
 
     #[error(
-        "no snapshot at {path}: nothing to restore (psprobe ps apply saves one before its first \
-         change; pass --state-file or --state-dir if it was saved elsewhere)"
+        "no snapshot at {path} nor on the server: nothing to restore (psprobe ps apply saves one \
+         before its first change; pass --state-file or --state-dir if it was saved elsewhere)"
     )]
     NoSnapshot { path: PathBuf },
 
@@ -133,6 +133,36 @@ pub enum ControllerError {
         saved: String,
         found: String,
     },
+
+    #[error(
+        "not restoring the snapshot {summary}; {} setting(s) differ{}. \
+         Nothing was changed. To keep the live settings run `{discard}`; to write the snapshot \
+         back anyway run `{force}` (with the controller DSN in {env})",
+        changed.len(),
+        if changed.is_empty() { String::new() } else { format!(", e.g. {}", changed.iter().take(3).cloned().collect::<Vec<_>>().join("; ")) },
+        env = super::dsn::DSN_ENV
+    )]
+    StaleSnapshot {
+        /// `WHERE (taken WHEN): WHY`.
+        summary: String,
+        /// Every setting that tells, one per line (logged in full before this error).
+        changed: Vec<String>,
+        discard: String,
+        force: String,
+    },
+
+    #[error(
+        "a psprobe controller is leading on {target} (connection {connection}); stop it first \
+         (it restores the settings itself when it stops)"
+    )]
+    ControllerRunning { target: String, connection: u64 },
+
+    #[error(
+        "a snapshot left by a psprobe run that did not finish is on {target} (psprobe.snapshot, \
+         taken {taken_at}); resolve it first with `psprobe ps restore` (or `psprobe ps restore \
+         --discard` to keep the live settings)"
+    )]
+    LeftOnServer { target: String, taken_at: String },
 
     #[error("cannot find a directory for state files: set XDG_STATE_HOME or HOME, or pass --state-dir or --state-file")]
     NoStateDir,

@@ -132,7 +132,9 @@ impl Switcher {
             None => None,
         };
         self.after_mismatch(previous_held);
-        let report = ctl.apply_or_restore(scenario, snapshot).await?;
+        let report = ctl
+            .apply_or_restore_then(scenario, snapshot, publish)
+            .await?;
         let now = checksum(ctl).await?;
         let (c, i) = determined(scenario);
         let statements = matches!(scenario.settings, Settings::Runtime { .. })
@@ -147,9 +149,6 @@ impl Switcher {
                 },
             },
         );
-        if let Some(sql) = publish {
-            ctl.exec(sql, "publish the phase").await?;
-        }
         self.current = Some(scenario.name.clone());
         Ok(Switched {
             statements: report.statements.len() as u64 + 4 + u64::from(publish.is_some()),

@@ -370,7 +370,11 @@ impl Leader<'_> {
             });
         }
         self.switcher.forget();
-        Ok(())
+        // This run restarted the server itself: a later recovery must not take the new start
+        // time for someone else's restart.
+        self.snapshot.known_start_unix = self.ctl.info().identity.started_at_unix;
+        self.snapshot.save(&self.s.state_file)?;
+        self.lead.save_snapshot(&self.snapshot).await
     }
 
     async fn slow_phase(

@@ -49,6 +49,21 @@ impl PhaseRow {
         )
     }
 
+    /// A row as read from `psprobe.phase` (the leader column carries the slot's timing).
+    pub fn from_columns(
+        (scenario, block, phase, state, leader): (String, u64, u64, String, String),
+    ) -> PhaseRow {
+        let mut row = PhaseRow {
+            scenario,
+            block,
+            phase,
+            state,
+            ..PhaseRow::default()
+        };
+        row.parse_leader_column(&leader);
+        row
+    }
+
     fn parse_leader_column(&mut self, column: &str) {
         let words: Vec<&str> = column.rsplitn(4, ' ').collect();
         match words.as_slice() {
@@ -200,17 +215,9 @@ impl Leadership {
             .await
             .map_err(|e| sql_error(&target, "read the phase", e))?;
         Ok(row.and_then(|r| {
-            let (scenario, block, phase, state, leader) =
-                mysql_async::from_row_opt::<(String, u64, u64, String, String)>(r).ok()?;
-            let mut row = PhaseRow {
-                scenario,
-                block,
-                phase,
-                state,
-                ..PhaseRow::default()
-            };
-            row.parse_leader_column(&leader);
-            Some(row)
+            mysql_async::from_row_opt::<(String, u64, u64, String, String)>(r)
+                .ok()
+                .map(PhaseRow::from_columns)
         }))
     }
 

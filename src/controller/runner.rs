@@ -19,11 +19,13 @@ use super::fast_switch::Switcher;
 use super::follow::Follower;
 use super::lead::{Leader, ServerMode};
 use super::leadership::{Leadership, PhaseRow};
+use super::left_behind::{self, Hint, Mode, Outcome};
 use super::phase_log::{histogram_layout, PhaseLog, PhaseRecord, RunRecord, PHASE_LOG_VERSION};
 use super::phase_tracker::PhaseTracker;
 use super::restart::{restart_server, wait_ready};
 use super::server::Controller;
 use super::snapshot::Snapshot;
+use super::stale::LastApplied;
 use super::timeline::{Timeline, TimelineConfig};
 
 /// Everything the controller runs with, validated by the config layer.
@@ -143,27 +145,55 @@ pub async fn start(settings: &ControllerSettings) -> Result<Started> {
     let mut ctl = Controller::connect(&settings.dsn).await?;
     ctl.require_ps()?;
     let mut lead = Leadership::connect(&settings.dsn).await?;
-    // A state file left by a crashed run is restored before anything else. The dead run's
-    // connection may not be gone from the server yet: wait a little for its lock.
+    // A snapshot left by a run that did not finish is resolved before anything else. The dead
+    // run's connection may not be gone from the server yet: wait a little for its lock.
+    // (A killed process's connection is gone within milliseconds; a live leader sharing this
+    // state directory keeps the lock, and then this psprobe follows.)
     if let Some(snapshot) = Snapshot::load_if_exists(&settings.state_file)? {
         snapshot.check_server(&ctl.info().identity, &settings.state_file)?;
-        // (A killed process's connection is gone within milliseconds; a live leader sharing
-        // this state directory keeps the lock, and then this psprobe follows.)
         let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
         while !lead.try_acquire().await? && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        if lead.leader {
-            tracing::warn!(
-                "{} holds settings of a run that did not finish; restoring them first",
-                settings.state_file.display()
-            );
-            ctl.restore(&snapshot).await?;
-            lead.clear_snapshot().await?;
-            Snapshot::remove(&settings.state_file)?;
-        }
+    } else {
+        lead.try_acquire().await?;
+    }
+    if lead.leader {
+        resolve_left_behind(settings, &mut ctl).await?;
     }
     Ok(Started { ctl, lead })
+}
+
+/// Writes back a snapshot a dead run left (on the server or in the state file) if the live
+/// rows are provably what that run last applied; refuses (changing nothing) otherwise.
+async fn resolve_left_behind(s: &ControllerSettings, ctl: &mut Controller) -> Result<()> {
+    let hint = Hint {
+        restore_command: format!("psprobe ps restore --state-file {}", s.state_file.display()),
+        trust_unrecorded: false,
+    };
+    let outcome = left_behind::resolve(ctl, &s.state_file, &s.catalog, Mode::Proved, &hint)
+        .await
+        .inspect_err(left_behind::log_refusal)?;
+    if let Outcome::Restored {
+        origin,
+        snapshot,
+        proved,
+        report,
+    } = outcome
+    {
+        let last = match proved {
+            Some(LastApplied::Scenario(name)) => format!("scenario {name}"),
+            _ => "no change".into(),
+        };
+        tracing::warn!(
+            "the snapshot {origin} (taken {}) holds settings of a run that did not finish; \
+             restoring them: the server still holds what that run last applied ({last}); {} \
+             row(s) written back",
+            snapshot.taken_at,
+            report.rows_changed
+        );
+    }
+    Ok(())
 }
 
 /// Runs until the schedule is done or `stop` turns true; restores the server either way.
@@ -220,6 +250,13 @@ pub async fn run(
             .await;
             observer.scenarios.set_current(NO_SCENARIO);
             observer.metrics.controller_leader.set(0);
+            if matches!(result, Err(ControllerError::StaleSnapshot { .. })) {
+                // Nothing was changed: the server, the snapshot and the phase row (what the
+                // operator's `ps restore` judges by) stay as they are.
+                lead.release().await;
+                ctl.disconnect().await;
+                return result.map(|_| ());
+            }
             // "done" tells followers the schedule is complete (nothing to take over); "idle"
             // (stopped early) lets one of them take over and run its own schedule.
             let end_state = if matches!(result, Ok(true)) {
@@ -342,17 +379,11 @@ async fn lead_schedule(
     s: &ControllerSettings,
     l: Leading<'_>,
 ) -> Result<bool> {
-    // The settings to come back to: a dead leader's snapshot kept on the server wins, since
-    // the server may still carry that leader's last scenario.
-    let snapshot = match l.lead.load_snapshot().await? {
-        Some(snapshot) => {
-            tracing::warn!("restoring the settings a previous leader left behind");
-            l.ctl.restore(&snapshot).await?;
-            snapshot.save(&s.state_file)?;
-            snapshot
-        }
-        None => l.ctl.ensure_snapshot(&s.state_file).await?.snapshot,
-    };
+    // A leader that took over first resolves what the dead one left (one that led from the
+    // start did so in `start`); then the live rows are the settings to come back to.
+    resolve_left_behind(s, l.ctl).await?;
+    let snapshot = l.ctl.snapshot().await?.for_run(&s.identity, now_ms());
+    snapshot.save(&s.state_file)?;
     l.lead.save_snapshot(&snapshot).await?;
     // Followers (and operators) see a leader starting before its first change.
     l.lead

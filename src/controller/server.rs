@@ -274,9 +274,25 @@ impl Controller {
         scenario: &Scenario,
         snapshot: &Snapshot,
     ) -> Result<ApplyReport> {
+        self.apply_or_restore_then(scenario, snapshot, None).await
+    }
+
+    /// Like [`Controller::apply_or_restore`]; `then` runs right after the scenario's
+    /// statements, before the rows are read back (the leader's published row: a crash can
+    /// then hardly fall between the change and the row that names it).
+    pub async fn apply_or_restore_then(
+        &mut self,
+        scenario: &Scenario,
+        snapshot: &Snapshot,
+        then: Option<&str>,
+    ) -> Result<ApplyReport> {
         match scenario.settings {
-            Settings::Original => self.restore(snapshot).await,
-            _ => self.apply(scenario).await,
+            Settings::Original => {
+                self.check_snapshot_server(snapshot)?;
+                let original = Scenario::original_from(&snapshot.state);
+                self.apply_then(&original, then).await
+            }
+            _ => self.apply_then(scenario, then).await,
         }
     }
 
@@ -284,6 +300,10 @@ impl Controller {
     /// [`ControllerError::Verify`] if any row differs, and before touching anything if the
     /// scenario needs a restart or performance_schema is off.
     pub async fn apply(&mut self, scenario: &Scenario) -> Result<ApplyReport> {
+        self.apply_then(scenario, None).await
+    }
+
+    async fn apply_then(&mut self, scenario: &Scenario, then: Option<&str>) -> Result<ApplyReport> {
         if scenario.requires_restart() {
             return Err(ControllerError::NeedsRestart {
                 name: scenario.name.clone(),
@@ -303,6 +323,9 @@ impl Controller {
                 INSTRUMENTS
             };
             rows_changed += self.exec(statement, &format!("update {table}")).await?;
+        }
+        if let Some(sql) = then {
+            self.exec(sql, "publish the phase").await?;
         }
         let after = self.read_state().await?;
         let mismatches = compare(&plan.expected, &after);
@@ -341,14 +364,19 @@ impl Controller {
     /// Write the snapshot's values back (only rows that differ, batched), then verify every row.
     /// Refuses a snapshot taken on another server.
     pub async fn restore(&mut self, snapshot: &Snapshot) -> Result<ApplyReport> {
-        if !snapshot.server.same_server(&self.info.identity) {
-            return Err(ControllerError::WrongServer {
-                path: "(snapshot in memory)".into(),
-                saved: snapshot.server.describe(),
-                found: self.info.identity.describe(),
-            });
-        }
+        self.check_snapshot_server(snapshot)?;
         self.apply(&Scenario::original_from(&snapshot.state)).await
+    }
+
+    fn check_snapshot_server(&self, snapshot: &Snapshot) -> Result<()> {
+        if snapshot.server.same_server(&self.info.identity) {
+            return Ok(());
+        }
+        Err(ControllerError::WrongServer {
+            path: "(snapshot in memory)".into(),
+            saved: snapshot.server.describe(),
+            found: self.info.identity.describe(),
+        })
     }
 
     /// `Innodb_buffer_pool_load_status` while the server is still loading its buffer pool back

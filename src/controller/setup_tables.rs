@@ -62,6 +62,39 @@ pub struct Mismatch {
     pub found: String,
 }
 
+impl Mismatch {
+    /// `setup_consumers 'name' ENABLED` (or `... row 'name'`): the setting, without values.
+    pub fn setting(&self) -> String {
+        let table = self.table.trim_start_matches("performance_schema.");
+        match self.column {
+            Column::Row => format!("{table} row '{}'", self.name),
+            Column::Enabled => format!("{table} '{}' ENABLED", self.name),
+            Column::Timed => format!("{table} '{}' TIMED", self.name),
+        }
+    }
+}
+
+impl SetupState {
+    /// The value `state` holds for the cell a mismatch names (`missing` if it has no such row).
+    pub fn cell(&self, table: &str, name: &str, column: Column) -> String {
+        if table == CONSUMERS {
+            let row = self.consumers.iter().find(|r| r.name == name);
+            return match (row, column) {
+                (None, _) => "missing".into(),
+                (Some(_), Column::Row) => "present".into(),
+                (Some(r), _) => yes_no(r.enabled).into(),
+            };
+        }
+        let row = self.instruments.iter().find(|r| r.name == name);
+        match (row, column) {
+            (None, _) => "missing".into(),
+            (Some(_), Column::Row) => "present".into(),
+            (Some(r), Column::Enabled) => yes_no(r.enabled).into(),
+            (Some(r), Column::Timed) => yes_no_null(r.timed).into(),
+        }
+    }
+}
+
 impl fmt::Display for Mismatch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let table = self.table.trim_start_matches("performance_schema.");

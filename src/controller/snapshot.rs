@@ -69,6 +69,20 @@ pub struct Snapshot {
     /// RFC 3339, UTC.
     pub taken_at: String,
     pub taken_at_unix: u64,
+    /// The scheduled run that answers for this snapshot (`HOST:PID@MS`); `None` for `ps apply`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// That run's name in `psprobe.phase.leader`: the row it publishes at each switch says
+    /// which scenario it last applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leader: Option<String>,
+    /// The server start time the run last saw (its own restarts, for slow phases, move it);
+    /// `None`: `server.started_at_unix`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub known_start_unix: Option<u64>,
+    /// The scenario `ps apply` last applied over this snapshot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applied: Option<String>,
     #[serde(flatten)]
     pub state: SetupState,
 }
@@ -89,8 +103,35 @@ impl Snapshot {
             server,
             taken_at: rfc3339(secs),
             taken_at_unix: secs,
+            run_id: None,
+            leader: None,
+            known_start_unix: None,
+            applied: None,
             state,
         }
+    }
+
+    /// Marks this snapshot as the one the scheduled run `leader` (started at `started_ms`)
+    /// answers for.
+    pub fn for_run(mut self, leader: &str, started_ms: u64) -> Self {
+        self.run_id = Some(format!("{leader}@{started_ms}"));
+        self.leader = Some(leader.to_string());
+        self
+    }
+
+    /// When the server last started, as psprobe last saw it.
+    pub fn known_start(&self) -> Option<u64> {
+        self.known_start_unix.or(self.server.started_at_unix)
+    }
+
+    /// Whether `server` started again since psprobe last saw it (the snapshot was taken, or
+    /// the run restarted it itself).
+    pub fn restarted_since(&self, server: &ServerIdentity) -> bool {
+        let seen = ServerIdentity {
+            started_at_unix: self.known_start(),
+            ..self.server.clone()
+        };
+        server.restarted_since(&seen)
     }
 
     /// Write to `path` atomically, creating its directory if needed.

@@ -4,6 +4,7 @@
 
 pub mod child;
 pub mod cli;
+pub mod controller;
 pub mod counting_client;
 pub mod datadir;
 pub mod faulty_link;

@@ -1,0 +1,264 @@
+//! Snapshots left behind: on the server (`psprobe.snapshot`, shared by every psprobe of that
+//! server) or in the state file. Each is found, judged ([`super::stale`]), then written back,
+//! refused or discarded, and once resolved removed from both places, so a later run can never
+//! apply it again.
+
+use std::path::Path;
+
+use mysql_async::Row;
+
+use super::catalog::Catalog;
+use super::error::{ControllerError, Result};
+use super::leadership::{PhaseRow, LOCK_NAME};
+use super::server::{ApplyReport, Controller};
+use super::snapshot::Snapshot;
+use super::stale::{judge, last_applied, LastApplied, Verdict};
+
+/// "No such table" and "unknown database": psprobe's own tables are not there (yet).
+const NO_SUCH_TABLE: u16 = 1146;
+const BAD_DB: u16 = 1049;
+
+/// How a snapshot left behind is resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Written back only if it is provably the truth (the controller; plain `ps restore`).
+    Proved,
+    /// The operator's say-so: written back whatever the live rows are (`ps restore --force`).
+    Force,
+    /// The operator's say-so: the live rows stay, the snapshot goes (`ps restore --discard`).
+    Discard,
+}
+
+/// What [`resolve`] did.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Nothing was left behind.
+    Nothing,
+    Restored {
+        snapshot: Snapshot,
+        report: ApplyReport,
+        origin: String,
+        /// What the live rows were proved to be (`None`: forced, or an unrecorded snapshot).
+        proved: Option<LastApplied>,
+    },
+    Discarded {
+        snapshot: Snapshot,
+        origin: String,
+    },
+}
+
+/// How to tell the operator what to run: `psprobe ps ... restore ...`, to which `--discard` or
+/// `--force` is appended.
+pub struct Hint {
+    pub restore_command: String,
+    /// Snapshots without any record of what was applied (older psprobes) are written back
+    /// (`ps restore`: the operator asked) or refused (the controller).
+    pub trust_unrecorded: bool,
+}
+
+/// Where a snapshot was found.
+struct Found {
+    snapshot: Snapshot,
+    on_server: bool,
+    in_file: bool,
+}
+
+fn absent(e: &ControllerError) -> bool {
+    match e {
+        ControllerError::Sql { code, .. } => *code == NO_SUCH_TABLE || *code == BAD_DB,
+        // An account without rights on psprobe.* was never a controller's.
+        ControllerError::NoPrivilege { .. } => true,
+        _ => false,
+    }
+}
+
+/// The snapshot kept on the server (`None`: none, psprobe's tables are missing, or this account
+/// may not read them).
+pub async fn on_server(ctl: &mut Controller) -> Result<Option<Snapshot>> {
+    let sql = "SELECT body FROM psprobe.snapshot WHERE id = 1";
+    let row: Option<Row> = match ctl
+        .batch_first_row(sql, "read the snapshot on the server")
+        .await
+    {
+        Ok(row) => row,
+        Err(e) if absent(&e) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let Some((body,)) = row.and_then(|r| mysql_async::from_row_opt::<(String,)>(r).ok()) else {
+        return Ok(None);
+    };
+    match serde_json::from_str::<Snapshot>(&body) {
+        Ok(s) => Ok(Some(s)),
+        Err(e) => {
+            tracing::warn!(
+                "ignoring psprobe.snapshot on {}: not a snapshot this psprobe reads ({e})",
+                ctl.target()
+            );
+            Ok(None)
+        }
+    }
+}
+
+/// The row the last leader published in `psprobe.phase`.
+pub async fn phase_row(ctl: &mut Controller) -> Result<Option<PhaseRow>> {
+    let sql = "SELECT scenario, block, phase, state, leader FROM psprobe.phase WHERE id = 1";
+    match ctl.batch_first_row::<Row>(sql, "read the phase row").await {
+        Ok(row) => Ok(row.and_then(|r| {
+            mysql_async::from_row_opt::<(String, u64, u64, String, String)>(r)
+                .ok()
+                .map(PhaseRow::from_columns)
+        })),
+        Err(e) if absent(&e) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Takes the controller lock on `ctl`'s connection (held until it closes), so no controller
+/// starts while the CLI changes settings. `Err(ControllerRunning)` if one holds it.
+pub async fn hold_controller_lock(ctl: &mut Controller) -> Result<()> {
+    let got: Option<Row> = ctl
+        .batch_first_row(
+            &format!("SELECT GET_LOCK('{LOCK_NAME}', 0)"),
+            "take the controller lock",
+        )
+        .await?;
+    let got = got.and_then(|r| mysql_async::from_row_opt::<(Option<i64>,)>(r).ok());
+    if got.and_then(|(g,)| g) == Some(1) {
+        return Ok(());
+    }
+    let holder: Option<Row> = ctl
+        .batch_first_row(
+            &format!("SELECT IS_USED_LOCK('{LOCK_NAME}')"),
+            "find the running controller",
+        )
+        .await?;
+    let connection = holder
+        .and_then(|r| mysql_async::from_row_opt::<(Option<u64>,)>(r).ok())
+        .and_then(|(c,)| c)
+        .unwrap_or(0);
+    Err(ControllerError::ControllerRunning {
+        target: ctl.target().to_string(),
+        connection,
+    })
+}
+
+async fn find(ctl: &mut Controller, state_file: &Path) -> Result<Option<Found>> {
+    let identity = ctl.info().identity.clone();
+    let mut server = on_server(ctl).await?;
+    if let Some(s) = server.as_ref().filter(|s| !s.server.same_server(&identity)) {
+        // A copy (a replica, a restored backup): not this server's, and not ours to remove.
+        tracing::warn!(
+            "ignoring psprobe.snapshot on {}: it was taken on {}",
+            ctl.target(),
+            s.server.describe()
+        );
+        server = None;
+    }
+    let file = Snapshot::load_if_exists(state_file)?;
+    if let Some(f) = &file {
+        f.check_server(&identity, state_file)?;
+    }
+    let in_file = file.is_some();
+    Ok(match (server, file) {
+        (Some(snapshot), _) => Some(Found {
+            snapshot,
+            on_server: true,
+            in_file,
+        }),
+        (None, Some(snapshot)) => Some(Found {
+            snapshot,
+            on_server: false,
+            in_file,
+        }),
+        (None, None) => None,
+    })
+}
+
+async fn remove(ctl: &mut Controller, found: &Found, state_file: &Path) -> Result<()> {
+    if found.on_server {
+        ctl.exec(
+            "DELETE FROM psprobe.snapshot WHERE id = 1",
+            "remove the snapshot on the server",
+        )
+        .await?;
+    }
+    if found.in_file {
+        Snapshot::remove(state_file)?;
+    }
+    Ok(())
+}
+
+fn origin(found: &Found, state_file: &Path) -> String {
+    match (found.on_server, found.in_file) {
+        (true, true) => format!(
+            "on the server (psprobe.snapshot) and in {}",
+            state_file.display()
+        ),
+        (true, false) => "on the server (psprobe.snapshot)".into(),
+        _ => format!("in {}", state_file.display()),
+    }
+}
+
+/// Resolves whatever snapshot was left behind for this server: the server's (it wins: every
+/// psprobe of the server shares it) or else the state file's. Written back only as `mode`
+/// allows; refused with [`ControllerError::StaleSnapshot`], changing nothing, when it cannot be
+/// proved to be the truth. Once written back or discarded it is removed from both places.
+pub async fn resolve(
+    ctl: &mut Controller,
+    state_file: &Path,
+    catalog: &Catalog,
+    mode: Mode,
+    hint: &Hint,
+) -> Result<Outcome> {
+    let Some(found) = find(ctl, state_file).await? else {
+        return Ok(Outcome::Nothing);
+    };
+    let origin = origin(&found, state_file);
+    if mode == Mode::Discard {
+        remove(ctl, &found, state_file).await?;
+        return Ok(Outcome::Discarded {
+            snapshot: found.snapshot,
+            origin,
+        });
+    }
+    let mut proved = None;
+    if mode == Mode::Proved {
+        let phase = phase_row(ctl).await?;
+        let last = last_applied(&found.snapshot, phase.as_ref());
+        let unrecorded = found.snapshot.leader.is_none() && found.snapshot.applied.is_none();
+        let live = ctl.read_state().await?;
+        let verdict = judge(&found.snapshot, &last, &live, &ctl.info().identity, catalog);
+        match verdict {
+            Verdict::Restore { .. } => proved = Some(last),
+            Verdict::Refuse(_) if unrecorded && hint.trust_unrecorded => {}
+            Verdict::Refuse(stale) => {
+                return Err(ControllerError::StaleSnapshot {
+                    summary: format!(
+                        "{origin} (taken {}): {}",
+                        found.snapshot.taken_at, stale.why
+                    ),
+                    changed: stale.changed.iter().map(ToString::to_string).collect(),
+                    discard: format!("{} --discard", hint.restore_command),
+                    force: format!("{} --force", hint.restore_command),
+                })
+            }
+        }
+    }
+    let report = ctl.restore(&found.snapshot).await?;
+    remove(ctl, &found, state_file).await?;
+    Ok(Outcome::Restored {
+        snapshot: found.snapshot,
+        report,
+        origin,
+        proved,
+    })
+}
+
+/// Logs every setting a refused snapshot names (the error itself shows a few).
+pub fn log_refusal(e: &ControllerError) {
+    if let ControllerError::StaleSnapshot { changed, .. } = e {
+        for line in changed {
+            tracing::warn!("left-behind snapshot differs: {line}");
+        }
+    }
+}

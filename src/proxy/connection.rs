@@ -42,7 +42,10 @@ pub async fn handle(
     metrics.connections_active.inc();
     let _active = ActiveGuard(metrics);
     let _ = client.set_nodelay(true);
+    let conn = live.id;
+    tracing::trace!(conn, %peer, "client connected; connecting to the upstream");
 
+    let connect_started = Instant::now();
     let server = match upstream::connect(&settings.upstream, settings.connect_timeout).await {
         Ok(server) => server,
         Err(e) => {
@@ -57,6 +60,11 @@ pub async fn handle(
     };
     let _ = server.set_nodelay(true);
     live.upstream_connected();
+    tracing::trace!(
+        conn,
+        upstream_ms = connect_started.elapsed().as_secs_f64() * 1e3,
+        "upstream connected; connection phase begins"
+    );
 
     let mut session = Session::new(Instant::now());
     let mut sink = live.track(ConnectionRecorder::new(&observer));
@@ -72,7 +80,10 @@ pub async fn handle(
         _ = cut.wait_for(|cut| *cut) => None,
     };
     let result = match established {
-        Some(established) => relay_legs(established, &mut watch, shutdown).await,
+        Some(established) => {
+            tracing::trace!(conn, "connection phase done; relaying");
+            relay_legs(established, &mut watch, shutdown).await
+        }
         None => Ok(RelayEnd::ClientClosed),
     };
     watch.count_carriage();

@@ -312,7 +312,10 @@ impl ProxyConfig {
             None => None,
             Some(addr) => {
                 let listen = parse_addr("admin", &addr)?;
-                let password_file = args.admin_password_file.clone().or(file.admin_password_file);
+                let password_file = args
+                    .admin_password_file
+                    .clone()
+                    .or(file.admin_password_file);
                 let password = match password_file {
                     Some(path) => Some(
                         crate::secrets::read_secret_file(&path, "admin password")

@@ -262,7 +262,11 @@ impl<S: EventSink> EventSink for Tracked<'_, S> {
         tracing::trace!(
             conn = self.live.id,
             "login {}",
-            if ok { "accepted by the server" } else { "refused by the server" }
+            if ok {
+                "accepted by the server"
+            } else {
+                "refused by the server"
+            }
         );
         self.live.set_phase(if ok {
             ConnectionPhase::Ready

@@ -58,12 +58,7 @@ pub fn exposed_secret_files(
         let Ok(table) = text.parse::<toml::Table>() else {
             return false;
         };
-        let has = |section: &str, key: &str| {
-            table
-                .get(section)
-                .and_then(|s| s.get(key))
-                .is_some()
-        };
+        let has = |section: &str, key: &str| table.get(section).and_then(|s| s.get(key)).is_some();
         has("proxy", "admin_password") || has("controller", "dsn")
     });
     [
@@ -125,9 +120,9 @@ fn url_with_password(arg: &str) -> bool {
     arg.match_indices("://").any(|(at, _)| {
         let rest = &arg[at + 3..];
         let authority = rest.split(['/', ' ', '\'', '"']).next().unwrap_or("");
-        authority
-            .rsplit_once('@')
-            .is_some_and(|(userinfo, _)| userinfo.split_once(':').is_some_and(|(_, p)| !p.is_empty()))
+        authority.rsplit_once('@').is_some_and(|(userinfo, _)| {
+            userinfo.split_once(':').is_some_and(|(_, p)| !p.is_empty())
+        })
     })
 }
 
@@ -197,6 +192,9 @@ mod tests {
         let e = read_secret_file(&path, "admin password").unwrap_err();
         assert!(e.to_string().contains("first line is empty"), "{e}");
         let e = read_secret_file(&dir.path().join("none"), "admin password").unwrap_err();
-        assert!(e.to_string().starts_with("cannot read admin password from"), "{e}");
+        assert!(
+            e.to_string().starts_with("cannot read admin password from"),
+            "{e}"
+        );
     }
 }

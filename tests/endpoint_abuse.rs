@@ -33,11 +33,7 @@ fn start(upstream: &str, extra: &[&str]) -> (Probe, TempDir) {
         state.path().to_str().expect("UTF-8 path"),
     ];
     args.extend_from_slice(extra);
-    let probe = Probe::start_with_env(
-        upstream,
-        &args,
-        &[("PSPROBE_ADMIN_PASSWORD", ADMIN_SECRET)],
-    );
+    let probe = Probe::start_with_env(upstream, &args, &[("PSPROBE_ADMIN_PASSWORD", ADMIN_SECRET)]);
     (probe, state)
 }
 
@@ -58,7 +54,10 @@ fn admin_cli(probe: &Probe, password: &str, stdin: &[u8]) -> Output {
 #[test]
 fn an_unfinished_request_gets_408() {
     let (probe, _state) = start(NOWHERE, &["--metrics-timeout", "1s"]);
-    let r = probe.http_raw(b"GET /metrics HTTP/1.1\r\nHost: x\r\n", Duration::from_secs(10));
+    let r = probe.http_raw(
+        b"GET /metrics HTTP/1.1\r\nHost: x\r\n",
+        Duration::from_secs(10),
+    );
     assert_eq!(r.status, Some(408), "{r:?}");
     assert!(r.closed, "connection left open: {r:?}");
     assert!(
@@ -72,7 +71,11 @@ fn an_unfinished_request_gets_408() {
     let mut s = TcpStream::connect(addr).expect("connect");
     let started = Instant::now();
     let mut answered = None;
-    for byte in b"GET /metrics HTTP/1.1\r\nX-Slow: ".iter().cycle().take(200) {
+    for byte in b"GET /metrics HTTP/1.1\r\nX-Slow: "
+        .iter()
+        .cycle()
+        .take(200)
+    {
         if s.write_all(&[*byte]).is_err() {
             answered = Some(started.elapsed());
             break;
@@ -106,7 +109,12 @@ fn bare_lf_and_malformed_requests_are_answered() {
         b"GET /healthz SMTP/1.0\r\n\r\n",
     ] {
         let r = probe.http_raw(bad, timeout);
-        assert_eq!(r.status, Some(400), "{:?}: {r:?}", String::from_utf8_lossy(bad));
+        assert_eq!(
+            r.status,
+            Some(400),
+            "{:?}: {r:?}",
+            String::from_utf8_lossy(bad)
+        );
         assert!(r.closed);
     }
     let r = probe.http_raw(b"POST /metrics HTTP/1.1\r\n\r\n", timeout);
@@ -122,7 +130,9 @@ fn a_megabyte_of_headers_gets_431_with_bounded_memory() {
     let before = probe.status_kib("VmHWM");
     let mut request = b"GET /metrics HTTP/1.1\r\n".to_vec();
     while request.len() < 1 << 20 {
-        request.extend_from_slice(b"X-Padding: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n");
+        request.extend_from_slice(
+            b"X-Padding: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n",
+        );
     }
     request.extend_from_slice(b"\r\n");
     let request = Arc::new(request);
@@ -184,7 +194,10 @@ fn two_hundred_concurrent_scrapes_succeed() {
     }
     assert_eq!(
         statuses,
-        BTreeMap::from([(("/healthz", 200, true), 100), (("/metrics", 200, true), 100)])
+        BTreeMap::from([
+            (("/healthz", 200, true), 100),
+            (("/metrics", 200, true), 100)
+        ])
     );
 }
 
@@ -255,7 +268,11 @@ fn password_guessing_is_throttled_and_logged_once() {
         (checked + blocked) as f64 / elapsed.as_secs_f64()
     );
     assert_eq!(
-        counts.keys().copied().filter(|c| ![1045, 1129].contains(c)).count(),
+        counts
+            .keys()
+            .copied()
+            .filter(|c| ![1045, 1129].contains(c))
+            .count(),
         0,
         "only refusals expected: {counts:?}"
     );
@@ -275,7 +292,10 @@ fn password_guessing_is_throttled_and_logged_once() {
         .lines()
         .filter(|l| l.contains("WARN") && l.contains("admin login refused"))
         .count();
-    assert!((1..=2).contains(&warnings), "{warnings} WARN lines:\n{stderr}");
+    assert!(
+        (1..=2).contains(&warnings),
+        "{warnings} WARN lines:\n{stderr}"
+    );
     assert!(!stderr.contains("a-wrong-guess"), "{stderr}");
 
     // The right password works once the peer has a check again (within a second or two).
@@ -305,7 +325,11 @@ fn a_ten_megabyte_query_is_refused_without_buffering() {
     let (probe, _state) = start(NOWHERE, &[]);
     // The first query of a connection sets up its SQL engine: not what is measured.
     let out = admin_cli(&probe, ADMIN_SECRET, b"SELECT 'warm';\n");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let before = probe.status_kib("VmHWM");
     let mut script = b"SELECT '".to_vec();
     script.extend(std::iter::repeat_n(b'x', 10_000_000));
@@ -350,12 +374,19 @@ fn bad_queries_get_clear_errors() {
         "{stderr}"
     );
     assert!(
-        errors[1].starts_with("ERROR 1064 (42000) at line 2: You have an error in your SQL syntax near 'SELEC'"),
+        errors[1].starts_with(
+            "ERROR 1064 (42000) at line 2: You have an error in your SQL syntax near 'SELEC'"
+        ),
         "{stderr}"
     );
-    assert!(errors[2].starts_with("ERROR 1064 (42000) at line 3:"), "{stderr}");
     assert!(
-        errors[3].starts_with("ERROR 1290 (HY000) at line 4: psprobe admin is read-only: SET GLOBAL is refused"),
+        errors[2].starts_with("ERROR 1064 (42000) at line 3:"),
+        "{stderr}"
+    );
+    assert!(
+        errors[3].starts_with(
+            "ERROR 1290 (HY000) at line 4: psprobe admin is read-only: SET GLOBAL is refused"
+        ),
         "{stderr}"
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout), "after\nafter\n");
@@ -373,13 +404,22 @@ fn the_admin_interface_needs_a_password() {
     ] {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_psprobe"));
         cmd.env_remove("PSPROBE_ADMIN_PASSWORD")
-            .args(["proxy", "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0"])
+            .args([
+                "proxy",
+                "--listen",
+                "127.0.0.1:0",
+                "--metrics",
+                "127.0.0.1:0",
+            ])
             .args(["--upstream", NOWHERE, "--admin", addr]);
         let out = run_with_timeout(cmd, None, CLIENT_TIMEOUT);
         assert_eq!(out.status.code(), Some(2), "{out:?}");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
-        assert!(stderr.contains("needs a password") && stderr.contains(why), "{stderr}");
+        assert!(
+            stderr.contains("needs a password") && stderr.contains(why),
+            "{stderr}"
+        );
         assert!(
             stderr.contains("PSPROBE_ADMIN_PASSWORD") && stderr.contains("--admin-password-file"),
             "{stderr}"

@@ -246,7 +246,10 @@ mod tests {
         let a = ip("::ffff:192.0.2.1");
         assert!(l.begin(a, t0).is_ok());
         assert!(l.begin(a, t0).is_ok());
-        assert!(l.begin(ip("192.0.2.1"), t0).is_err(), "v4-mapped is the same peer");
+        assert!(
+            l.begin(ip("192.0.2.1"), t0).is_err(),
+            "v4-mapped is the same peer"
+        );
         l.succeeded(a);
         assert!(l.begin(a, t0).is_ok());
     }

@@ -413,7 +413,8 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Shim {
             tracing::trace!(peer = %self.peer, user, "admin login");
             return true;
         }
-        self.logins.refused(&user, self.peer, Refusal::WrongCredentials);
+        self.logins
+            .refused(&user, self.peer, Refusal::WrongCredentials);
         // Slows a guessing loop down; the connection's task waits, nothing else does.
         tokio::time::sleep(self.logins.limits().failure_delay).await;
         let message = format!(

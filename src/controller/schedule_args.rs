@@ -269,8 +269,11 @@ impl ScheduleArgs {
         let file = config
             .as_ref()
             .map(|c| (c.path.as_path(), c.dsn.as_deref()));
-        let dsn =
-            ControllerDsn::resolve_with_file(self.controller_dsn_file.as_deref(), env.as_deref(), file)?;
+        let dsn = ControllerDsn::resolve_with_file(
+            self.controller_dsn_file.as_deref(),
+            env.as_deref(),
+            file,
+        )?;
         let dir = self
             .state_dir
             .as_deref()

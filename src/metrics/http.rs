@@ -118,7 +118,9 @@ async fn handle(mut stream: TcpStream, peer: SocketAddr, observer: &Observer, ti
         Ok(Ok(head)) => head,
         Ok(Err(HeadError::Closed)) => return,
         Ok(Err(HeadError::TooLarge)) => {
-            tracing::debug!("metrics endpoint: {peer} sent more than {MAX_REQUEST_HEAD} bytes of request head");
+            tracing::debug!(
+                "metrics endpoint: {peer} sent more than {MAX_REQUEST_HEAD} bytes of request head"
+            );
             let body = format!("request head over {MAX_REQUEST_HEAD} bytes\n");
             return refuse(&mut stream, Status::HeadTooLarge, body.as_bytes(), timeout).await;
         }
@@ -149,14 +151,26 @@ fn route(head: &[u8], observer: &Observer) -> (Status, &'static str, Vec<u8>) {
     let (Some(method), Some(target), Some(version), None) =
         (parts.next(), parts.next(), parts.next(), parts.next())
     else {
-        return (Status::BadRequest, "text/plain", b"bad request line\n".to_vec());
+        return (
+            Status::BadRequest,
+            "text/plain",
+            b"bad request line\n".to_vec(),
+        );
     };
     if !version.starts_with(b"HTTP/1.") {
-        return (Status::BadRequest, "text/plain", b"HTTP/1.x only\n".to_vec());
+        return (
+            Status::BadRequest,
+            "text/plain",
+            b"HTTP/1.x only\n".to_vec(),
+        );
     }
     let head_only = method == b"HEAD";
     if method != b"GET" && !head_only {
-        return (Status::MethodNotAllowed, "text/plain", b"use GET\n".to_vec());
+        return (
+            Status::MethodNotAllowed,
+            "text/plain",
+            b"use GET\n".to_vec(),
+        );
     }
     let path = target.split(|&b| b == b'?').next().unwrap_or_default();
     let (status, content_type, body) = match path {
@@ -273,7 +287,7 @@ mod tests {
         assert_eq!(end(b"GET / HTTP/1.1\r\n\r"), None);
         // Empty lines before the request line are not its end.
         assert_eq!(end(b"\r\n\r\n"), None);
-        assert_eq!(end(b"\r\nGET / HTTP/1.0\n\n"), Some(19));
+        assert_eq!(end(b"\r\nGET / HTTP/1.0\n\n"), Some(18));
     }
 
     #[test]

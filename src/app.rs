@@ -30,6 +30,16 @@ pub fn run_proxy(args: &ProxyArgs) -> anyhow::Result<()> {
     if let Some(fds) = proxy::limits::raise_fd_limit() {
         tracing::debug!("file-descriptor limit: {fds}");
     }
+    let warnings = crate::secrets::argv_warnings(std::env::args_os())
+        .into_iter()
+        .chain(crate::secrets::exposed_secret_files(
+            args.admin_password_file.as_deref(),
+            args.schedule.controller_dsn_file.as_deref(),
+            args.config.as_deref(),
+        ));
+    for warning in warnings {
+        tracing::warn!("{warning}");
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -191,7 +201,10 @@ pub async fn launch_with_tls(
                     listener,
                     Arc::new(data),
                     AdminAuth::new(&admin.user, &admin.password),
-                    admin::Limits::default(),
+                    admin::Limits {
+                        max_query_bytes: admin.max_query_bytes,
+                        ..admin::Limits::default()
+                    },
                 )
                 .context("cannot start the admin interface's thread")?,
             )
@@ -213,7 +226,11 @@ pub async fn launch_with_tls(
         config.settings.upstream
     );
 
-    let metrics = tokio::spawn(http::serve(metrics_listener, Arc::clone(&observer)));
+    let metrics = tokio::spawn(http::serve_with(
+        metrics_listener,
+        Arc::clone(&observer),
+        config.metrics_timeout,
+    ));
     let (stop_controller, stop_rx) = watch::channel(false);
     let controller = controller.map(|(settings, started)| {
         let observer = Arc::clone(&observer);

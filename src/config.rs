@@ -110,13 +110,30 @@ pub struct ProxyArgs {
     pub digest_style: Option<String>,
     /// Serve the MySQL-protocol admin interface here: read-only SQL (SQLite's dialect) over
     /// the tables digests, commands, phases, overhead, connections, scenarios and status, plus
-    /// SHOW / DESCRIBE. Its password comes from PSPROBE_ADMIN_PASSWORD or `admin_password` in
-    /// the config file, never from the command line.
+    /// SHOW / DESCRIBE. Its password comes from --admin-password-file, PSPROBE_ADMIN_PASSWORD
+    /// or `admin_password` in the config file, never from the command line; without one
+    /// psprobe does not start.
     #[arg(long, value_name = "IP:PORT")]
     pub admin: Option<String>,
     /// User name of the admin interface [default: admin].
     #[arg(long, value_name = "NAME")]
     pub admin_user: Option<String>,
+    /// File whose first line is the admin password (e.g. a mounted secret; keep it mode 600).
+    /// Wins over PSPROBE_ADMIN_PASSWORD and `admin_password` in --config.
+    #[arg(long, value_name = "FILE")]
+    pub admin_password_file: Option<PathBuf>,
+    /// Longest admin statement accepted, e.g. 65536, 64KiB or 4MiB; a longer one is answered
+    /// with ERROR 1153 and dropped as it arrives, never buffered [default: 1MiB].
+    #[arg(long, value_name = "BYTES")]
+    pub admin_max_query_size: Option<String>,
+    /// Refused: a password on the command line is readable by every user of the host.
+    #[arg(long, hide = true, value_name = "PASSWORD")]
+    pub admin_password: Option<String>,
+    /// A /metrics or /healthz request must send its whole request head within this long, or it
+    /// is answered 408 Request Timeout and closed; writing the answer gets as long again
+    /// [default: 10s].
+    #[arg(long, value_name = "DURATION")]
+    pub metrics_timeout: Option<String>,
     /// Log filter (error, warn, info, debug, trace, or a tracing filter) [default: info, or RUST_LOG].
     #[arg(long, value_name = "FILTER")]
     pub log: Option<String>,
@@ -145,6 +162,9 @@ pub struct ProxyFile {
     pub admin: Option<String>,
     pub admin_user: Option<String>,
     pub admin_password: Option<String>,
+    pub admin_password_file: Option<PathBuf>,
+    pub admin_max_query_size: Option<String>,
+    pub metrics_timeout: Option<String>,
     pub log: Option<String>,
 }
 
@@ -179,6 +199,11 @@ pub enum ConfigError {
     },
     #[error("upstream = {0:?} needs a host and a port (example: 127.0.0.1:3306)")]
     Upstream(String),
+    #[error("{setting} = {value:?} is not a size in bytes (examples: 65536, 64KiB, 4MiB)")]
+    Size {
+        setting: &'static str,
+        value: String,
+    },
     #[error("{setting} = {value:?} is not a duration (examples: 5s, 500ms, 2m)")]
     Duration {
         setting: &'static str,
@@ -205,6 +230,8 @@ pub struct ProxyConfig {
     pub digest_fold_digits: bool,
     pub digest_style: DigestStyle,
     pub admin: Option<AdminConfig>,
+    /// Bound on a metrics request's head arriving, and on its answer being written.
+    pub metrics_timeout: Duration,
     pub log: String,
 }
 
@@ -214,6 +241,8 @@ pub struct AdminConfig {
     pub listen: SocketAddr,
     pub user: String,
     pub password: String,
+    /// Longest statement accepted.
+    pub max_query_bytes: usize,
 }
 
 impl std::fmt::Debug for AdminConfig {
@@ -221,11 +250,17 @@ impl std::fmt::Debug for AdminConfig {
         f.debug_struct("AdminConfig")
             .field("listen", &self.listen)
             .field("user", &self.user)
+            .field("max_query_bytes", &self.max_query_bytes)
             .finish_non_exhaustive()
     }
 }
 
 pub const ADMIN_PASSWORD_ENV: &str = "PSPROBE_ADMIN_PASSWORD";
+/// Smallest `admin_max_query_size`: what clients send on connect must fit.
+pub const MIN_ADMIN_QUERY_BYTES: usize = 4 << 10;
+/// Largest `admin_max_query_size` (a MySQL packet holds 16 MiB; a statement this long is no
+/// question about psprobe's tables).
+pub const MAX_ADMIN_QUERY_BYTES: usize = 64 << 20;
 
 impl ProxyConfig {
     pub fn from_args(args: &ProxyArgs) -> Result<Self, ConfigError> {
@@ -311,28 +346,65 @@ impl ProxyConfig {
                 })?,
             None => DigestStyle::default(),
         };
+        if args.admin_password.is_some() {
+            return Err(ConfigError::Invalid(format!(
+                "--admin-password is not accepted: every user of this host can read the command \
+                 line (ps, /proc/PID/cmdline); put the password in a mode-600 file given with \
+                 --admin-password-file, in {ADMIN_PASSWORD_ENV}, or as admin_password in --config"
+            )));
+        }
+        let metrics_timeout = match args.metrics_timeout.clone().or(file.metrics_timeout) {
+            Some(v) => positive_duration("metrics_timeout", &v)?,
+            None => crate::metrics::http::DEFAULT_REQUEST_TIMEOUT,
+        };
         let admin = match args.admin.clone().or(file.admin) {
             None => None,
             Some(addr) => {
                 let listen = parse_addr("admin", &addr)?;
-                let password = std::env::var(ADMIN_PASSWORD_ENV)
-                    .ok()
-                    .or(file.admin_password)
-                    .filter(|p| !p.is_empty())
-                    .ok_or_else(|| {
-                        ConfigError::Invalid(format!(
-                            "--admin needs a password: set {ADMIN_PASSWORD_ENV} or admin_password in the config file"
-                        ))
-                    })?;
+                let password_file = args
+                    .admin_password_file
+                    .clone()
+                    .or(file.admin_password_file);
+                let password = match password_file {
+                    Some(path) => Some(
+                        crate::secrets::read_secret_file(&path, "admin password")
+                            .map_err(|e| ConfigError::Invalid(e.to_string()))?,
+                    ),
+                    None => std::env::var(ADMIN_PASSWORD_ENV)
+                        .ok()
+                        .or(file.admin_password)
+                        .filter(|p| !p.is_empty()),
+                };
+                let password = password.ok_or_else(|| {
+                    let exposure = if listen.ip().is_loopback() {
+                        "anyone on this host could read psprobe's statistics"
+                    } else {
+                        "it listens beyond this host"
+                    };
+                    ConfigError::Invalid(format!(
+                        "--admin {listen} needs a password ({exposure}): set \
+                         {ADMIN_PASSWORD_ENV}, or give --admin-password-file FILE, or \
+                         admin_password in the config file"
+                    ))
+                })?;
                 let user = args
                     .admin_user
                     .clone()
                     .or(file.admin_user)
                     .unwrap_or_else(|| crate::admin::DEFAULT_USER.to_string());
+                let max_query_bytes = match args
+                    .admin_max_query_size
+                    .clone()
+                    .or(file.admin_max_query_size)
+                {
+                    Some(v) => admin_query_size(&v)?,
+                    None => crate::admin::engine::MAX_QUERY_BYTES,
+                };
                 Some(AdminConfig {
                     listen,
                     user,
                     password,
+                    max_query_bytes,
                 })
             }
         };
@@ -358,6 +430,7 @@ impl ProxyConfig {
             digest_fold_digits: args.digest_fold_digits || file.digest_fold_digits.unwrap_or(false),
             digest_style,
             admin,
+            metrics_timeout,
             log,
         })
     }
@@ -407,12 +480,62 @@ fn parse_addr(setting: &'static str, value: &str) -> Result<SocketAddr, ConfigEr
 }
 
 fn validate_upstream(value: &str) -> Result<(), ConfigError> {
+    if value.contains('@') || value.contains("://") {
+        // Not quoted: it may hold a password.
+        return Err(ConfigError::Invalid(
+            "upstream is HOST:PORT, without a scheme or credentials: psprobe forwards each \
+             client's own login (the controller's credentials go in PSPROBE_CONTROLLER_DSN or \
+             --controller-dsn-file)"
+                .into(),
+        ));
+    }
     let bad = || ConfigError::Upstream(value.to_string());
     let (host, port) = value.rsplit_once(':').ok_or_else(bad)?;
     if host.is_empty() || port.parse::<u16>().map_or(true, |p| p == 0) {
         return Err(bad());
     }
     Ok(())
+}
+
+fn positive_duration(setting: &'static str, value: &str) -> Result<Duration, ConfigError> {
+    let d = parse_duration(setting, value)?;
+    if d.is_zero() {
+        return Err(ConfigError::Invalid(format!(
+            "{setting} must be longer than 0s"
+        )));
+    }
+    Ok(d)
+}
+
+fn admin_query_size(value: &str) -> Result<usize, ConfigError> {
+    let n = parse_size("admin_max_query_size", value)?;
+    if !(MIN_ADMIN_QUERY_BYTES..=MAX_ADMIN_QUERY_BYTES).contains(&n) {
+        return Err(ConfigError::Invalid(format!(
+            "admin_max_query_size = {value:?} must be between {MIN_ADMIN_QUERY_BYTES} bytes \
+             (4KiB) and {MAX_ADMIN_QUERY_BYTES} bytes (64MiB)"
+        )));
+    }
+    Ok(n)
+}
+
+/// Parses a byte count: `65536`, `64k`, `64KiB`, `4M`, `4MiB`, `1G` (binary multiples).
+pub fn parse_size(setting: &'static str, value: &str) -> Result<usize, ConfigError> {
+    let bad = || ConfigError::Size {
+        setting,
+        value: value.to_string(),
+    };
+    let v = value.trim();
+    let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    let (number, unit) = v.split_at(split);
+    let number: usize = number.parse().map_err(|_| bad())?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        _ => return Err(bad()),
+    };
+    number.checked_mul(1 << shift).ok_or_else(bad)
 }
 
 /// Parses `500ms`, `5s`, `2m`, `1h`, or a bare number of seconds.
@@ -535,6 +658,59 @@ mod tests {
         assert!(e.to_string().contains("use pt or mysql"), "{e}");
         let c = ProxyConfig::from_args(&args(&["--digest-style", "mysql"])).unwrap();
         assert_eq!(c.digest_style, DigestStyle::Mysql);
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("x", "65536").unwrap(), 65536);
+        assert_eq!(parse_size("x", "64KiB").unwrap(), 64 << 10);
+        assert_eq!(parse_size("x", "4M").unwrap(), 4 << 20);
+        assert_eq!(parse_size("x", "1 mib").unwrap(), 1 << 20);
+        assert!(parse_size("x", "1.5M").is_err());
+        assert!(parse_size("x", "lots").is_err());
+        assert!(parse_size("x", "99999999999999999999G").is_err());
+    }
+
+    #[test]
+    fn passwords_stay_off_the_command_line() {
+        let e = ProxyConfig::from_args(&args(&["--admin-password", "hunter2"])).unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("--admin-password-file"), "{text}");
+        assert!(!text.contains("hunter2"), "{text}");
+        let e = ProxyConfig::from_args(&args(&["--upstream", "mysql://u:hunter2@db:3306/"]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("without a scheme or credentials"), "{e}");
+        assert!(!e.contains("hunter2"), "{e}");
+    }
+
+    #[test]
+    fn admin_password_from_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pw");
+        std::fs::write(&path, "from-file\n").unwrap();
+        let c = ProxyConfig::from_args(&args(&[
+            "--admin",
+            "127.0.0.1:0",
+            "--admin-password-file",
+            path.to_str().unwrap(),
+            "--admin-max-query-size",
+            "64KiB",
+        ]))
+        .unwrap();
+        let admin = c.admin.unwrap();
+        assert_eq!(admin.password, "from-file");
+        assert_eq!(admin.max_query_bytes, 64 << 10);
+        let e = ProxyConfig::from_args(&args(&[
+            "--admin",
+            "127.0.0.1:0",
+            "--admin-password-file",
+            path.to_str().unwrap(),
+            "--admin-max-query-size",
+            "100",
+        ]))
+        .unwrap_err();
+        assert!(e.to_string().contains("between 4096 bytes"), "{e}");
     }
 
     #[test]

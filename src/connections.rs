@@ -219,6 +219,24 @@ impl<S: EventSink> EventSink for Tracked<'_, S> {
         if matches!(event.outcome, Outcome::Error(_)) {
             live.errors.fetch_add(1, Ordering::Relaxed);
         }
+        // One per command at trace (no statement text: it may hold literals); when trace is
+        // off this is a level check, nothing is formatted.
+        tracing::trace!(
+            conn = live.id,
+            seq = event.seq,
+            command = event.kind.label(),
+            outcome = event.outcome.label(),
+            error_code = match event.outcome {
+                Outcome::Error(code) => code,
+                _ => 0,
+            },
+            latency_us = event.latency.map_or(0, |d| d.as_micros() as u64),
+            rows = event.rows,
+            affected_rows = event.affected_rows,
+            request_bytes = event.request_bytes,
+            response_bytes = event.response_bytes,
+            "command finished"
+        );
         self.inner.command_finished(event);
     }
 
@@ -232,10 +250,24 @@ impl<S: EventSink> EventSink for Tracked<'_, S> {
             .store(index as u8 + 1, Ordering::Relaxed);
         self.live.in_flight.store(0, Ordering::Relaxed);
         self.live.set_phase(ConnectionPhase::Unobserved);
+        tracing::trace!(
+            conn = self.live.id,
+            reason = reason.label(),
+            "no longer observed; forwarded verbatim"
+        );
         self.inner.unobserved(reason);
     }
 
     fn authenticated(&mut self, ok: bool) {
+        tracing::trace!(
+            conn = self.live.id,
+            "login {}",
+            if ok {
+                "accepted by the server"
+            } else {
+                "refused by the server"
+            }
+        );
         self.live.set_phase(if ok {
             ConnectionPhase::Ready
         } else {
@@ -250,6 +282,14 @@ impl<S: EventSink> EventSink for Tracked<'_, S> {
             user: lossy_name(user),
             database: database.map(lossy_name),
         });
+        if let Some(identity) = self.live.identity.get() {
+            tracing::trace!(
+                conn = self.live.id,
+                user = ?identity.user,
+                database = ?identity.database,
+                "client logs in"
+            );
+        }
         self.inner.client_hello(user, database);
     }
 }

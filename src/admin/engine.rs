@@ -32,7 +32,7 @@ use super::variables;
 /// unqualified name).
 pub const SCHEMA: &str = "psprobe";
 
-/// Bounds on one admin query.
+/// Bounds on one admin query (and on logins).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// Longest statement accepted, bytes.
@@ -43,6 +43,8 @@ pub struct Limits {
     pub max_rows: usize,
     /// Most bytes of values a result may have.
     pub max_result_bytes: usize,
+    /// How fast a peer may try passwords (the connection's, not the query's, limit).
+    pub login: super::login_limit::LoginLimits,
 }
 
 /// Default [`Limits::max_query_bytes`]: 1 MiB.
@@ -55,6 +57,7 @@ impl Default for Limits {
             timeout: Duration::from_secs(10),
             max_rows: 100_000,
             max_result_bytes: 64 << 20,
+            login: super::login_limit::LoginLimits::default(),
         }
     }
 }

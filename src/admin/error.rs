@@ -127,7 +127,10 @@ impl AdminError {
         AdminError::new(
             1153,
             b"08S01",
-            format!("The query has {len} bytes; psprobe admin accepts at most {limit}"),
+            format!(
+                "The query has {len} bytes; psprobe admin accepts at most {limit} (see \
+                 --admin-max-query-size)"
+            ),
         )
     }
 

@@ -15,12 +15,14 @@
 //!   snapshot per query, bounded in time, rows and memory;
 //! - [`server`]: the listener and the protocol shim; queries run on blocking threads, and
 //!   [`spawn_dedicated`] puts the whole interface on a low-priority thread of its own;
-//! - [`wire`], [`auth`]: byte-level fixes around opensrv-mysql and `mysql_native_password`.
+//! - [`wire`], [`auth`]: byte-level fixes around opensrv-mysql and `mysql_native_password`;
+//! - [`login_limit`]: password checks per peer are limited, refusals logged at a bounded rate.
 
 pub mod auth;
 pub mod dialect;
 pub mod engine;
 pub mod error;
+pub mod login_limit;
 pub mod server;
 pub mod session;
 pub mod tables;
@@ -30,5 +32,6 @@ pub mod wire;
 pub use auth::{AdminAuth, DEFAULT_USER};
 pub use engine::Limits;
 pub use error::AdminError;
+pub use login_limit::{LoginLimiter, LoginLimits};
 pub use server::{serve, serve_with, spawn_dedicated, AdminHandle};
 pub use tables::{AdminData, Column, ColumnKind, ObserverData, OverheadRow, Row, Table, Value};

@@ -7,10 +7,10 @@
 //! only the CPU the proxy leaves.
 
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use opensrv_mysql::{
     AsyncMysqlIntermediary, AsyncMysqlShim, ColumnFlags, ColumnType, ErrorKind, InitWriter,
@@ -25,6 +25,7 @@ use super::auth::{self, AdminAuth, SALT_LEN};
 use super::dialect::{self, EngineQuery, Statement};
 use super::engine::{Engine, Limits, ResultKind, ResultSet};
 use super::error::AdminError;
+use super::login_limit::{LoginLimiter, Refusal, LOG_INTERVAL};
 use super::session::SessionInfo;
 use super::tables::AdminData;
 use super::variables;
@@ -53,6 +54,10 @@ pub async fn serve_with(
         tracing::error!("admin interface has no password configured: every login is refused");
     }
     let auth = Arc::new(auth);
+    let logins = Arc::new(LoginLimiter::new(limits.login));
+    let accept_failures = crate::log_limit::RateLimited::new(LOG_INTERVAL);
+    let mut log_tick = tokio::time::interval(LOG_INTERVAL);
+    log_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let next_id = AtomicU32::new(1);
     let mut connections = JoinSet::new();
     loop {
@@ -60,21 +65,29 @@ pub async fn serve_with(
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
                     let id = next_id.fetch_add(1, Ordering::Relaxed);
+                    tracing::trace!(%peer, id, "admin connection accepted");
                     connections.spawn(connection(
                         stream,
                         peer,
                         id,
                         Arc::clone(&data),
                         Arc::clone(&auth),
+                        Arc::clone(&logins),
                         limits,
                     ));
                 }
                 Err(e) => {
+                    if let Some(more) = accept_failures.check() {
+                        tracing::warn!(
+                            "admin interface cannot accept a connection: {e} ({more} more since \
+                             the last such line)"
+                        );
+                    }
                     // Out of descriptors and the like: back off instead of spinning.
-                    tracing::warn!("admin interface cannot accept a connection: {e}");
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
             },
+            _ = log_tick.tick() => logins.flush_log(Instant::now()),
             Some(finished) = connections.join_next(), if !connections.is_empty() => {
                 if let Err(e) = finished {
                     if e.is_panic() {
@@ -177,6 +190,7 @@ async fn connection(
     id: u32,
     data: Arc<dyn AdminData>,
     auth: Arc<AdminAuth>,
+    logins: Arc<LoginLimiter>,
     limits: Limits,
 ) {
     let _ = stream.set_nodelay(true);
@@ -189,17 +203,20 @@ async fn connection(
         denial: Arc::clone(&denial),
         // The only user that can log in.
         session: Arc::new(SessionInfo::new(&auth.user, &peer.ip().to_string(), id)),
+        peer: peer.ip(),
+        logins,
         engine: Mutex::new(None),
         limits,
     };
     let reader = CommandReader::new(reader, limits.max_query_bytes.saturating_add(1));
     let writer = DenialWriter::new(writer, denial);
     match AsyncMysqlIntermediary::run_on(shim, reader, writer).await {
-        Ok(()) => tracing::debug!(%peer, "admin connection closed"),
+        Ok(()) => tracing::debug!(%peer, id, "admin connection closed"),
+        // Logged by `authenticate`, at a bounded rate.
         Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
-            tracing::warn!(%peer, "admin login refused: {e}");
+            tracing::trace!(%peer, id, "admin connection closed after a refused login");
         }
-        Err(e) => tracing::debug!(%peer, "admin connection ended: {e}"),
+        Err(e) => tracing::debug!(%peer, id, "admin connection ended: {e}"),
     }
 }
 
@@ -210,10 +227,22 @@ struct Shim {
     salt: [u8; SALT_LEN],
     denial: Denial,
     session: Arc<SessionInfo>,
+    peer: IpAddr,
+    logins: Arc<LoginLimiter>,
     /// Created on the first query; away on a blocking thread while a query runs. (A mutex
     /// only because opensrv wants the shim `Sync`; one task uses it.)
     engine: Mutex<Option<Engine>>,
     limits: Limits,
+}
+
+/// A user name as the peer sent it, safe for one log line: at most 64 characters, control
+/// characters escaped.
+fn printable_user(name: &[u8]) -> String {
+    String::from_utf8_lossy(name)
+        .chars()
+        .take(64)
+        .flat_map(char::escape_debug)
+        .collect()
 }
 
 fn column_type(kind: ResultKind) -> (ColumnType, ColumnFlags) {
@@ -299,18 +328,24 @@ impl Shim {
             return write_error(&e, results).await;
         }
         if query == NOT_UTF8_MARKER {
+            tracing::debug!(
+                peer = %self.peer,
+                "admin query is not valid UTF-8; answered with an error"
+            );
             return write_error(&AdminError::not_utf8(), results).await;
         }
         if let Some(len) = query.strip_prefix(TOO_LARGE_MARKER) {
             let len = len.parse().unwrap_or(usize::MAX);
             let e = AdminError::query_too_large(len, self.limits.max_query_bytes);
-            tracing::debug!("admin query refused: {e}");
+            tracing::debug!(peer = %self.peer, "admin query refused: {e}");
             return write_error(&e, results).await;
         }
         if query.len() > self.limits.max_query_bytes {
             let e = AdminError::query_too_large(query.len(), self.limits.max_query_bytes);
             return write_error(&e, results).await;
         }
+        // The text only at trace: it may hold literals.
+        tracing::trace!(peer = %self.peer, query, "admin query");
         let outcome = match dialect::parse(query) {
             Ok(Statement::Query(q)) => match self.run(&q).await {
                 Ok(result) => return write_result(&q, &result, results).await,
@@ -323,7 +358,7 @@ impl Shim {
         match outcome {
             Ok(()) => results.completed(OkResponse::default()).await,
             Err(e) => {
-                tracing::debug!(query, "admin query failed: {e}");
+                tracing::debug!(peer = %self.peer, bytes = query.len(), "admin query failed: {e}");
                 write_error(&e, results).await
             }
         }
@@ -361,9 +396,27 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Shim {
         salt: &[u8],
         auth_data: &[u8],
     ) -> bool {
+        let user = printable_user(username);
+        if let Err(wait) = self.logins.begin(self.peer, Instant::now()) {
+            // The password is not even compared: no guess is made.
+            self.logins.refused(&user, self.peer, Refusal::Blocked);
+            let message = format!(
+                "Host '{}' is blocked: too many failed logins to psprobe admin; try again in {} s",
+                self.session.host,
+                wait.as_secs() + u64::from(wait.subsec_nanos() > 0),
+            );
+            *wire::lock(&self.denial) = Some(wire::err_payload(1129, b"HY000", &message));
+            return false;
+        }
         if auth_plugin == auth::NATIVE_PASSWORD && self.auth.verify(username, salt, auth_data) {
+            self.logins.succeeded(self.peer);
+            tracing::trace!(peer = %self.peer, user, "admin login");
             return true;
         }
+        self.logins
+            .refused(&user, self.peer, Refusal::WrongCredentials);
+        // Slows a guessing loop down; the connection's task waits, nothing else does.
+        tokio::time::sleep(self.logins.limits().failure_delay).await;
         let message = format!(
             "Access denied for user '{}'@'{}' (using password: {})",
             String::from_utf8_lossy(username),

@@ -25,8 +25,8 @@ pfson_conoff_inson, pfson_conon_inson), 'original' (the settings found before th
 and any [[scenario]] tables of the --config file. Run `psprobe ps scenarios --sql` to see them.
 
 Credentials: the controller connects with the DSN mysql://USER:PASS@HOST:PORT/ taken from the \
-PSPROBE_CONTROLLER_DSN environment variable or from `dsn` under [controller] in the --config file \
-(the environment wins). It is never accepted on the command line and never printed: messages \
+first line of the --controller-dsn-file, else the PSPROBE_CONTROLLER_DSN environment variable, \
+else `dsn` under [controller] in the --config file. It is never accepted on the command line and never printed: messages \
 show USER@HOST:PORT only. The account needs: GRANT SELECT, UPDATE ON performance_schema.* TO ... \
 (and, for `psprobe proxy --scenarios`: GRANT SELECT, CREATE, INSERT, DELETE ON psprobe.* TO ...)
 
@@ -52,7 +52,8 @@ as it is; leaving out `timed` makes it equal to `enable`.";
 #[derive(Debug, Args)]
 #[command(
     after_long_help = LONG_ABOUT,
-    after_help = "Credentials come from PSPROBE_CONTROLLER_DSN or --config, never from argv. \
+    after_help = "Credentials come from --controller-dsn-file, PSPROBE_CONTROLLER_DSN or \
+                  --config, never from argv. \
                   See --help for the details."
 )]
 pub struct PsArgs {
@@ -64,6 +65,10 @@ pub struct PsArgs {
     /// $XDG_STATE_HOME/psprobe or ~/.local/state/psprobe].
     #[arg(long, value_name = "DIR", global = true)]
     pub state_dir: Option<PathBuf>,
+    /// File whose first line is the DSN mysql://USER:PASS@HOST:PORT/ (keep it mode 600); wins
+    /// over PSPROBE_CONTROLLER_DSN and [controller] dsn.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub controller_dsn_file: Option<PathBuf>,
     #[command(subcommand)]
     pub command: PsCommand,
 }
@@ -138,10 +143,21 @@ pub fn run(args: &PsArgs) -> anyhow::Result<()> {
     if let Some(c) = &config {
         catalog.add_toml(&c.text, &c.path)?;
     }
+    let warnings = crate::secrets::argv_warnings(std::env::args_os())
+        .into_iter()
+        .chain(crate::secrets::exposed_secret_files(
+            None,
+            args.controller_dsn_file.as_deref(),
+            args.config.as_deref(),
+        ));
+    for warning in warnings {
+        eprintln!("psprobe: warning: {warning}");
+    }
     let ctx = Context {
         config,
         catalog,
         state_dir: args.state_dir.clone(),
+        dsn_file: args.controller_dsn_file.clone(),
     };
     match &args.command {
         PsCommand::Scenarios { sql } => {
@@ -179,6 +195,7 @@ struct Context {
     config: Option<PsConfig>,
     catalog: Catalog,
     state_dir: Option<PathBuf>,
+    dsn_file: Option<PathBuf>,
 }
 
 impl Context {
@@ -188,7 +205,7 @@ impl Context {
             .config
             .as_ref()
             .map(|c| (c.path.as_path(), c.dsn.as_deref()));
-        ControllerDsn::resolve(env.as_deref(), file)
+        ControllerDsn::resolve_with_file(self.dsn_file.as_deref(), env.as_deref(), file)
     }
 
     fn state_file(

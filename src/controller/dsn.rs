@@ -43,6 +43,24 @@ impl ControllerDsn {
         })
     }
 
+    /// The DSN in the first line of the file at `path` (`--controller-dsn-file`).
+    pub fn from_file(path: &Path) -> Result<Self> {
+        let url = crate::secrets::read_secret_file(path, "controller DSN")?;
+        Self::parse(&url, &format!("--controller-dsn-file {}", path.display()))
+    }
+
+    /// The DSN from `dsn_file` when given, else as [`ControllerDsn::resolve`] finds it.
+    pub fn resolve_with_file(
+        dsn_file: Option<&Path>,
+        env_value: Option<&str>,
+        file: Option<(&Path, Option<&str>)>,
+    ) -> Result<Self> {
+        match dsn_file {
+            Some(path) => Self::from_file(path),
+            None => Self::resolve(env_value, file),
+        }
+    }
+
     /// The DSN from the environment (`env_value` = value of [`DSN_ENV`]) or, failing that, from
     /// the `[controller] dsn` of the config file at `file`. The environment wins when both are set.
     pub fn resolve(env_value: Option<&str>, file: Option<(&Path, Option<&str>)>) -> Result<Self> {
@@ -168,6 +186,25 @@ mod tests {
             assert!(!msg.contains(SECRET), "{url}: {msg}");
             assert!(msg.contains(DSN_ENV), "{msg}");
         }
+    }
+
+    #[test]
+    fn a_dsn_file_wins_and_its_errors_name_the_file_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dsn");
+        std::fs::write(&path, format!("mysql://f:{SECRET}@h3:3/\n")).unwrap();
+        let d =
+            ControllerDsn::resolve_with_file(Some(&path), Some("mysql://a:x@h1:1/"), None).unwrap();
+        assert_eq!(d.redacted(), "f@h3:3");
+        assert!(d.origin().starts_with("--controller-dsn-file "));
+        std::fs::write(&path, format!("probe:{SECRET}@h3:3\n")).unwrap();
+        let e = ControllerDsn::from_file(&path).unwrap_err().to_string();
+        assert!(e.contains("--controller-dsn-file"), "{e}");
+        assert!(!e.contains(SECRET), "{e}");
+        let e = ControllerDsn::from_file(&dir.path().join("missing"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("cannot read controller DSN from"), "{e}");
     }
 
     #[test]

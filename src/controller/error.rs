@@ -11,15 +11,19 @@ const MISMATCHES_SHOWN: usize = 5;
 #[derive(Debug, thiserror::Error)]
 pub enum ControllerError {
     #[error(
-        "no controller DSN: set {env}=mysql://USER:PASS@HOST:PORT/ in the environment, or put \
-         dsn = \"mysql://USER:PASS@HOST:PORT/\" under [controller] in a file given with --config \
-         (the DSN is never taken from the command line)",
+        "no controller DSN: set {env}=mysql://USER:PASS@HOST:PORT/ in the environment, give a \
+         file holding it with --controller-dsn-file, or put dsn = \"mysql://USER:PASS@HOST:PORT/\" \
+         under [controller] in a file given with --config (the DSN is never taken from the \
+         command line)",
         env = super::dsn::DSN_ENV
     )]
     NoDsn,
 
     #[error("the controller DSN from {origin} is not valid: {reason} (expected mysql://USER:PASS@HOST:PORT/)")]
     BadDsn { origin: String, reason: String },
+
+    #[error("{0}")]
+    SecretFile(#[from] crate::secrets::SecretError),
 
     #[error("config file {path}: {reason}")]
     Config { path: PathBuf, reason: String },

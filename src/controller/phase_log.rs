@@ -14,7 +14,7 @@
 //! `measure_to_ms`.
 
 use std::collections::{HashMap, HashSet};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -333,13 +333,9 @@ impl PhaseLog {
             source,
         };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(err)?;
+            crate::private_fs::create_dir_all(dir).map_err(err)?;
         }
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(err)?;
+        let file = crate::private_fs::append(path).map_err(err)?;
         Ok(PhaseLog {
             path: path.to_path_buf(),
             file,

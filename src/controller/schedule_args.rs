@@ -32,11 +32,20 @@ pub struct ScheduleArgs {
     /// Switch these performance_schema scenarios on the upstream server (comma-separated;
     /// `psprobe ps scenarios` lists them; `NAME@startup` is runtime scenario NAME set by
     /// server options at startup). Enables the controller: its credentials come from
-    /// PSPROBE_CONTROLLER_DSN or `[controller] dsn` in --config. Scenarios switched at runtime
+    /// --controller-dsn-file, PSPROBE_CONTROLLER_DSN or `[controller] dsn` in --config.
+    /// Scenarios switched at runtime
     /// alternate fast (--phase); those needing a restart (pfsoff, NAME@startup) run in slow
     /// blocks of their own with a reference (--slow-reference).
     #[arg(long, value_delimiter = ',', value_name = "A,B,...")]
     pub scenarios: Vec<String>,
+    /// File whose first line is the controller's DSN mysql://USER:PASS@HOST:PORT/ (e.g. a
+    /// mounted secret; keep it mode 600). Wins over PSPROBE_CONTROLLER_DSN and `[controller]
+    /// dsn` in --config.
+    #[arg(long, value_name = "FILE")]
+    pub controller_dsn_file: Option<PathBuf>,
+    /// Refused: a DSN on the command line is readable by every user of the host.
+    #[arg(long, hide = true, value_name = "DSN")]
+    pub controller_dsn: Option<String>,
     /// One slot of a runtime-switched scenario: switch, settle, measure [default: 250ms, the
     /// length that gave the tightest intervals here; see docs/measurement.md].
     #[arg(long, value_name = "DURATION")]
@@ -139,6 +148,13 @@ impl ScheduleArgs {
         config_file: Option<&std::path::Path>,
         upstream: &str,
     ) -> anyhow::Result<Option<ControllerSettings>> {
+        if self.controller_dsn.is_some() {
+            bail!(
+                "--controller-dsn is not accepted: every user of this host can read the command \
+                 line (ps, /proc/PID/cmdline); put the DSN in a mode-600 file given with \
+                 --controller-dsn-file, in {DSN_ENV}, or as dsn under [controller] in --config"
+            );
+        }
         if self.scenarios.is_empty() {
             return Ok(None);
         }
@@ -253,7 +269,11 @@ impl ScheduleArgs {
         let file = config
             .as_ref()
             .map(|c| (c.path.as_path(), c.dsn.as_deref()));
-        let dsn = ControllerDsn::resolve(env.as_deref(), file)?;
+        let dsn = ControllerDsn::resolve_with_file(
+            self.controller_dsn_file.as_deref(),
+            env.as_deref(),
+            file,
+        )?;
         let dir = self
             .state_dir
             .as_deref()

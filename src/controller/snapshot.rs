@@ -145,7 +145,7 @@ impl Snapshot {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),
         };
-        fs::create_dir_all(dir).map_err(|e| fail("create its directory", e))?;
+        crate::private_fs::create_dir_all(dir).map_err(|e| fail("create its directory", e))?;
         let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned());
         let tmp = dir.join(format!(
             ".{}.tmp-{}",
@@ -154,7 +154,7 @@ impl Snapshot {
         ));
         let json = serde_json::to_vec_pretty(self).expect("snapshot serializes");
         let written = (|| {
-            let mut f = File::create(&tmp)?;
+            let mut f = crate::private_fs::create(&tmp)?;
             f.write_all(&json)?;
             f.write_all(b"\n")?;
             f.sync_all()?;

@@ -229,6 +229,7 @@ pub fn local_proxy_config(upstream: &str) -> ProxyConfig {
         digest_fold_digits: false,
         digest_style: crate::digest::DigestStyle::default(),
         admin: None,
+        metrics_timeout: crate::metrics::http::DEFAULT_REQUEST_TIMEOUT,
         log: "warn".to_string(),
     }
 }

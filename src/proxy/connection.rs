@@ -45,6 +45,8 @@ pub(super) async fn handle(
     metrics.connections_active.inc();
     let _active = ActiveGuard(metrics);
     let _ = client.set_nodelay(true);
+    let conn = live.id;
+    tracing::trace!(conn, %peer, "client connected; connecting to the upstream");
 
     let mut session = Session::new(Instant::now());
     let mut sink = live.track(ConnectionRecorder::new(observer));
@@ -68,7 +70,10 @@ pub(super) async fn handle(
         _ = cut.wait_for(|cut| *cut) => None,
     };
     let result = match established {
-        Some(established) => relay_legs(established, &mut watch, shutdown).await,
+        Some(established) => {
+            tracing::trace!(conn, "connection phase done; relaying");
+            relay_legs(established, &mut watch, shutdown).await
+        }
         None => Ok(RelayEnd::ClientClosed),
     };
     watch.count_carriage();
@@ -91,6 +96,7 @@ async fn connection_phase<S: EventSink>(
 ) -> Option<Established> {
     let settings = &shared.settings;
     let metrics = &shared.observer.metrics;
+    let connect_started = Instant::now();
     let server = match connect_upstream(settings).await {
         Ok(server) => server,
         Err(e) if limits::is_out_of_fds(&e) => {
@@ -120,6 +126,11 @@ async fn connection_phase<S: EventSink>(
     };
     let _ = server.set_nodelay(true);
     live.upstream_connected();
+    tracing::trace!(
+        conn = live.id,
+        upstream_ms = connect_started.elapsed().as_secs_f64() * 1e3,
+        "upstream connected; connection phase begins"
+    );
     let ctx = Ctx {
         tls: &shared.tls,
         peer,

@@ -180,7 +180,7 @@ pub fn ensure_generated(dir: &Path, names: &[String]) -> Result<Generated, TlsEr
         write_file(&paths.key, key.serialize_pem().as_bytes(), 0o600)?;
         let chain = format!("{}{}", cert.pem(), ca_pem);
         write_file(&paths.cert, chain.as_bytes(), 0o644)?;
-        write_file(&names_path, all.join("\n").as_bytes(), 0o644)?;
+        write_file(&names_path, all.join("\n").as_bytes(), 0o600)?;
     }
     Ok(Generated { made_ca, ..paths })
 }

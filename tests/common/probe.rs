@@ -228,6 +228,31 @@ impl Probe {
         )
     }
 
+    /// Sends `request` as it is (no Host header added, nothing fixed up) to the metrics
+    /// listener and reads until psprobe closes or `timeout` passes.
+    pub fn http_raw(&self, request: &[u8], timeout: Duration) -> RawHttp {
+        let addr: SocketAddr = self.metrics.parse().expect("metrics addr is IP:PORT");
+        let mut s = TcpStream::connect_timeout(&addr, HTTP_TIMEOUT)
+            .unwrap_or_else(|e| panic!("connect to metrics {addr}: {e}"));
+        s.set_read_timeout(Some(timeout)).expect("set read timeout");
+        s.write_all(request).expect("send HTTP request");
+        let started = Instant::now();
+        let mut raw = Vec::new();
+        let closed = s.read_to_end(&mut raw).is_ok();
+        RawHttp::new(raw, closed, started.elapsed())
+    }
+
+    /// A field of /proc/PID/status in KiB (VmRSS, VmHWM).
+    pub fn status_kib(&self, field: &str) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .expect("read /proc/PID/status of psprobe");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or_else(|| panic!("no {field} in /proc/PID/status"))
+    }
+
     pub fn scrape(&self) -> Scrape {
         let (status, body) = self.http_get("/metrics");
         assert_eq!(status, 200, "GET /metrics returned {status}: {body}");
@@ -272,5 +297,37 @@ impl Drop for Probe {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// What came back for a raw HTTP request.
+#[derive(Debug)]
+pub struct RawHttp {
+    /// The status code, when a status line came.
+    pub status: Option<u16>,
+    pub text: String,
+    /// psprobe closed the connection (rather than the read timing out).
+    pub closed: bool,
+    /// From the request being sent to the connection closing (or the timeout).
+    pub elapsed: Duration,
+}
+
+impl RawHttp {
+    pub fn new(raw: Vec<u8>, closed: bool, elapsed: Duration) -> Self {
+        let text = String::from_utf8_lossy(&raw).into_owned();
+        let status = text
+            .strip_prefix("HTTP/1.1 ")
+            .and_then(|rest| rest.get(..3)?.parse().ok());
+        RawHttp {
+            status,
+            text,
+            closed,
+            elapsed,
+        }
+    }
+
+    /// The body (after the empty line).
+    pub fn body(&self) -> &str {
+        self.text.split_once("\r\n\r\n").map_or("", |(_, b)| b)
     }
 }

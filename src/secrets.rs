@@ -1,0 +1,200 @@
+//! Passwords (the controller's DSN, the admin password) reach psprobe through the environment
+//! or a file, never through argv, which every user of the host can read (`ps`, /proc/PID/cmdline).
+//!
+//! - [`read_secret_file`]: the first line of a file (`--admin-password-file`,
+//!   `--controller-dsn-file`); [`exposed_secret_files`]: warnings for such files (and a config
+//!   file with a password) that other users may read;
+//! - [`argv_warnings`]: arguments that look like they carry a password anyway (a URL with
+//!   `USER:PASS@`, `--password=...`, `-pSECRET` inside `--restart-cmd`), to warn about at start.
+//!
+//! Neither ever repeats the secret: messages name the file or the argument's position.
+
+use std::ffi::OsString;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SecretError {
+    #[error("cannot read {what} from {path}: {source}")]
+    Read {
+        what: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path} holds no {what}: its first line is empty")]
+    Empty { what: &'static str, path: PathBuf },
+}
+
+/// The first line of `path` (without its line end), which must not be empty. `what` names the
+/// secret in messages ("admin password").
+pub fn read_secret_file(path: &Path, what: &'static str) -> Result<String, SecretError> {
+    let text = std::fs::read_to_string(path).map_err(|source| SecretError::Read {
+        what,
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let line = text.lines().next().unwrap_or("").trim_end_matches('\r');
+    if line.is_empty() {
+        return Err(SecretError::Empty {
+            what,
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(line.to_string())
+}
+
+/// One warning line per file that holds a secret and that other users may read: the files of
+/// `--admin-password-file` and `--controller-dsn-file`, and the `--config` file when it has an
+/// `admin_password` or a `dsn`.
+pub fn exposed_secret_files(
+    admin_password_file: Option<&Path>,
+    dsn_file: Option<&Path>,
+    config: Option<&Path>,
+) -> Vec<String> {
+    let config = config.filter(|path| {
+        let Ok(text) = std::fs::read_to_string(path) else {
+            return false;
+        };
+        let Ok(table) = text.parse::<toml::Table>() else {
+            return false;
+        };
+        let has = |section: &str, key: &str| table.get(section).and_then(|s| s.get(key)).is_some();
+        has("proxy", "admin_password") || has("controller", "dsn")
+    });
+    [
+        (admin_password_file, "the admin password"),
+        (dsn_file, "the controller DSN"),
+        (config, "a password"),
+    ]
+    .into_iter()
+    .filter_map(|(path, what)| {
+        let path = path?;
+        let mode = readable_by_others(path)?;
+        Some(format!(
+            "{} holds {what} and other users may read it (mode {mode:03o}); run chmod 600 {}",
+            path.display(),
+            path.display()
+        ))
+    })
+    .collect()
+}
+
+/// The file's permission bits when group or others may read it.
+pub fn readable_by_others(path: &Path) -> Option<u32> {
+    let mode = std::fs::metadata(path).ok()?.permissions().mode() & 0o777;
+    (mode & 0o044 != 0).then_some(mode)
+}
+
+/// One warning line per argument of `args` (argv, program name first) that looks like it holds
+/// a password.
+pub fn argv_warnings(args: impl IntoIterator<Item = OsString>) -> Vec<String> {
+    args.into_iter()
+        .enumerate()
+        .skip(1)
+        .filter(|(_, arg)| looks_like_a_password(&arg.to_string_lossy()))
+        .map(|(i, _)| {
+            format!(
+                "argument {i} of the command line looks like it holds a password: every user of \
+                 this host can read it (ps, /proc/PID/cmdline). Pass the controller DSN in \
+                 PSPROBE_CONTROLLER_DSN or --controller-dsn-file, the admin password in \
+                 PSPROBE_ADMIN_PASSWORD or --admin-password-file, and give a --restart-cmd its \
+                 credentials in an option file (e.g. ~/.my.cnf)"
+            )
+        })
+        .collect()
+}
+
+/// A URL with `USER:PASS@`, `--password=X`, or a `-pX` word (the MySQL clients' password
+/// option) anywhere in `arg`.
+fn looks_like_a_password(arg: &str) -> bool {
+    url_with_password(arg)
+        || arg.split_whitespace().any(|word| {
+            let word = word.trim_matches(|c| c == '\'' || c == '"');
+            word.strip_prefix("--password=")
+                .is_some_and(|v| !v.is_empty())
+                || (word.starts_with("-p") && word.len() > 2)
+        })
+}
+
+fn url_with_password(arg: &str) -> bool {
+    arg.match_indices("://").any(|(at, _)| {
+        let rest = &arg[at + 3..];
+        let authority = rest.split(['/', ' ', '\'', '"']).next().unwrap_or("");
+        authority.rsplit_once('@').is_some_and(|(userinfo, _)| {
+            userinfo.split_once(':').is_some_and(|(_, p)| !p.is_empty())
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<OsString> {
+        list.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn passwords_in_argv_are_spotted_without_repeating_them() {
+        let warnings = argv_warnings(args(&[
+            "psprobe",
+            "proxy",
+            "--upstream",
+            "mysql://probe:hunter2@db:3306/",
+            "--restart-cmd",
+            "mariadb-admin -uroot -phunter2 shutdown && systemctl start mariadb",
+            "--restart-cmd",
+            "mysqladmin --password=hunter2 shutdown",
+        ]));
+        assert_eq!(warnings.len(), 3, "{warnings:?}");
+        assert!(warnings[0].starts_with("argument 3 "), "{}", warnings[0]);
+        assert!(warnings.iter().all(|w| !w.contains("hunter2")));
+    }
+
+    #[test]
+    fn ordinary_arguments_pass() {
+        let warnings = argv_warnings(args(&[
+            "psprobe",
+            "proxy",
+            "--upstream",
+            "db.example:3306",
+            "--restart-cmd",
+            "systemctl set-environment PFS={pfs} OPTS=\"{opts}\" && mkdir -p /run/x && systemctl restart mariadb",
+            "--state-dir",
+            "/var/lib/psprobe",
+            "http://example.com/path",
+            "mysql://probe@db:3306/",
+            "-p",
+        ]));
+        assert_eq!(warnings, Vec::<String>::new());
+    }
+
+    #[test]
+    fn secret_files_read_their_first_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pw");
+        std::fs::write(&path, "s3cret\r\nignored\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(read_secret_file(&path, "admin password").unwrap(), "s3cret");
+        assert_eq!(readable_by_others(&path), None);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(readable_by_others(&path), Some(0o644));
+        let warnings = exposed_secret_files(Some(&path), None, None);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("mode 644"), "{}", warnings[0]);
+        let config = dir.path().join("psprobe.toml");
+        std::fs::write(&config, "[proxy]\nlisten = \"127.0.0.1:6033\"\n").unwrap();
+        std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(exposed_secret_files(None, None, Some(&config)).is_empty());
+        std::fs::write(&config, "[controller]\ndsn = \"mysql://u:p@h:1/\"\n").unwrap();
+        assert_eq!(exposed_secret_files(None, None, Some(&config)).len(), 1);
+        std::fs::write(&path, "\nsecond\n").unwrap();
+        let e = read_secret_file(&path, "admin password").unwrap_err();
+        assert!(e.to_string().contains("first line is empty"), "{e}");
+        let e = read_secret_file(&dir.path().join("none"), "admin password").unwrap_err();
+        assert!(
+            e.to_string().starts_with("cannot read admin password from"),
+            "{e}"
+        );
+    }
+}

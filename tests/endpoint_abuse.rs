@@ -1,0 +1,429 @@
+//! Endpoint abuse against a real psprobe: the metrics endpoint under requests that never end,
+//! end with a bare LF, carry 1 MB of headers, or come 200 at once; the admin port under a
+//! password-guessing loop (while a real mariadbd is served through the proxy), a 10 MB query,
+//! bytes that are not UTF-8 and malformed SQL; and an admin interface without a password,
+//! which must not start.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Command, Output};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use common::cli::{mariadb_ok, run_with_timeout, split_addr};
+use common::mariadb::MariaDb;
+use common::probe::Probe;
+use tempfile::TempDir;
+
+const ADMIN_SECRET: &str = "abuse-admin-secret";
+/// No server there: the endpoint tests need none.
+const NOWHERE: &str = "127.0.0.1:1";
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// psprobe with the admin interface on, its state (TLS files) in a temporary directory.
+fn start(upstream: &str, extra: &[&str]) -> (Probe, TempDir) {
+    let state = tempfile::tempdir().expect("tempdir");
+    let mut args = vec![
+        "--admin",
+        "127.0.0.1:0",
+        "--state-dir",
+        state.path().to_str().expect("UTF-8 path"),
+    ];
+    args.extend_from_slice(extra);
+    let probe = Probe::start_with_env(upstream, &args, &[("PSPROBE_ADMIN_PASSWORD", ADMIN_SECRET)]);
+    (probe, state)
+}
+
+/// The `mariadb` CLI on the admin port: `-B --force`, statements from `stdin`.
+fn admin_cli(probe: &Probe, password: &str, stdin: &[u8]) -> Output {
+    let (host, port) = split_addr(probe.admin_addr());
+    let mut cmd = Command::new("/usr/bin/mariadb");
+    cmd.args(["--no-defaults", "--protocol=TCP", "-h", host, "-P", port])
+        .args(["-u", "admin", &format!("-p{password}")])
+        .args(["-B", "--force", "--max-allowed-packet=64M"]);
+    run_with_timeout(cmd, Some(stdin), CLIENT_TIMEOUT)
+}
+
+// ---- metrics endpoint ----
+
+/// A request whose head never ends gets 408 once the timeout passes, then the connection is
+/// closed; one that trickles a byte at a time gets the same (the bound is on the whole head).
+#[test]
+fn an_unfinished_request_gets_408() {
+    let (probe, _state) = start(NOWHERE, &["--metrics-timeout", "1s"]);
+    let r = probe.http_raw(
+        b"GET /metrics HTTP/1.1\r\nHost: x\r\n",
+        Duration::from_secs(10),
+    );
+    assert_eq!(r.status, Some(408), "{r:?}");
+    assert!(r.closed, "connection left open: {r:?}");
+    assert!(
+        r.elapsed >= Duration::from_millis(900) && r.elapsed < Duration::from_secs(4),
+        "408 after {:?}",
+        r.elapsed
+    );
+    eprintln!("figure: 408 after {:?} (--metrics-timeout 1s)", r.elapsed);
+
+    let addr: SocketAddr = probe.metrics_addr().parse().expect("address");
+    let mut s = TcpStream::connect(addr).expect("connect");
+    let started = Instant::now();
+    let mut answered = None;
+    for byte in b"GET /metrics HTTP/1.1\r\nX-Slow: "
+        .iter()
+        .cycle()
+        .take(200)
+    {
+        if s.write_all(&[*byte]).is_err() {
+            answered = Some(started.elapsed());
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50)); // trickling, by design
+    }
+    let elapsed = answered.unwrap_or_else(|| started.elapsed());
+    assert!(
+        elapsed < Duration::from_secs(6),
+        "a trickling request held for {elapsed:?}"
+    );
+    assert_eq!(probe.healthz(), 200);
+}
+
+/// Requests whose lines end in a bare LF are answered like CRLF ones; malformed ones get 400,
+/// other methods 405.
+#[test]
+fn bare_lf_and_malformed_requests_are_answered() {
+    let (probe, _state) = start(NOWHERE, &[]);
+    let timeout = Duration::from_secs(5);
+    let r = probe.http_raw(b"GET /healthz HTTP/1.0\n\n", timeout);
+    assert_eq!((r.status, r.body()), (Some(200), "ok\n"), "{r:?}");
+    let r = probe.http_raw(b"GET /metrics HTTP/1.1\nHost: x\n\n", timeout);
+    assert_eq!(r.status, Some(200), "{r:?}");
+    assert!(r.body().contains("psprobe_connections_active"), "{r:?}");
+    let r = probe.http_raw(b"\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", timeout);
+    assert_eq!(r.status, Some(200), "leading empty line: {r:?}");
+    for bad in [
+        &b"GARBAGE\r\n\r\n"[..],
+        b"GET /healthz\r\n\r\n",
+        b"GET /healthz SMTP/1.0\r\n\r\n",
+    ] {
+        let r = probe.http_raw(bad, timeout);
+        assert_eq!(
+            r.status,
+            Some(400),
+            "{:?}: {r:?}",
+            String::from_utf8_lossy(bad)
+        );
+        assert!(r.closed);
+    }
+    let r = probe.http_raw(b"POST /metrics HTTP/1.1\r\n\r\n", timeout);
+    assert_eq!(r.status, Some(405), "{r:?}");
+}
+
+/// 1 MB of headers, 20 connections at once: each gets 431 (not a reset), and psprobe's peak
+/// memory grows by far less than what was sent.
+#[test]
+fn a_megabyte_of_headers_gets_431_with_bounded_memory() {
+    let (probe, _state) = start(NOWHERE, &[]);
+    let addr: SocketAddr = probe.metrics_addr().parse().expect("address");
+    let before = probe.status_kib("VmHWM");
+    let mut request = b"GET /metrics HTTP/1.1\r\n".to_vec();
+    while request.len() < 1 << 20 {
+        request.extend_from_slice(
+            b"X-Padding: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n",
+        );
+    }
+    request.extend_from_slice(b"\r\n");
+    let request = Arc::new(request);
+    let clients: Vec<_> = (0..20)
+        .map(|_| {
+            let request = Arc::clone(&request);
+            std::thread::spawn(move || {
+                let s = TcpStream::connect(addr).expect("connect");
+                s.set_read_timeout(Some(Duration::from_secs(10)))
+                    .expect("timeout");
+                let mut writer = s.try_clone().expect("clone");
+                // psprobe answers before it has read everything: write on the side.
+                let sender = std::thread::spawn(move || drop(writer.write_all(&request)));
+                let mut raw = Vec::new();
+                let _ = std::io::Read::read_to_end(&mut &s, &mut raw);
+                let _ = sender.join();
+                String::from_utf8_lossy(&raw).into_owned()
+            })
+        })
+        .collect();
+    for client in clients {
+        let answer = client.join().expect("client thread");
+        assert!(
+            answer.starts_with("HTTP/1.1 431 Request Header Fields Too Large\r\n"),
+            "{answer:?}"
+        );
+    }
+    let growth = probe.status_kib("VmHWM").saturating_sub(before);
+    eprintln!("figure: peak RSS growth with 20 x 1 MB of headers: {growth} KiB");
+    assert!(growth < 8 * 1024, "peak RSS grew by {growth} KiB");
+    assert_eq!(probe.healthz(), 200);
+}
+
+/// 200 clients scrape /metrics and /healthz at the same moment: every request succeeds.
+#[test]
+fn two_hundred_concurrent_scrapes_succeed() {
+    let (probe, _state) = start(NOWHERE, &[]);
+    let probe = Arc::new(probe);
+    let start = Arc::new(Barrier::new(200));
+    let clients: Vec<_> = (0..200)
+        .map(|i| {
+            let (probe, start) = (Arc::clone(&probe), Arc::clone(&start));
+            std::thread::spawn(move || {
+                let path = if i % 2 == 0 { "/metrics" } else { "/healthz" };
+                start.wait();
+                let (status, body) = probe.http_get(path);
+                (path, status, body)
+            })
+        })
+        .collect();
+    let mut statuses = BTreeMap::new();
+    for client in clients {
+        let (path, status, body) = client.join().expect("scrape thread");
+        let ok = match path {
+            "/metrics" => body.contains("psprobe_connections_active"),
+            _ => body == "ok\n",
+        };
+        *statuses.entry((path, status, ok)).or_insert(0) += 1;
+    }
+    assert_eq!(
+        statuses,
+        BTreeMap::from([
+            (("/healthz", 200, true), 100),
+            (("/metrics", 200, true), 100)
+        ])
+    );
+}
+
+// ---- admin port ----
+
+/// Wrong-password logins from 8 connections at once for 3 s: at most the burst plus one
+/// password check per second get an answer to their guess (1045); the rest are refused unchecked
+/// (1129); the log has one WARN line for the whole storm; proxied traffic is served meanwhile;
+/// the right password works again once a check is free.
+#[test]
+fn password_guessing_is_throttled_and_logged_once() {
+    let db = MariaDb::start_default();
+    let (probe, _state) = start(&db.addr(), &[]);
+    let port = split_addr(probe.admin_addr()).1.to_string();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let storm = Duration::from_secs(3);
+    let url = |password: &str| format!("mysql://admin:{password}@127.0.0.1:{port}/");
+    let proxied = {
+        let proxy = probe.proxy_addr().to_string();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(1)); // in the middle of the storm
+            let started = Instant::now();
+            let out = mariadb_ok(&proxy, &["-N", "-e", "SELECT 40 + 2"], None);
+            (out, started.elapsed())
+        })
+    };
+    let started = Instant::now();
+    let counts: BTreeMap<u16, u64> = runtime.block_on(async {
+        let deadline = tokio::time::Instant::now() + storm;
+        let tasks: Vec<_> = (0..8)
+            .map(|_| {
+                let url = url("a-wrong-guess");
+                tokio::spawn(async move {
+                    let mut counts = BTreeMap::new();
+                    while tokio::time::Instant::now() < deadline {
+                        let code = match mysql_async::Conn::from_url(url.as_str()).await {
+                            Ok(conn) => {
+                                let _ = conn.disconnect().await;
+                                0
+                            }
+                            Err(mysql_async::Error::Server(e)) => e.code,
+                            Err(_) => 1,
+                        };
+                        *counts.entry(code).or_insert(0u64) += 1;
+                    }
+                    counts
+                })
+            })
+            .collect();
+        let mut total = BTreeMap::new();
+        for task in tasks {
+            for (code, n) in task.await.expect("guessing task") {
+                *total.entry(code).or_insert(0) += n;
+            }
+        }
+        total
+    });
+    let elapsed = started.elapsed();
+    let checked = counts.get(&1045).copied().unwrap_or(0);
+    let blocked = counts.get(&1129).copied().unwrap_or(0);
+    eprintln!(
+        "figure: {:.1} password checks/s, {:.0} attempts/s over {elapsed:?}: {counts:?}",
+        checked as f64 / elapsed.as_secs_f64(),
+        (checked + blocked) as f64 / elapsed.as_secs_f64()
+    );
+    assert_eq!(
+        counts
+            .keys()
+            .copied()
+            .filter(|c| ![1045, 1129].contains(c))
+            .count(),
+        0,
+        "only refusals expected: {counts:?}"
+    );
+    // 5 at once, then one per second (and a second of slack).
+    assert!(
+        (5..=5 + elapsed.as_secs() + 1).contains(&checked),
+        "{checked} password checks in {elapsed:?}: {counts:?}"
+    );
+    assert!(blocked > 0, "{counts:?}");
+
+    let (out, took) = proxied.join().expect("proxied client");
+    assert_eq!(out.trim(), "42");
+    assert!(took < Duration::from_secs(5), "proxied query took {took:?}");
+
+    let stderr = probe.stderr_text();
+    let warnings = stderr
+        .lines()
+        .filter(|l| l.contains("WARN") && l.contains("admin login refused"))
+        .count();
+    assert!(
+        (1..=2).contains(&warnings),
+        "{warnings} WARN lines:\n{stderr}"
+    );
+    assert!(!stderr.contains("a-wrong-guess"), "{stderr}");
+
+    // The right password works once the peer has a check again (within a second or two).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    runtime.block_on(async {
+        loop {
+            match mysql_async::Conn::from_url(url(ADMIN_SECRET).as_str()).await {
+                Ok(conn) => {
+                    let _ = conn.disconnect().await;
+                    break;
+                }
+                Err(mysql_async::Error::Server(e)) if e.code == 1129 => {
+                    assert!(e.message.contains("try again in"), "{}", e.message);
+                    assert!(Instant::now() < deadline, "still blocked: {}", e.message);
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+                Err(e) => panic!("right password refused: {e}"),
+            }
+        }
+    });
+}
+
+/// A 10 MB query is answered with ERROR 1153 and dropped as it arrives (psprobe's peak memory
+/// barely moves); the connection goes on. A smaller cap is configurable.
+#[test]
+fn a_ten_megabyte_query_is_refused_without_buffering() {
+    let (probe, _state) = start(NOWHERE, &[]);
+    // The first query of a connection sets up its SQL engine: not what is measured.
+    let out = admin_cli(&probe, ADMIN_SECRET, b"SELECT 'warm';\n");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let before = probe.status_kib("VmHWM");
+    let mut script = b"SELECT '".to_vec();
+    script.extend(std::iter::repeat_n(b'x', 10_000_000));
+    script.extend_from_slice(b"';\nSELECT 'after';\n");
+    let started = Instant::now();
+    let out = admin_cli(&probe, ADMIN_SECRET, &script);
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("ERROR 1153 (08S01)") && stderr.contains("accepts at most 1048576"),
+        "{stderr}"
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "after\nafter\n");
+    let growth = probe.status_kib("VmHWM").saturating_sub(before);
+    eprintln!("figure: 10 MB admin query refused in {took:?}; peak RSS growth {growth} KiB");
+    assert!(growth < 8 * 1024, "peak RSS grew by {growth} KiB");
+
+    let (small, _state) = start(NOWHERE, &["--admin-max-query-size", "8KiB"]);
+    let mut script = b"SELECT '".to_vec();
+    script.extend(std::iter::repeat_n(b'y', 9000));
+    script.extend_from_slice(b"';\nSELECT 'after';\n");
+    let out = admin_cli(&small, ADMIN_SECRET, &script);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("accepts at most 8192"), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "after\nafter\n");
+}
+
+/// Bytes that are not UTF-8, malformed SQL and writes each get a clear ERR, the connection
+/// goes on, and the session settings clients send on connect are accepted.
+#[test]
+fn bad_queries_get_clear_errors() {
+    let (probe, _state) = start(NOWHERE, &["--log", "debug"]);
+    let script = b"SELECT '\xff\xfe';\nSELEC 1;\nSELECT FROM WHERE;\nSET GLOBAL x = 1;\n\
+        SET SESSION sql_mode = 'ANSI';\nSET NAMES utf8mb4;\nSET autocommit = 1;\nSET @a = 1;\n\
+        SELECT 'after';\n";
+    let out = admin_cli(&probe, ADMIN_SECRET, script);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("ERROR")).collect();
+    assert_eq!(errors.len(), 4, "{stderr}");
+    assert!(
+        errors[0].starts_with("ERROR 1300 (HY000) at line 1: The query is not valid UTF-8"),
+        "{stderr}"
+    );
+    assert!(
+        errors[1].starts_with(
+            "ERROR 1064 (42000) at line 2: You have an error in your SQL syntax near 'SELEC'"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        errors[2].starts_with("ERROR 1064 (42000) at line 3:"),
+        "{stderr}"
+    );
+    assert!(
+        errors[3].starts_with(
+            "ERROR 1290 (HY000) at line 4: psprobe admin is read-only: SET GLOBAL is refused"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "after\nafter\n");
+    let log = probe.stderr_text();
+    assert!(log.contains("admin query is not valid UTF-8"), "{log}");
+}
+
+/// Without a password the admin interface does not start, on a loopback address or any other:
+/// one line says what to do.
+#[test]
+fn the_admin_interface_needs_a_password() {
+    for (addr, why) in [
+        ("0.0.0.0:0", "it listens beyond this host"),
+        ("127.0.0.1:0", "anyone on this host"),
+    ] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_psprobe"));
+        cmd.env_remove("PSPROBE_ADMIN_PASSWORD")
+            .args([
+                "proxy",
+                "--listen",
+                "127.0.0.1:0",
+                "--metrics",
+                "127.0.0.1:0",
+            ])
+            .args(["--upstream", NOWHERE, "--admin", addr]);
+        let out = run_with_timeout(cmd, None, CLIENT_TIMEOUT);
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.contains("needs a password") && stderr.contains(why),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains("PSPROBE_ADMIN_PASSWORD") && stderr.contains("--admin-password-file"),
+            "{stderr}"
+        );
+        assert!(out.stdout.is_empty(), "it must not have started");
+    }
+}

@@ -204,6 +204,42 @@ fn a_declared_length_allocates_nothing_until_data_arrives() {
 }
 
 #[test]
+fn a_zstd_window_larger_than_the_frame_is_refused_before_it_is_allocated() {
+    // Found by fuzzing (target `compress`): a 20-byte zstd frame header asking for a 96 MiB
+    // window made ruzstd reserve it, for a frame declaring 100 bytes of output.
+    // Window descriptor 0x7C: 2^(10 + 15) * (1 + 4/8) = 48 MiB; 0x84: 2^26 * 1.5 = 96 MiB.
+    for window_descriptor in [0x7Cu8, 0x84] {
+        let mut payload = vec![0x28, 0xB5, 0x2F, 0xFD, 0x00, window_descriptor];
+        payload.extend_from_slice(&[0x01, 0x00, 0x00]); // a last raw block of 0 bytes ...
+        payload.extend_from_slice(&[0u8; 11]);
+        let wire = frame_bytes(0, &payload, 100);
+        let e = decode(Algorithm::Zstd, &[&wire]).unwrap_err();
+        assert!(
+            matches!(&e, DecodeError::Zstd(m) if m.contains("window")),
+            "{e}"
+        );
+    }
+    assert_eq!(zstd_window(&[0x28, 0xB5, 0x2F, 0xFD, 0x00, 0x84]), Some(96 << 20));
+    // Single segment, 2-byte content size (stored minus 256): the window is the content size.
+    assert_eq!(
+        zstd_window(&[0x28, 0xB5, 0x2F, 0xFD, 0x60, 0x00, 0x01]),
+        Some(256 + 256)
+    );
+    assert_eq!(zstd_window(&[0x28, 0xB5, 0x2F]), None, "not whole yet");
+    // What encoders write for each packet size, at every level, still decodes.
+    for len in [50, 1000, 70_000, 1 << 20] {
+        let payload: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+        for level in [1, 3, 19] {
+            let wire = mysql_frame(Algorithm::Zstd, 0, &packet(0, &payload), level);
+            assert_eq!(
+                decode(Algorithm::Zstd, &[&wire]).unwrap(),
+                packet(0, &payload)
+            );
+        }
+    }
+}
+
+#[test]
 fn sequence_ids_are_read_from_every_header() {
     let wire = [stored_frame(0, b"ab"), stored_frame(1, b"cd")].concat();
     let mut d = Decompressor::new(Algorithm::Zlib);

@@ -140,7 +140,10 @@ fn replay_and_mutate(name: &str) {
         peak = peak.max(run_one(name, target, &data, &format!("mutation {i}")));
     }
     // Coarse: nothing the targets feed needs more than a few MiB (a zstd window at most).
-    assert!(peak <= fuzzing::MAX_INPUT_MEMORY, "{name}: peak {peak} bytes");
+    assert!(
+        peak <= fuzzing::MAX_INPUT_MEMORY,
+        "{name}: peak {peak} bytes"
+    );
 }
 
 #[test]

@@ -670,9 +670,12 @@ mod tests {
 
     #[test]
     fn an_unterminated_string_of_multibyte_characters_is_an_error_not_a_panic() {
-        // Found by fuzzing (target `admin_sql`): the message quoted the first 20 bytes, which
-        // split a character.
-        for sql in ["'ééééééééééééééééééééé", "select `日本語日本語日本語日本語日本語日本語日本語"] {
+        // Found writing the `admin_sql` fuzz target: the message quoted the first 20 bytes,
+        // which split a character (a panic on the admin connection's task).
+        for sql in [
+            "'ééééééééééééééééééééé",
+            "select `日本語日本語日本語日本語日本語日本語日本語",
+        ] {
             let e = parse(sql).unwrap_err();
             assert!(e.message.contains("unterminated"), "{}", e.message);
         }

@@ -13,9 +13,9 @@
 
 pub mod alloc;
 mod input;
+mod session;
 mod text;
 mod wire;
-mod session;
 
 pub use input::Input;
 

@@ -127,22 +127,30 @@ fn proxy_args() -> &'static ProxyArgs {
 fn setup_state() -> &'static SetupState {
     static STATE: OnceLock<SetupState> = OnceLock::new();
     STATE.get_or_init(|| SetupState {
-        consumers: ["events_stages_current", "events_statements_history", "statements_digest"]
-            .iter()
-            .map(|n| ConsumerRow {
-                name: n.to_string(),
-                enabled: true,
-            })
-            .collect(),
-        instruments: ["statement/sql/select", "wait/io/file/sql/binlog", "memory/sql/THD"]
-            .iter()
-            .map(|n| InstrumentRow {
-                name: n.to_string(),
-                enabled: false,
-                // Memory instruments cannot be timed (NULL).
-                timed: (!n.starts_with("memory")).then_some(true),
-            })
-            .collect(),
+        consumers: [
+            "events_stages_current",
+            "events_statements_history",
+            "statements_digest",
+        ]
+        .iter()
+        .map(|n| ConsumerRow {
+            name: n.to_string(),
+            enabled: true,
+        })
+        .collect(),
+        instruments: [
+            "statement/sql/select",
+            "wait/io/file/sql/binlog",
+            "memory/sql/THD",
+        ]
+        .iter()
+        .map(|n| InstrumentRow {
+            name: n.to_string(),
+            enabled: false,
+            // Memory instruments cannot be timed (NULL).
+            timed: (!n.starts_with("memory")).then_some(true),
+        })
+        .collect(),
     })
 }
 

@@ -1,7 +1,6 @@
 //! Targets for the byte-level parsers: the packet de-framer, the handshake and command
 //! parsers, and the compressed-protocol decoder.
 
-use std::ops::ControlFlow;
 use super::input::{chunks, poll_once, Input, Pieces};
 use crate::protocol::auth::{cleartext_plugin, server_asks_for_cleartext};
 use crate::protocol::command::{binary_value, execute_header, query_text, statement_id};
@@ -15,6 +14,7 @@ use crate::protocol::response::{
 use crate::protocol::{Capabilities, Deframer, PacketView, ResponseShape};
 use crate::proxy::packet_io::{Got, PacketBuf, MAX_HANDSHAKE_PACKET};
 use crate::session::{ResponseReader, Step, CLIENT_CAPTURE_LIMIT, SERVER_CAPTURE_LIMIT};
+use std::ops::ControlFlow;
 
 /// Capture limits worth trying: none, tiny, the session's two, and a page.
 const CAPTURE_LIMITS: [usize; 6] = [0, 1, 7, SERVER_CAPTURE_LIMIT, 4096, CLIENT_CAPTURE_LIMIT];
@@ -26,7 +26,11 @@ fn deframe(capture: usize, pieces: &[&[u8]]) -> (Vec<Packet>, bool) {
     let mut got = Vec::new();
     for piece in pieces {
         let _ = d.feed(piece, |p| {
-            assert_eq!(p.head.len(), p.len.min(capture), "head is the captured prefix");
+            assert_eq!(
+                p.head.len(),
+                p.len.min(capture),
+                "head is the captured prefix"
+            );
             assert_eq!(p.is_whole(), p.len <= capture);
             got.push((p.seq, p.len, p.head.to_vec()));
             ControlFlow::Continue(())
@@ -82,7 +86,6 @@ fn read_handshake_packets(pieces: &[&[u8]]) {
         let _ = parse_client_hello(packet.payload());
     }
 }
-
 
 /// The handshake parsers (greeting, handshake response, change-user, connect attributes,
 /// auth switch) on one payload, and the proxy's connection-phase packet reader on the stream.
@@ -203,9 +206,15 @@ pub fn compress(data: &[u8]) {
     let split = decompress(algorithm, &chunks(stream, &cuts));
     // A failure stops at once, so what was emitted before it may differ by a chunk's worth;
     // success and the bytes of a stream that decodes must not.
-    assert_eq!(whole.1, split.1, "chunk boundaries changed whether the stream decodes");
+    assert_eq!(
+        whole.1, split.1,
+        "chunk boundaries changed whether the stream decodes"
+    );
     if !whole.1 {
-        assert_eq!(whole.0, split.0, "chunk boundaries changed the decoded bytes");
+        assert_eq!(
+            whole.0, split.0,
+            "chunk boundaries changed the decoded bytes"
+        );
         assert_eq!(whole.2, split.2);
     }
 }

@@ -268,6 +268,11 @@ impl ProxyConfig {
             Some(path) => load_file(path)?.proxy,
             None => ProxyFile::default(),
         };
+        Self::resolve(args, file)
+    }
+
+    /// The settings from the flags and the config file's `[proxy]` table (flags win).
+    pub fn resolve(args: &ProxyArgs, file: ProxyFile) -> Result<Self, ConfigError> {
         let pick = |flag: &Option<String>, from_file: Option<String>, default: &str| {
             flag.clone()
                 .or(from_file)
@@ -466,7 +471,12 @@ fn load_file(path: &Path) -> Result<ConfigFile, ConfigError> {
         path: path.to_path_buf(),
         source,
     })?;
-    toml::from_str(&text).map_err(|e| ConfigError::Parse {
+    parse_file(&text, path)
+}
+
+/// The config file's text, parsed; `path` only names it in errors.
+pub fn parse_file(text: &str, path: &Path) -> Result<ConfigFile, ConfigError> {
+    toml::from_str(text).map_err(|e| ConfigError::Parse {
         path: path.to_path_buf(),
         message: e.message().to_string(),
     })

@@ -13,6 +13,9 @@ pub mod controller;
 pub mod demo;
 pub mod digest;
 pub mod digest_cli;
+/// Fuzz targets shared by `fuzz/` (cargo-fuzz) and `tests/fuzz_corpus.rs`; not an API.
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod live;
 pub mod log_limit;
 pub mod metrics;

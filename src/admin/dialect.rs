@@ -152,10 +152,16 @@ fn lex(sql: &str) -> Result<Vec<Token>, AdminError> {
                 let mut j = i + 1;
                 loop {
                     if j >= n {
+                        // Quote at most 20 characters: cut at a character boundary, not at
+                        // byte 20 (which panicked inside a multi-byte character).
+                        let end = sql[start..]
+                            .char_indices()
+                            .nth(20)
+                            .map_or(n, |(at, _)| start + at);
                         return Err(AdminError::syntax(format!(
                             "You have an error in your SQL syntax: unterminated {} at {}",
                             if c == b'`' { "identifier" } else { "string" },
-                            &sql[start..(start + 20).min(n)]
+                            &sql[start..end]
                         )));
                     }
                     if s[j] == b'\\' && c != b'`' {
@@ -659,6 +665,19 @@ mod tests {
         match parse(sql) {
             Ok(Statement::Query(q)) => q,
             other => panic!("{sql}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_unterminated_string_of_multibyte_characters_is_an_error_not_a_panic() {
+        // Found writing the `admin_sql` fuzz target: the message quoted the first 20 bytes,
+        // which split a character (a panic on the admin connection's task).
+        for sql in [
+            "'ééééééééééééééééééééé",
+            "select `日本語日本語日本語日本語日本語日本語日本語",
+        ] {
+            let e = parse(sql).unwrap_err();
+            assert!(e.message.contains("unterminated"), "{}", e.message);
         }
     }
 

@@ -59,6 +59,11 @@ impl PsConfig {
             path: path.into(),
             reason: format!("cannot read it: {e}"),
         })?;
+        Self::parse(text, path)
+    }
+
+    /// The config file's text, parsed; `path` only names it in errors.
+    pub fn parse(text: String, path: &Path) -> Result<Self> {
         let top: Top = parse_toml(&text, path)?;
         Ok(PsConfig {
             path: path.into(),

@@ -9,9 +9,10 @@
 //! packet stream, which this decoder hands on in pieces as it produces them.
 //!
 //! The original bytes are forwarded untouched by the relay; this only decodes a copy. Memory is
-//! bounded and never follows a length field: nothing is reserved for a frame's declared sizes,
-//! output goes through one fixed 32 KiB buffer, zlib keeps its fixed 32 KiB window, and zstd
-//! holds at most one block of input (128 KiB) plus the window of output it actually decoded.
+//! bounded and never follows a length field past the protocol's limits: nothing is reserved for a
+//! frame's declared sizes, output goes through one fixed 32 KiB buffer, zlib keeps its fixed
+//! 32 KiB window, and zstd holds at most one block of input (128 KiB) plus the window its frame
+//! header names, which must fit the frame's declared length (so at most 16 MiB, one packet).
 
 use std::ops::ControlFlow;
 
@@ -192,14 +193,17 @@ impl Decompressor {
                 }
             };
             self.frame = if last { None } else { Some(frame) };
+            // A consumer that stopped (observation ended) stopped the decoding too: the frame
+            // is short because of that, not corrupt. Reporting it as an error made the session
+            // stop observing a second time (found by the `session` fuzz target).
+            if flow.is_break() {
+                return Ok(ControlFlow::Break(()));
+            }
             if last && frame.declared != 0 && frame.produced != frame.declared {
                 return Err(DecodeError::LengthMismatch {
                     declared: frame.declared,
                     actual: frame.produced,
                 });
-            }
-            if flow.is_break() {
-                return Ok(ControlFlow::Break(()));
             }
         }
         Ok(ControlFlow::Continue(()))
@@ -299,6 +303,20 @@ impl Decompressor {
         if zstd.decoder.is_none() && zstd.input.len() < ZSTD_MAX_FRAME_HEADER && !last {
             return Ok(ControlFlow::Continue(()));
         }
+        if zstd.decoder.is_none() {
+            // ruzstd reserves the window the frame header asks for (up to 100 MiB) before it
+            // decodes a byte; refuse a window the frame cannot need, so a 20-byte frame cannot
+            // make psprobe allocate it.
+            if let Some(window) = zstd_window(&zstd.input) {
+                let needed = frame.declared.next_power_of_two().max(ZSTD_MIN_WINDOW) as u64;
+                if window > needed {
+                    return Err(DecodeError::Zstd(format!(
+                        "a window of {window} bytes for a frame of {} bytes",
+                        frame.declared
+                    )));
+                }
+            }
+        }
         let decoder = zstd
             .decoder
             .get_or_insert_with(ruzstd::decoding::FrameDecoder::new);
@@ -306,7 +324,11 @@ impl Decompressor {
             let (read, written) = decoder
                 .decode_from_to(&zstd.input, &mut self.out)
                 .map_err(|e| DecodeError::Zstd(e.to_string()))?;
-            zstd.input.drain(..read.min(zstd.input.len()));
+            // ruzstd 0.8 can report bytes read that it was not given (4, for a checksum that
+            // is missing, on every call): count only what was there, or this loop never ends
+            // (found by the `compress` fuzz target: a frame froze the relay's thread).
+            let consumed = read.min(zstd.input.len());
+            zstd.input.drain(..consumed);
             if written > 0 {
                 frame.produced += written;
                 if frame.produced > frame.declared {
@@ -318,7 +340,7 @@ impl Decompressor {
                     return Ok(ControlFlow::Break(()));
                 }
             }
-            if read == 0 && written == 0 {
+            if consumed == 0 && written == 0 {
                 break;
             }
         }
@@ -332,6 +354,40 @@ impl Decompressor {
         }
         Ok(ControlFlow::Continue(()))
     }
+}
+
+/// Smallest window a zstd encoder writes (1 KiB, `ZSTD_WINDOWLOG_ABSOLUTEMIN`).
+const ZSTD_MIN_WINDOW: usize = 1 << 10;
+
+/// The window size a zstd frame header asks for, or `None` when `header` is not (yet) a whole
+/// zstd frame header (the decoder then reports what is wrong). Frame format: RFC 8878 3.1.1.
+/// An encoder that knows the input size (MySQL compresses each packet in one call) writes a
+/// window no larger than the input rounded up to a power of two, or exactly the input size
+/// (single segment).
+fn zstd_window(header: &[u8]) -> Option<u64> {
+    const MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+    let (magic, rest) = header.split_first_chunk::<4>()?;
+    if *magic != MAGIC {
+        return None;
+    }
+    let (&descriptor, rest) = rest.split_first()?;
+    let single_segment = descriptor & 0x20 != 0;
+    if !single_segment {
+        let &window_descriptor = rest.first()?;
+        let log = 10 + u64::from(window_descriptor >> 3);
+        let base = 1u64 << log;
+        return Some(base + (base / 8) * u64::from(window_descriptor & 7));
+    }
+    // Single segment: the window is the frame content size.
+    let dictionary_bytes = [0usize, 1, 2, 4][usize::from(descriptor & 3)];
+    let size_bytes = [1usize, 2, 4, 8][usize::from(descriptor >> 6)];
+    let size = rest.get(dictionary_bytes..dictionary_bytes + size_bytes)?;
+    let value = size
+        .iter()
+        .rev()
+        .fold(0u64, |acc, &b| acc << 8 | u64::from(b));
+    // A 2-byte size is stored minus 256.
+    Some(if size_bytes == 2 { value + 256 } else { value })
 }
 
 /// Encodes `payload` as one stored (uncompressed) frame: what peers send below their

@@ -204,6 +204,79 @@ fn a_declared_length_allocates_nothing_until_data_arrives() {
 }
 
 #[test]
+fn a_zstd_window_larger_than_the_frame_is_refused_before_it_is_allocated() {
+    // Found writing the `compress` fuzz target: a 20-byte zstd frame header asking for a
+    // 96 MiB window made ruzstd reserve it, for a frame declaring 100 bytes of output.
+    // Window descriptor 0x7C: 2^(10 + 15) * (1 + 4/8) = 48 MiB; 0x84: 2^26 * 1.5 = 96 MiB.
+    for window_descriptor in [0x7Cu8, 0x84] {
+        let mut payload = vec![0x28, 0xB5, 0x2F, 0xFD, 0x00, window_descriptor];
+        payload.extend_from_slice(&[0x01, 0x00, 0x00]); // a last raw block of 0 bytes ...
+        payload.extend_from_slice(&[0u8; 11]);
+        let wire = frame_bytes(0, &payload, 100);
+        let e = decode(Algorithm::Zstd, &[&wire]).unwrap_err();
+        assert!(
+            matches!(&e, DecodeError::Zstd(m) if m.contains("window")),
+            "{e}"
+        );
+    }
+    assert_eq!(
+        zstd_window(&[0x28, 0xB5, 0x2F, 0xFD, 0x00, 0x84]),
+        Some(96 << 20)
+    );
+    // Single segment, 2-byte content size (stored minus 256): the window is the content size.
+    assert_eq!(
+        zstd_window(&[0x28, 0xB5, 0x2F, 0xFD, 0x60, 0x00, 0x01]),
+        Some(256 + 256)
+    );
+    assert_eq!(zstd_window(&[0x28, 0xB5, 0x2F]), None, "not whole yet");
+    // What encoders write for each packet size, at every level, still decodes.
+    for len in [50, 1000, 70_000, 1 << 20] {
+        let payload: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+        for level in [1, 3, 19] {
+            let wire = mysql_frame(Algorithm::Zstd, 0, &packet(0, &payload), level);
+            assert_eq!(
+                decode(Algorithm::Zstd, &[&wire]).unwrap(),
+                packet(0, &payload)
+            );
+        }
+    }
+}
+
+#[test]
+fn a_zstd_frame_without_its_checksum_ends_instead_of_looping() {
+    // Found by the `compress` fuzz target: with the checksum flag set and the checksum bytes
+    // missing, ruzstd reports 4 bytes read on every call, and the decode loop never ended.
+    let payload = packet(0, &[7u8; 300]);
+    let mut compressed = zstd::bulk::Compressor::new(3).expect("zstd");
+    compressed
+        .set_parameter(zstd::zstd_safe::CParameter::ChecksumFlag(true))
+        .expect("checksum flag");
+    let mut frame = compressed.compress(&payload).expect("compress");
+    frame.truncate(frame.len() - 4);
+    let wire = frame_bytes(0, &frame, payload.len());
+    let (done, result) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(decode(Algorithm::Zstd, &[&wire]).map(|out| out.len()));
+    });
+    let result = result
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("the decoder returns");
+    assert!(matches!(result, Ok(304) | Err(_)), "{result:?}");
+}
+
+#[test]
+fn a_consumer_that_stops_mid_frame_is_no_decode_error() {
+    // Found by the `session` fuzz target: the session stopped observing inside a frame's
+    // last chunk, the decoder then reported the frame short (LengthMismatch), and the session
+    // stopped observing a second time.
+    let payload = packet(0, &[1u8; 500]);
+    let wire = mysql_frame(Algorithm::Zlib, 0, &payload, 0);
+    let mut d = Decompressor::new(Algorithm::Zlib);
+    let flow = d.feed(&wire, |_| ControlFlow::Break(()));
+    assert_eq!(flow, Ok(ControlFlow::Break(())));
+}
+
+#[test]
 fn sequence_ids_are_read_from_every_header() {
     let wire = [stored_frame(0, b"ab"), stored_frame(1, b"cd")].concat();
     let mut d = Decompressor::new(Algorithm::Zlib);

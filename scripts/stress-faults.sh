@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 export PSPROBE_FAULTS_RUN_SECS="${PSPROBE_FAULTS_RUN_SECS:-60}"
 export PSPROBE_FAULTS_THREADS="${PSPROBE_FAULTS_THREADS:-32}"
 # 15 s: longer outages reach mariadbd's net_write_timeout (60 s) before TCP's backed-off
-# retransmission gets through, and the server itself aborts the result (docs/reliability-faults.md).
+# retransmission gets through, and the server itself aborts the result (docs/reliability.md).
 export PSPROBE_FAULTS_OUTAGE_SECS="${PSPROBE_FAULTS_OUTAGE_SECS:-15}"
 export PSPROBE_VOLUME_MB="${PSPROBE_VOLUME_MB:-1200}"
 log="$(mktemp)"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Figures for docs/reliability-endpoints.md: how psprobe's admin port and metrics endpoint hold
+"""Figures for docs/reliability.md: how psprobe's admin port and metrics endpoint hold
 up against abuse. Starts the given psprobe binary (no upstream server is needed) and measures:
 
 - password guessing: T threads loop on logins with a wrong password for S seconds; prints

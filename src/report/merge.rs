@@ -10,7 +10,7 @@
 //! about the same time (clocks of one fleet agree within seconds).
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::controller::phase_log::{Aggregate, BinRecord, LogContents, PhaseRecord};
 
@@ -28,27 +28,25 @@ pub enum MergeError {
     #[error("{0} holds no phase records: is it a psprobe phase log (--phase-log)?")]
     Empty(PathBuf),
     #[error(
-        "{other} is not from the same schedule as {first}: slot {block}/{phase} ({schedule}) is \
-         {other_scenario} there and {first_scenario} in {first}; report each run on its own"
+        "{other} is not from the same schedule as {first}: slot {slot} is {other_scenario} \
+         there and {first_scenario} in {first}; report each run on its own"
     )]
     ScenarioDiffers {
         first: PathBuf,
         other: PathBuf,
-        schedule: String,
-        block: u64,
-        phase: u64,
+        /// `block/phase (schedule)`
+        slot: String,
         first_scenario: String,
         other_scenario: String,
     },
     #[error(
-        "{other} is not from the same schedule as {first}: slot {block}/{phase} started \
-         {skew_s:.0} s apart in the two logs; report each run on its own"
+        "{other} is not from the same schedule as {first}: slot {slot} started {skew_s:.0} s \
+         apart in the two logs; report each run on its own"
     )]
     TooFarApart {
         first: PathBuf,
         other: PathBuf,
-        block: u64,
-        phase: u64,
+        slot: String,
         skew_s: f64,
     },
     #[error(
@@ -101,8 +99,12 @@ pub fn merge(logs: Vec<NamedLog>) -> Result<Vec<PhaseRecord>, MergeError> {
     Ok(phases)
 }
 
+fn slot_name(p: &PhaseRecord) -> String {
+    format!("{}/{} ({})", p.block, p.phase, p.schedule())
+}
+
 fn check_same_schedule(
-    first: &PathBuf,
+    first: &Path,
     merged: &BTreeMap<SlotKey, PhaseRecord>,
     log: &NamedLog,
 ) -> Result<(), MergeError> {
@@ -116,11 +118,9 @@ fn check_same_schedule(
         if let Some(&scenario) = slot_of.get(&(p.schedule(), p.block, p.phase)) {
             if scenario != p.scenario {
                 return Err(MergeError::ScenarioDiffers {
-                    first: first.clone(),
+                    first: first.to_path_buf(),
                     other: log.name.clone(),
-                    schedule: p.schedule().to_string(),
-                    block: p.block,
-                    phase: p.phase,
+                    slot: slot_name(p),
                     first_scenario: scenario.to_string(),
                     other_scenario: p.scenario.clone(),
                 });
@@ -133,17 +133,16 @@ fn check_same_schedule(
         let skew = m.switched_at_ms.abs_diff(p.switched_at_ms);
         if skew > MAX_SKEW_MS {
             return Err(MergeError::TooFarApart {
-                first: first.clone(),
+                first: first.to_path_buf(),
                 other: log.name.clone(),
-                block: p.block,
-                phase: p.phase,
+                slot: slot_name(p),
                 skew_s: skew as f64 / 1000.0,
             });
         }
     }
     if shared == 0 {
         return Err(MergeError::NothingShared {
-            first: first.clone(),
+            first: first.to_path_buf(),
             other: log.name.clone(),
         });
     }
@@ -166,7 +165,7 @@ fn add(into: &mut PhaseRecord, other: &PhaseRecord) {
     into.server_cpu_ms = into.server_cpu_ms.max(other.server_cpu_ms);
     // The switch is the leader's: only its record carries the cost.
     if into.switch.is_none() {
-        into.switch = other.switch.clone();
+        into.switch = other.switch;
     }
     add_aggregates(&mut into.commands, &other.commands, |a| a.command.clone());
     add_aggregates(&mut into.digests, &other.digests, |a| {

@@ -119,8 +119,11 @@ fn run(ps_mode: &str) {
     for (text, s) in &server {
         let p = &probe[text];
         assert_eq!(p.count, s.count, "count of {text}");
+        // The server's timer can stop a little after its response left (COMMIT: the
+        // statement's end event follows the OK), so the proxy's mean may trail it by a hair;
+        // more than 2% + 20 µs below would mean psprobe times the wrong span.
         assert!(
-            p.mean_seconds >= s.mean_seconds,
+            p.mean_seconds >= s.mean_seconds * 0.98 - 20e-6,
             "{text}: psprobe's mean {:.6}s is below the server's {:.6}s",
             p.mean_seconds,
             s.mean_seconds

@@ -8,7 +8,7 @@ use super::catalog::Catalog;
 use super::dsn::{ControllerDsn, DSN_ENV};
 use super::error::ControllerError;
 use super::file::PsConfig;
-use super::left_behind::{self, Hint, Mode, Outcome};
+use super::left_behind::{self, Hint, Mode, Outcome, Rights};
 use super::paths;
 use super::scenario::Scenario;
 use super::server::{ApplyReport, Controller};
@@ -277,7 +277,7 @@ impl Context {
             ctl.require_ps()?;
             // No controller may switch meanwhile, and what a dead run left comes first.
             left_behind::hold_controller_lock(&mut ctl).await?;
-            if let Some(left) = left_behind::on_server(&mut ctl).await? {
+            if let Some(left) = left_behind::on_server(&mut ctl, Rights::Optional).await? {
                 return Err(ControllerError::LeftOnServer {
                     target: ctl.target().to_string(),
                     taken_at: left.taken_at,
@@ -313,7 +313,15 @@ impl Context {
         let result = async {
             ctl.require_ps()?;
             left_behind::hold_controller_lock(&mut ctl).await?;
-            left_behind::resolve(&mut ctl, &path, &self.catalog, mode, &hint).await
+            left_behind::resolve(
+                &mut ctl,
+                &path,
+                &self.catalog,
+                mode,
+                Rights::Optional,
+                &hint,
+            )
+            .await
         }
         .await;
         ctl.disconnect().await;

@@ -63,25 +63,36 @@ struct Found {
     in_file: bool,
 }
 
-fn absent(e: &ControllerError) -> bool {
+/// Whether the account must be able to read psprobe's tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rights {
+    /// A controller run: it writes snapshots there, so one it cannot read could be a dead
+    /// run's, and missing it would lose that run's settings. Not being allowed to read is an
+    /// error naming the grant.
+    Required,
+    /// `ps apply` / `ps restore`: an account without rights on psprobe.* was never a
+    /// controller's, so nothing of its can be there.
+    Optional,
+}
+
+fn absent(e: &ControllerError, rights: Rights) -> bool {
     match e {
         ControllerError::Sql { code, .. } => *code == NO_SUCH_TABLE || *code == BAD_DB,
-        // An account without rights on psprobe.* was never a controller's.
-        ControllerError::NoPrivilege { .. } => true,
+        ControllerError::NoPrivilege { .. } => rights == Rights::Optional,
         _ => false,
     }
 }
 
-/// The snapshot kept on the server (`None`: none, psprobe's tables are missing, or this account
-/// may not read them).
-pub async fn on_server(ctl: &mut Controller) -> Result<Option<Snapshot>> {
+/// The snapshot kept on the server (`None`: none, psprobe's tables are missing, or, with
+/// [`Rights::Optional`], this account may not read them).
+pub async fn on_server(ctl: &mut Controller, rights: Rights) -> Result<Option<Snapshot>> {
     let sql = "SELECT body FROM psprobe.snapshot WHERE id = 1";
     let row: Option<Row> = match ctl
         .batch_first_row(sql, "read the snapshot on the server")
         .await
     {
         Ok(row) => row,
-        Err(e) if absent(&e) => return Ok(None),
+        Err(e) if absent(&e, rights) => return Ok(None),
         Err(e) => return Err(e),
     };
     let Some((body,)) = row.and_then(|r| mysql_async::from_row_opt::<(String,)>(r).ok()) else {
@@ -100,7 +111,7 @@ pub async fn on_server(ctl: &mut Controller) -> Result<Option<Snapshot>> {
 }
 
 /// The row the last leader published in `psprobe.phase`.
-pub async fn phase_row(ctl: &mut Controller) -> Result<Option<PhaseRow>> {
+pub async fn phase_row(ctl: &mut Controller, rights: Rights) -> Result<Option<PhaseRow>> {
     let sql = "SELECT scenario, block, phase, state, leader FROM psprobe.phase WHERE id = 1";
     match ctl.batch_first_row::<Row>(sql, "read the phase row").await {
         Ok(row) => Ok(row.and_then(|r| {
@@ -108,7 +119,7 @@ pub async fn phase_row(ctl: &mut Controller) -> Result<Option<PhaseRow>> {
                 .ok()
                 .map(PhaseRow::from_columns)
         })),
-        Err(e) if absent(&e) => Ok(None),
+        Err(e) if absent(&e, rights) => Ok(None),
         Err(e) => Err(e),
     }
 }
@@ -142,9 +153,9 @@ pub async fn hold_controller_lock(ctl: &mut Controller) -> Result<()> {
     })
 }
 
-async fn find(ctl: &mut Controller, state_file: &Path) -> Result<Option<Found>> {
+async fn find(ctl: &mut Controller, state_file: &Path, rights: Rights) -> Result<Option<Found>> {
     let identity = ctl.info().identity.clone();
-    let mut server = on_server(ctl).await?;
+    let mut server = on_server(ctl, rights).await?;
     if let Some(s) = server.as_ref().filter(|s| !s.server.same_server(&identity)) {
         // A copy (a replica, a restored backup): not this server's, and not ours to remove.
         tracing::warn!(
@@ -208,9 +219,10 @@ pub async fn resolve(
     state_file: &Path,
     catalog: &Catalog,
     mode: Mode,
+    rights: Rights,
     hint: &Hint,
 ) -> Result<Outcome> {
-    let Some(found) = find(ctl, state_file).await? else {
+    let Some(found) = find(ctl, state_file, rights).await? else {
         return Ok(Outcome::Nothing);
     };
     let origin = origin(&found, state_file);
@@ -223,7 +235,7 @@ pub async fn resolve(
     }
     let mut proved = None;
     if mode == Mode::Proved {
-        let phase = phase_row(ctl).await?;
+        let phase = phase_row(ctl, rights).await?;
         let last = last_applied(&found.snapshot, phase.as_ref());
         let unrecorded = found.snapshot.leader.is_none() && found.snapshot.applied.is_none();
         let live = ctl.read_state().await?;

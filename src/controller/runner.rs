@@ -19,7 +19,7 @@ use super::fast_switch::Switcher;
 use super::follow::Follower;
 use super::lead::{Leader, ServerMode};
 use super::leadership::{Leadership, PhaseRow};
-use super::left_behind::{self, Hint, Mode, Outcome};
+use super::left_behind::{self, Hint, Mode, Outcome, Rights};
 use super::phase_log::{histogram_layout, PhaseLog, PhaseRecord, RunRecord, PHASE_LOG_VERSION};
 use super::phase_tracker::PhaseTracker;
 use super::restart::{restart_server, wait_ready};
@@ -171,9 +171,16 @@ async fn resolve_left_behind(s: &ControllerSettings, ctl: &mut Controller) -> Re
         restore_command: format!("psprobe ps restore --state-file {}", s.state_file.display()),
         trust_unrecorded: false,
     };
-    let outcome = left_behind::resolve(ctl, &s.state_file, &s.catalog, Mode::Proved, &hint)
-        .await
-        .inspect_err(left_behind::log_refusal)?;
+    let outcome = left_behind::resolve(
+        ctl,
+        &s.state_file,
+        &s.catalog,
+        Mode::Proved,
+        Rights::Required,
+        &hint,
+    )
+    .await
+    .inspect_err(left_behind::log_refusal)?;
     if let Outcome::Restored {
         origin,
         snapshot,

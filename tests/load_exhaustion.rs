@@ -537,7 +537,9 @@ fn connect_close_churn_leaks_nothing() {
     let rate = made as f64 / start.elapsed().as_secs_f64();
     let s = wait_for(&probe, "churn closed", |s| active(s) == 0.0);
     let deadline = Instant::now() + Duration::from_secs(5);
-    while open_fds(pid) != fds0 && Instant::now() < deadline {
+    // At most as many as after the first churn (one of whose sockets may still have been
+    // closing when counted): more would be a leak.
+    while open_fds(pid) > fds0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20)); // poll interval
     }
     let (fds, rss) = (open_fds(pid), rss_kib(pid));
@@ -547,7 +549,7 @@ fn connect_close_churn_leaks_nothing() {
          {rss} KiB after the second; connections_total {}",
         s.get("psprobe_connections_total", &[])
     ));
-    assert_eq!(fds, fds0, "descriptors leaked");
+    assert!(fds <= fds0, "descriptors leaked: {fds0} -> {fds}");
     assert!(
         rss < rss0 + 8 * 1024,
         "RSS grew from {rss0} KiB to {rss} KiB"

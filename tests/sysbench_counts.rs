@@ -23,7 +23,9 @@ fn run_through_probe(ps_mode: &str) {
         "sysbench reported no queries:\n{}",
         summary.text
     );
-    assert_eq!(summary.ignored_errors, 0, "{}", summary.text);
+    // Eight writers can deadlock now and then (InnoDB's ERR 1213; sysbench ignores it and
+    // restarts the transaction): such a statement is in psprobe's errors, not in sysbench's
+    // total, and is checked against sysbench's count of ignored errors below.
     assert_eq!(summary.reconnects, 0, "{}", summary.text);
 
     let m = probe.scrape();
@@ -48,7 +50,11 @@ fn run_through_probe(ps_mode: &str) {
         .filter(|s| s.labels.get("outcome").map(String::as_str) == Some("error"))
         .map(|s| s.value as u64)
         .sum();
-    assert_eq!(errors, 0, "{}", m.text);
+    assert_eq!(
+        errors, summary.ignored_errors,
+        "psprobe's errors vs sysbench's ignored errors\n{}\n{}",
+        summary.text, m.text
+    );
     assert_eq!(
         m.get("psprobe_unobserved_connections_total", &[]),
         0.0,
@@ -63,7 +69,7 @@ fn run_through_probe(ps_mode: &str) {
         "psprobe_command_duration_seconds_count",
         &[("command", "stmt_execute")],
     );
-    assert_eq!(timed as u64, summary.total);
+    assert_eq!(timed as u64, summary.total + summary.ignored_errors);
     if ps_mode == "auto" {
         assert_eq!(
             count("query", "ok") + count("query", "rows"),

@@ -51,7 +51,10 @@ pub(super) async fn handle(
     let mut session = Session::new(Instant::now());
     let mut sink = live.track(ConnectionRecorder::new(observer));
     let mut watch = Watch::new(&mut session, &mut sink, metrics);
-    let phase = connection_phase(client, peer, &shared, &live, &mut watch);
+    // Boxed: the connection phase's state (TLS handshakes, packet buffers) is the largest part
+    // of this future by far, and lives on the heap only until the relay starts; a connection
+    // in its relay (or one of thousands in a connect storm) holds the small rest.
+    let phase = Box::pin(connection_phase(client, peer, &shared, &live, &mut watch));
     let limited = async {
         match shared.settings.client_handshake_timeout {
             Some(limit) => match tokio::time::timeout(limit, phase).await {
@@ -97,7 +100,16 @@ async fn connection_phase<S: EventSink>(
     let settings = &shared.settings;
     let metrics = &shared.observer.metrics;
     let connect_started = Instant::now();
-    let server = match connect_upstream(settings).await {
+    let connected = tokio::select! {
+        connected = connect_upstream(settings) => connected,
+        () = gone(&client) => {
+            // Before the upstream took the connection (its listen backlog full, in a connect
+            // storm): nothing is owed to a client that left, and the server is spared one.
+            tracing::debug!("client {peer}: closed while psprobe connected to the upstream");
+            return None;
+        }
+    };
+    let server = match connected {
         Ok(server) => server,
         Err(e) if limits::is_out_of_fds(&e) => {
             metrics.load.record_refusal(Refusal::NoFileDescriptors);
@@ -137,6 +149,16 @@ async fn connection_phase<S: EventSink>(
         upstream: &settings.upstream,
     };
     handshake::run(client, server, watch, &ctx).await
+}
+
+/// Resolves when the client has closed (or reset) its connection; pends forever once it has
+/// sent a byte, which the connection phase then reads. Peeks: consumes nothing.
+async fn gone(client: &TcpStream) {
+    let mut byte = [0u8; 1];
+    match client.peek(&mut byte).await {
+        Ok(0) | Err(_) => {}
+        Ok(_) => std::future::pending().await,
+    }
 }
 
 /// Connects upstream. Out of file descriptors, it tries again until the connect timeout:

@@ -75,6 +75,11 @@ fn raw(
     }
 }
 
+/// Whether a read from the client ended with the client gone before it sent a byte.
+fn left(got: &io::Result<Got>, buf: &PacketBuf) -> bool {
+    buf.bytes().is_empty() && matches!(got, Ok(Got::Eof) | Err(_))
+}
+
 /// Writes and flushes (a TLS writer keeps what it encrypted until flushed).
 async fn send<W: AsyncWrite + Unpin>(to: &mut W, bytes: &[u8]) -> io::Result<()> {
     to.write_all(bytes).await?;
@@ -94,7 +99,16 @@ pub async fn run<S: EventSink>(
     let mut early = PacketBuf::default();
     let got = tokio::select! {
         got = greeting.read_packet(&mut server) => got,
-        _ = early.read_packet(&mut client) => Ok(Got::Eof),
+        early_got = early.read_packet(&mut client) => {
+            if left(&early_got, &early) {
+                // A MySQL client never half-closes: it is gone, and so is anything the server
+                // could still say to it. Both legs close now rather than when the server gets
+                // round to this connection (in a connect storm, thousands would wait).
+                tracing::debug!("client {}: closed before the server's greeting", ctx.peer);
+                return None;
+            }
+            Ok(Got::Eof)
+        }
     };
     if !matches!(got, Ok(Got::Packet)) || !early.bytes().is_empty() {
         tracing::debug!(
@@ -128,7 +142,13 @@ pub async fn run<S: EventSink>(
     let mut first = PacketBuf::default();
     let mut early = PacketBuf::default();
     let got = tokio::select! {
-        got = first.read_packet(&mut client) => got,
+        got = first.read_packet(&mut client) => {
+            if left(&got, &first) {
+                tracing::debug!("client {}: closed without answering the greeting", ctx.peer);
+                return None;
+            }
+            got
+        }
         // The server speaks first (its connect_timeout, say): relay whatever happens.
         _ = early.read_packet(&mut server) => Ok(Got::Eof),
     };

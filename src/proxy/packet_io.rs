@@ -13,6 +13,9 @@ use crate::protocol::response::encode_err;
 /// data); a larger one ends packet-level handling and the bytes are relayed as they are.
 pub const MAX_HANDSHAKE_PACKET: usize = 1 << 20;
 
+/// Most bytes one read asks for (a packet's header, then the rest of it, in steps of this).
+const READ_CHUNK: usize = 4096;
+
 /// Server error 1043 "Bad handshake", SQL state 08S01: what psprobe answers when it cannot set
 /// up a connection the way it was asked to.
 pub const ER_HANDSHAKE_ERROR: u16 = 1043;
@@ -65,9 +68,10 @@ impl PacketBuf {
         Ok(HEADER_LEN + len)
     }
 
-    /// Reads until the buffer holds one whole packet.
+    /// Reads until the buffer holds one whole packet. Straight into the buffer, never through
+    /// an array on the future: every byte of this future is held by each connection waiting
+    /// in its handshake.
     pub async fn read_packet<R: AsyncRead + Unpin>(&mut self, from: &mut R) -> io::Result<Got> {
-        let mut tmp = [0u8; 4096];
         loop {
             let need = match self.wanted() {
                 Ok(need) => need,
@@ -76,12 +80,15 @@ impl PacketBuf {
             if self.buf.len() >= HEADER_LEN && self.buf.len() == need {
                 return Ok(Got::Packet);
             }
-            let want = (need - self.buf.len()).min(tmp.len());
-            let n = from.read(&mut tmp[..want]).await?;
+            let want = (need - self.buf.len()).min(READ_CHUNK);
+            self.buf.reserve(want);
+            let n = (&mut *from)
+                .take(want as u64)
+                .read_buf(&mut self.buf)
+                .await?;
             if n == 0 {
                 return Ok(Got::Eof);
             }
-            self.buf.extend_from_slice(&tmp[..n]);
         }
     }
 }

@@ -358,7 +358,10 @@ fn a_missing_grant_is_named_with_the_statement_that_fixes_it() {
         ]);
     let out = common::cli::run_with_timeout(cmd, None, Duration::from_secs(60));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "started without SELECT on psprobe.*:\n{err}");
+    assert!(
+        !out.status.success(),
+        "started without SELECT on psprobe.*:\n{err}"
+    );
     let line = err
         .lines()
         .find(|l| l.contains("may not"))

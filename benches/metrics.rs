@@ -20,8 +20,9 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use psprobe::digest::FingerprintOptions;
 use psprobe::metrics::{DigestCollector, ProxyMetrics, DEFAULT_TOP_DIGESTS};
 use psprobe::protocol::CommandKind;
+use psprobe::record::{ConnectionRecorder, Observer};
 use psprobe::session::{CommandFinished, CommandStarted, EventSink, Outcome, Statement};
-use psprobe::stats::{ConnectionRecorder, DigestStore, Observer, Scenarios, DEFAULT_MAX_DIGESTS};
+use psprobe::stats::{DigestStore, Scenarios, DEFAULT_MAX_DIGESTS};
 
 const PREPARED: &[u8] = b"SELECT c FROM sbtest1 WHERE id=?";
 

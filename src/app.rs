@@ -17,7 +17,8 @@ use crate::controller::{runner, ControllerError, ControllerSettings};
 use crate::digest::FingerprintOptions;
 use crate::metrics::{http, DigestCollector, ProxyMetrics};
 use crate::proxy;
-use crate::stats::{DigestStore, Observer, Scenarios};
+use crate::record::Observer;
+use crate::stats::{DigestStore, Scenarios};
 use crate::tls::{TlsRuntime, TlsSettings};
 
 pub fn run_proxy(args: &ProxyArgs) -> anyhow::Result<()> {
@@ -26,7 +27,7 @@ pub fn run_proxy(args: &ProxyArgs) -> anyhow::Result<()> {
     let controller = args
         .schedule
         .settings(args.config.as_deref(), &config.settings.upstream)?;
-    init_logging(&config.log)?;
+    crate::runtime::init_logging(&config.log)?;
     if let Some(fds) = proxy::limits::raise_fd_limit() {
         tracing::debug!("file-descriptor limit: {fds}");
     }
@@ -40,11 +41,7 @@ pub fn run_proxy(args: &ProxyArgs) -> anyhow::Result<()> {
     for warning in warnings {
         tracing::warn!("{warning}");
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    runtime.block_on(async move {
+    crate::runtime::block_on_multi_thread(async move {
         let running = launch_with_tls(&config, controller, Some(tls)).await?;
         // One machine-readable line on stdout (scripts and tests read the bound ports from it).
         let mut stdout = std::io::stdout();
@@ -64,19 +61,6 @@ pub fn run_proxy(args: &ProxyArgs) -> anyhow::Result<()> {
         tracing::info!("stopped");
         Ok(())
     })
-}
-
-fn init_logging(filter: &str) -> anyhow::Result<()> {
-    let filter = tracing_subscriber::EnvFilter::try_new(filter)
-        .with_context(|| format!("log filter {filter:?} is not valid (try info or debug)"))?;
-    // A second initialisation (psprobe demo runs the proxy in-process) keeps the first.
-    use std::io::IsTerminal;
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .try_init();
-    Ok(())
 }
 
 /// A proxy (and its controller, when scheduled) running in this process.

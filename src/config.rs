@@ -5,10 +5,11 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::Args;
 use serde::Deserialize;
 
 use crate::digest::DigestStyle;
+use crate::duration::{parse_duration, DurationError};
 use crate::metrics::DEFAULT_TOP_DIGESTS;
 use crate::proxy::limits::DEFAULT_LISTEN_BACKLOG;
 use crate::proxy::{MaxConnections, ProxySettings};
@@ -22,38 +23,6 @@ pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// mysqld's own connect_timeout default: a client that has not answered the greeting by then
 /// is not a client that is slow, it is one holding a slot.
 pub const DEFAULT_CLIENT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-
-#[derive(Debug, Parser)]
-#[command(
-    name = "psprobe",
-    version,
-    about = "Transparent MySQL/MariaDB proxy that times every command, to measure what performance_schema costs your workload.",
-    long_about = "psprobe sits between your clients and mysqld. It forwards every byte unchanged, \
-parses the protocol on the way through, times each command from the client's side and exports \
-Prometheus metrics.\n\nPoint clients (sysbench, your application) at the --listen address instead of mysqld."
-)]
-pub struct Cli {
-    #[command(subcommand)]
-    pub command: Command,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum Command {
-    /// Run the proxy: listen for clients, forward to the upstream server, serve /metrics.
-    Proxy(Box<ProxyArgs>),
-    /// Inspect and change performance_schema settings (scenarios) on a server.
-    Ps(crate::controller::cli::PsArgs),
-    /// Report the overhead of each scenario from a phase log (markdown, CSV, JSON, HTML).
-    Report(crate::report::ReportArgs),
-    /// The whole study on a throwaway mariadbd: six scenarios under sysbench, HTML report.
-    Demo(crate::demo::DemoArgs),
-    /// The seed study automated: every workload x concurrency, scenarios cycled, one table
-    /// per workload.
-    Experiment(crate::demo::experiment::ExperimentArgs),
-    /// Print the fingerprint and digest id of statements (--query, stdin or files), computed
-    /// as the proxy computes them.
-    Digest(crate::digest_cli::DigestArgs),
-}
 
 #[derive(Debug, Args)]
 pub struct ProxyArgs {
@@ -204,11 +173,8 @@ pub enum ConfigError {
         setting: &'static str,
         value: String,
     },
-    #[error("{setting} = {value:?} is not a duration (examples: 5s, 500ms, 2m)")]
-    Duration {
-        setting: &'static str,
-        value: String,
-    },
+    #[error(transparent)]
+    Duration(#[from] DurationError),
     #[error("listen and upstream are the same address {0}: the proxy would connect to itself")]
     Loop(SocketAddr),
     #[error("listen and metrics are the same address {0}: give each its own port")]
@@ -548,39 +514,23 @@ pub fn parse_size(setting: &'static str, value: &str) -> Result<usize, ConfigErr
     number.checked_mul(1 << shift).ok_or_else(bad)
 }
 
-/// Parses `500ms`, `5s`, `2m`, `1h`, or a bare number of seconds.
-pub fn parse_duration(setting: &'static str, value: &str) -> Result<Duration, ConfigError> {
-    let bad = || ConfigError::Duration {
-        setting,
-        value: value.to_string(),
-    };
-    let v = value.trim();
-    let split = v
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(v.len());
-    let (number, unit) = v.split_at(split);
-    let number: f64 = number.parse().map_err(|_| bad())?;
-    let seconds = match unit.trim() {
-        "ms" => number / 1000.0,
-        "" | "s" => number,
-        "m" => number * 60.0,
-        "h" => number * 3600.0,
-        _ => return Err(bad()),
-    };
-    Duration::try_from_secs_f64(seconds).map_err(|_| bad())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// `psprobe proxy`'s flags alone (the CLI root is above this module).
+    #[derive(clap::Parser)]
+    struct Proxy {
+        #[command(flatten)]
+        args: ProxyArgs,
+    }
+
     fn args(extra: &[&str]) -> ProxyArgs {
-        let mut argv = vec!["psprobe", "proxy"];
+        let mut argv = vec!["psprobe-proxy"];
         argv.extend_from_slice(extra);
-        match Cli::try_parse_from(argv).expect("valid argv").command {
-            Command::Proxy(a) => *a,
-            other => panic!("not a proxy command: {other:?}"),
-        }
+        <Proxy as clap::Parser>::try_parse_from(argv)
+            .expect("valid argv")
+            .args
     }
 
     #[test]
@@ -721,20 +671,5 @@ mod tests {
         ]))
         .unwrap_err();
         assert!(e.to_string().contains("between 4096 bytes"), "{e}");
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(
-            parse_duration("x", "500ms").unwrap(),
-            Duration::from_millis(500)
-        );
-        assert_eq!(parse_duration("x", "2m").unwrap(), Duration::from_secs(120));
-        assert_eq!(
-            parse_duration("x", "1.5").unwrap(),
-            Duration::from_millis(1500)
-        );
-        assert!(parse_duration("x", "-1s").is_err());
-        assert!(parse_duration("x", "5 parsecs").is_err());
     }
 }

@@ -7,23 +7,29 @@
 pub mod admin;
 pub mod analysis;
 pub mod app;
+pub mod cli;
 pub mod config;
 pub mod connections;
 pub mod controller;
 pub mod demo;
 pub mod digest;
 pub mod digest_cli;
+pub mod duration;
 /// Fuzz targets shared by `fuzz/` (cargo-fuzz) and `tests/fuzz_corpus.rs`; not an API.
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod live;
 pub mod log_limit;
 pub mod metrics;
+pub mod phase_log;
 pub mod private_fs;
 pub mod protocol;
 pub mod proxy;
+pub mod record;
 pub mod report;
+pub mod runtime;
 pub mod secrets;
 pub mod session;
 pub mod stats;
+pub mod timestamp;
 pub mod tls;

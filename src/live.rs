@@ -10,7 +10,7 @@ use prometheus::{GaugeVec, Opts, Registry};
 
 use crate::admin::OverheadRow;
 use crate::analysis::{analyze_run, Options};
-use crate::controller::phase_log::PhaseRecord;
+use crate::phase_log::PhaseRecord;
 
 pub struct LiveResults {
     pub phases: Arc<RwLock<Vec<PhaseRecord>>>,

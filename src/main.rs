@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use psprobe::config::{Cli, Command};
+use psprobe::cli::{Cli, Command};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();

@@ -14,12 +14,13 @@ use psprobe::admin::tables::{overhead_row, status_row};
 use psprobe::admin::{
     self, AdminAuth, AdminData, Limits, ObserverData, OverheadRow, Row, Table, Value,
 };
-use psprobe::controller::phase_log::{Aggregate, PhaseRecord};
 use psprobe::digest::FingerprintOptions;
 use psprobe::metrics::ProxyMetrics;
+use psprobe::phase_log::{Aggregate, PhaseRecord};
 use psprobe::protocol::CommandKind;
+use psprobe::record::{ConnectionRecorder, Observer};
 use psprobe::session::{CommandFinished, CommandStarted, EventSink, Outcome, Statement};
-use psprobe::stats::{ConnectionRecorder, DigestStore, Observer, Scenarios};
+use psprobe::stats::{DigestStore, Scenarios};
 
 use common::cli::run_with_timeout;
 

@@ -12,10 +12,11 @@ use std::sync::{Arc, RwLock};
 use std::time::{Instant, UNIX_EPOCH};
 
 use crate::connections::ConnectionInfo;
-use crate::controller::phase_log::{Aggregate, PhaseRecord};
-use crate::controller::snapshot::rfc3339;
+use crate::phase_log::{Aggregate, PhaseRecord};
 use crate::protocol::CommandKind;
-use crate::stats::{DigestStats, Observer, ScenarioId, StoreSnapshot};
+use crate::record::Observer;
+use crate::stats::{DigestStats, ScenarioId, StoreSnapshot};
+use crate::timestamp::rfc3339;
 
 /// How a column is stored (SQLite) and typed towards MySQL clients.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

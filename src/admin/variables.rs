@@ -3,7 +3,7 @@
 
 use super::engine::Limits;
 use super::tables::Value;
-use crate::controller::snapshot::rfc3339;
+use crate::timestamp::rfc3339;
 
 /// The SQL function `@@name` is rewritten to.
 pub const FUNCTION: &str = "psprobe_variable";

@@ -1,6 +1,6 @@
 //! The driver: phase records → per-block pairs → estimates, drift checks and warnings.
 
-use crate::controller::phase_log::PhaseRecord;
+use crate::phase_log::PhaseRecord;
 
 use super::baseline;
 use super::bootstrap;

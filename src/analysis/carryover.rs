@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::controller::phase_log::{BinRecord, PhaseRecord};
+use crate::phase_log::{BinRecord, PhaseRecord};
 
 use super::stats_math::{mean, sd, t_quantile};
 

@@ -21,7 +21,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::controller::phase_log::{Aggregate, PhaseRecord, PHASE_LOG_VERSION};
+use crate::phase_log::{Aggregate, PhaseRecord, PHASE_LOG_VERSION};
 
 use super::weighted_hist::{self, Hist};
 

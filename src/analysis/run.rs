@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::controller::phase_log::{PhaseRecord, FAST, SLOW};
-use crate::controller::startup::{twin_name, SUFFIX};
+use crate::phase_log::{twin_name, SUFFIX};
+use crate::phase_log::{PhaseRecord, FAST, SLOW};
 
 use super::analyze_with;
 use super::baseline::PFSOFF;

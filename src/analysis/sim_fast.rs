@@ -6,8 +6,8 @@
 //! threads / rate. The schedule is the controller's: slots in randomized pairs, a switch
 //! time and settle time not measured, segments of a few seconds written as version 2 records.
 
-use crate::controller::phase_log::{Aggregate, PhaseRecord};
-use crate::controller::schedule::block_order;
+use crate::phase_log::block_order;
+use crate::phase_log::{Aggregate, PhaseRecord};
 use crate::stats::histogram::bucket_of;
 
 use super::rng::Rng;

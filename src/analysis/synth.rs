@@ -2,7 +2,7 @@
 //! true throughput and latency ratios are known, with noise like a real machine's (a shared
 //! per-block level, plus independent phase-to-phase noise of a few percent).
 
-use crate::controller::phase_log::{Aggregate, PhaseRecord};
+use crate::phase_log::{Aggregate, PhaseRecord};
 use crate::stats::histogram::{BUCKET_FACTOR, FIRST_BOUND_NS};
 
 use super::rng::Rng;

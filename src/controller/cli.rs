@@ -132,12 +132,7 @@ pub enum PsCommand {
 }
 
 pub fn run(args: &PsArgs) -> anyhow::Result<()> {
-    if std::env::var_os("RUST_LOG").is_some() {
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-            .with_writer(std::io::stderr)
-            .try_init();
-    }
+    crate::runtime::init_logging_from_env(None);
     let config = args.config.as_deref().map(PsConfig::load).transpose()?;
     let mut catalog = Catalog::builtin();
     if let Some(c) = &config {
@@ -185,10 +180,7 @@ pub fn run(args: &PsArgs) -> anyhow::Result<()> {
 }
 
 fn block_on<F: std::future::Future<Output = anyhow::Result<()>>>(f: F) -> anyhow::Result<()> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?
-        .block_on(f)
+    crate::runtime::block_on_current_thread(f)
 }
 
 struct Context {

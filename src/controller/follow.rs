@@ -11,13 +11,14 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use crate::stats::{Current, Observer, ScenarioId, SlotState, NO_SCENARIO};
+use crate::record::Observer;
+use crate::stats::{Current, ScenarioId, SlotState, NO_SCENARIO};
 
 use super::error::Result;
 use super::leadership::{Leadership, PhaseRow};
-use super::phase_log::{PhaseLog, FAST};
 use super::phase_tracker::{PhaseTracker, SlotStart};
 use super::runner::now_ms;
+use crate::phase_log::{PhaseLog, FAST};
 
 /// How often a follower reads the leader's row and tries the lock, at most.
 pub const FOLLOW_POLL: Duration = Duration::from_millis(250);
@@ -139,7 +140,7 @@ impl Follower<'_> {
                 }
                 _ if new_slot => {
                     let schedule: &'static str = if row.schedule == "slow" {
-                        super::phase_log::SLOW
+                        crate::phase_log::SLOW
                     } else {
                         FAST
                     };

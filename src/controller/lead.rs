@@ -16,13 +16,13 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use crate::analysis::{analyze_run, carryover, Options};
+use crate::record::Observer;
 use crate::stats::since_switch::BIN_MS;
-use crate::stats::{Current, Observer, ScenarioId, SlotState};
+use crate::stats::{Current, ScenarioId, SlotState};
 
 use super::error::{ControllerError, Result};
 use super::fast_switch::Switcher;
 use super::leadership::{Leadership, PhaseRow};
-use super::phase_log::{PhaseLog, PhaseRecord, FAST, SLOW};
 use super::phase_tracker::{PhaseTracker, SlotStart};
 use super::restart::{restart_server, wait_ready};
 use super::runner::{now_ms, ControllerSettings};
@@ -31,6 +31,7 @@ use super::server::Controller;
 use super::snapshot::Snapshot;
 use super::startup;
 use super::timeline::{Progress, Step, Timeline};
+use crate::phase_log::{PhaseLog, PhaseRecord, FAST, SLOW};
 
 /// Not measured before each switch: statements started there would be slowed by it.
 pub const GUARD: Duration = Duration::from_millis(20);

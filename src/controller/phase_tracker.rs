@@ -8,16 +8,17 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::record::Observer;
 use crate::stats::since_switch::{BINS, BIN_MS};
-use crate::stats::{Observer, ScenarioId, StoreSnapshot};
+use crate::stats::{ScenarioId, StoreSnapshot};
 
 use super::error::{ControllerError, Result};
-use super::phase_log::{
+use super::runner::{now_ms, PhaseHook};
+use super::server_cpu::{cpu_ms, PidSource};
+use crate::phase_log::{
     listed_digests, window_aggregates, BinRecord, PhaseLog, PhaseRecord, SwitchCost,
     PHASE_LOG_VERSION,
 };
-use super::runner::{now_ms, PhaseHook};
-use super::server_cpu::{cpu_ms, PidSource};
 
 /// One scenario's slots in the open segment.
 struct Totals {
@@ -330,8 +331,8 @@ fn bins(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::phase_log::read_log;
     use crate::digest::DigestId;
+    use crate::phase_log::read_log;
     use crate::protocol::CommandKind;
     use crate::stats::{Current, Sample, SlotState, Tag};
 

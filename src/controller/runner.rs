@@ -9,8 +9,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::watch;
 
+use crate::record::Observer;
 use crate::stats::since_switch::BIN_MS;
-use crate::stats::{Observer, NO_SCENARIO};
+use crate::stats::NO_SCENARIO;
 
 use super::catalog::Catalog;
 use super::dsn::ControllerDsn;
@@ -20,13 +21,13 @@ use super::follow::Follower;
 use super::lead::{Leader, ServerMode};
 use super::leadership::{Leadership, PhaseRow};
 use super::left_behind::{self, Hint, Mode, Outcome, Rights};
-use super::phase_log::{histogram_layout, PhaseLog, PhaseRecord, RunRecord, PHASE_LOG_VERSION};
 use super::phase_tracker::PhaseTracker;
 use super::restart::{restart_server, wait_ready};
 use super::server::Controller;
 use super::snapshot::Snapshot;
 use super::stale::LastApplied;
 use super::timeline::{Timeline, TimelineConfig};
+use crate::phase_log::{histogram_layout, PhaseLog, PhaseRecord, RunRecord, PHASE_LOG_VERSION};
 
 /// Everything the controller runs with, validated by the config layer.
 pub struct ControllerSettings {

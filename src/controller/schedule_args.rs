@@ -11,7 +11,7 @@ use super::dsn::{ControllerDsn, DSN_ENV};
 use super::file::PsConfig;
 use super::paths;
 use super::runner::ControllerSettings;
-use crate::config::parse_duration;
+use crate::duration::parse_duration;
 
 /// One slot of a runtime-switched scenario. Chosen by measurement (docs/measurement.md): the
 /// slot length that gave the tightest interval under sysbench on the 2-core machine.

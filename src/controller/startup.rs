@@ -8,13 +8,7 @@ use super::error::{ControllerError, Result};
 use super::pattern::{NamePattern, Selection};
 use super::scenario::{InstrumentRule, Scenario, Settings};
 
-/// The suffix that names the startup variant of a runtime scenario.
-pub const SUFFIX: &str = "@startup";
-
-/// `NAME@startup` → `NAME`.
-pub fn twin_name(name: &str) -> Option<&str> {
-    name.strip_suffix(SUFFIX).filter(|n| !n.is_empty())
-}
+pub use crate::phase_log::{twin_name, SUFFIX};
 
 /// The startup variant of a runtime scenario.
 pub fn startup_of(twin: &Scenario) -> Result<Scenario> {

@@ -14,7 +14,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use super::schedule::block_order;
+use crate::phase_log::block_order;
 
 /// Salt of the slow blocks' order, so it does not mirror the fast blocks'.
 const SLOW_SALT: u64 = 0x736c_6f77_2d62_6c6b;

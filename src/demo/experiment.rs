@@ -10,9 +10,9 @@ use anyhow::{bail, Context};
 use clap::Args;
 
 use super::{run_schedule, sysbench, throwaway, Plan, ScheduledRun};
-use crate::config::parse_duration;
-use crate::controller::phase_log::read_phases;
 use crate::controller::Catalog;
+use crate::duration::parse_duration;
+use crate::phase_log::read_phases;
 use crate::report::report_of;
 
 const WORKLOADS: [&str; 3] = ["oltp_read_only", "oltp_read_write", "oltp_write_only"];

@@ -122,7 +122,7 @@ pub fn run_schedule(
     }
     let phase = match plan.phase {
         Some(p) => p,
-        None => crate::config::parse_duration("phase", DEFAULT_PHASE)?,
+        None => crate::duration::parse_duration("phase", DEFAULT_PHASE)?,
     };
     let settings = ControllerSettings {
         dsn: ControllerDsn::parse(&server.dsn(), "the throwaway server")?,
@@ -152,12 +152,8 @@ pub fn run_schedule(
             server.pid_file(),
         )),
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
     let nominal = plan.nominal();
-    runtime.block_on(async {
+    crate::runtime::block_on_multi_thread(async {
         let config = local_proxy_config(&server.addr());
         let mut running = launch(&config, Some(settings)).await?;
         println!(
@@ -235,16 +231,8 @@ pub fn local_proxy_config(upstream: &str) -> ProxyConfig {
 }
 
 pub fn run(args: &DemoArgs) -> anyhow::Result<()> {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                // Clients refused while the server restarts for pfsoff are expected here.
-                .unwrap_or_else(|_| {
-                    tracing_subscriber::EnvFilter::new("warn,psprobe::proxy=error")
-                }),
-        )
-        .with_writer(std::io::stderr)
-        .try_init();
+    // Clients refused while the server restarts for pfsoff are expected here.
+    crate::runtime::init_logging_from_env(Some("warn,psprobe::proxy=error"));
     let plan = Plan::new(args.quick);
     let threads = args.threads.unwrap_or(4);
     let output = args
@@ -281,7 +269,7 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot copy the phase log to {}", kept_log.display()))?;
     let _ = std::fs::copy(&sysbench_out, output.with_extension("sysbench.txt"));
     println!("demo: phase log {}", kept_log.display());
-    let phases = crate::controller::phase_log::read_phases(&kept_log)
+    let phases = crate::phase_log::read_phases(&kept_log)
         .with_context(|| format!("cannot read the phase log {}", kept_log.display()))?;
     crate::report::write_demo_report(&phases, &output)?;
     Ok(())

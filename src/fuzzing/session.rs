@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 use super::input::Input;
 use crate::digest::FingerprintOptions;
 use crate::metrics::ProxyMetrics;
+use crate::record::{ConnectionRecorder, Observer};
 use crate::session::{CommandFinished, CommandStarted, EventSink, Session, UnobservedReason};
-use crate::stats::{ConnectionRecorder, DigestStore, Observer, Scenarios};
+use crate::stats::{DigestStore, Scenarios};
 
 /// Built once: like `psprobe proxy`'s, with a small digest store (it is shared by every input,
 /// and bounded).

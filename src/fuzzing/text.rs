@@ -10,11 +10,13 @@ use tokio::io::AsyncReadExt;
 use super::input::{chunks, poll_once, Input, Pieces};
 use crate::admin::dialect::{self, Statement};
 use crate::admin::wire::CommandReader;
-use crate::config::{parse_duration, parse_file, Cli, Command, ProxyArgs, ProxyConfig};
+use crate::cli::{Cli, Command};
+use crate::config::{parse_file, ProxyArgs, ProxyConfig};
 use crate::controller::file::PsConfig;
 use crate::controller::{Catalog, ConsumerRow, ControllerDsn, InstrumentRow, SetupState};
 use crate::digest::split::split_statements;
 use crate::digest::{DigestId, DigestStyle, FingerprintOptions, Fingerprinter};
+use crate::duration::parse_duration;
 
 /// The fingerprinter (both styles, with and without digit folding, a small or the default
 /// length cap) and the statement splitter of `psprobe digest`.
@@ -195,7 +197,7 @@ pub fn config(data: &[u8]) {
 /// A phase log (any bytes, as text) read and turned into the report `psprobe report` prints.
 pub fn phase_log(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
-    let log = crate::controller::phase_log::parse_log(&text);
+    let log = crate::phase_log::parse_log(&text);
     let baseline = log.phases.first().map(|p| p.scenario.clone());
     for baseline in [None, baseline.as_deref()] {
         if let Ok(report) = crate::report::report_of(&log.phases, baseline) {

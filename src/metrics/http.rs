@@ -22,8 +22,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 
+use super::ProxyMetrics;
 use crate::log_limit::RateLimited;
-use crate::stats::Observer;
 
 /// Longest request head accepted, bytes.
 pub const MAX_REQUEST_HEAD: usize = 16 * 1024;
@@ -40,14 +40,27 @@ const BUSY_WRITE_TIMEOUT: Duration = Duration::from_secs(1);
 
 static ACCEPT_FAILURES: RateLimited = RateLimited::new(Duration::from_secs(10));
 
+/// What `/metrics` answers with: the Prometheus text exposition of whatever holds the
+/// registry (psprobe's observer, or the metrics alone), so this endpoint needs nothing above
+/// the metrics.
+pub trait Exposition: Send + Sync + 'static {
+    fn render(&self) -> String;
+}
+
+impl Exposition for ProxyMetrics {
+    fn render(&self) -> String {
+        ProxyMetrics::render(self)
+    }
+}
+
 /// Serves with [`DEFAULT_REQUEST_TIMEOUT`] until the task is dropped or aborted.
-pub async fn serve(listener: TcpListener, observer: Arc<Observer>) {
+pub async fn serve<E: Exposition>(listener: TcpListener, observer: Arc<E>) {
     serve_with(listener, observer, DEFAULT_REQUEST_TIMEOUT).await
 }
 
 /// Serves until the task is dropped or aborted; `timeout` bounds the arrival of a request's
 /// head, and the writing of its answer.
-pub async fn serve_with(listener: TcpListener, observer: Arc<Observer>, timeout: Duration) {
+pub async fn serve_with<E: Exposition>(listener: TcpListener, observer: Arc<E>, timeout: Duration) {
     let open = Arc::new(Semaphore::new(MAX_OPEN_REQUESTS));
     loop {
         let (mut stream, peer) = match listener.accept().await {
@@ -73,7 +86,7 @@ pub async fn serve_with(listener: TcpListener, observer: Arc<Observer>, timeout:
         };
         let observer = Arc::clone(&observer);
         tokio::spawn(async move {
-            handle(stream, peer, &observer, timeout).await;
+            handle(stream, peer, observer.as_ref(), timeout).await;
             drop(permit);
         });
     }
@@ -112,7 +125,12 @@ enum HeadError {
     TooLarge,
 }
 
-async fn handle(mut stream: TcpStream, peer: SocketAddr, observer: &Observer, timeout: Duration) {
+async fn handle<E: Exposition>(
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    observer: &E,
+    timeout: Duration,
+) {
     tracing::trace!("metrics endpoint: {peer} connected");
     let head = match tokio::time::timeout(timeout, read_head(&mut stream)).await {
         Ok(Ok(head)) => head,
@@ -142,7 +160,7 @@ async fn handle(mut stream: TcpStream, peer: SocketAddr, observer: &Observer, ti
 }
 
 /// The answer to a complete request head.
-fn route(head: &[u8], observer: &Observer) -> (Status, &'static str, Vec<u8>) {
+fn route<E: Exposition>(head: &[u8], observer: &E) -> (Status, &'static str, Vec<u8>) {
     let start = head.iter().position(|&b| b != b'\r' && b != b'\n');
     let head = &head[start.unwrap_or(head.len())..];
     let first = head.split(|&b| b == b'\n').next().unwrap_or_default();
@@ -177,7 +195,7 @@ fn route(head: &[u8], observer: &Observer) -> (Status, &'static str, Vec<u8>) {
         b"/metrics" => (
             Status::Ok,
             "text/plain; version=0.0.4; charset=utf-8",
-            observer.metrics.render().into_bytes(),
+            observer.render().into_bytes(),
         ),
         b"/healthz" => (Status::Ok, "text/plain", b"ok\n".to_vec()),
         _ => (

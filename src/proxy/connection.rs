@@ -11,8 +11,8 @@ use tokio::sync::{watch, OwnedSemaphorePermit};
 
 use crate::connections::LiveConnection;
 use crate::metrics::{ProxyMetrics, Refusal};
+use crate::record::ConnectionRecorder;
 use crate::session::{EventSink, Session};
-use crate::stats::ConnectionRecorder;
 
 use super::handshake::{self, ClientLeg, Ctx, Established, ServerLeg};
 use super::relay::{relay, RelayEnd, Side, Watch};

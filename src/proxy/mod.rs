@@ -18,7 +18,7 @@ use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
 
 use crate::metrics::Refusal;
-use crate::stats::Observer;
+use crate::record::Observer;
 use crate::tls::TlsRuntime;
 
 pub use reload::reload_on_sighup;

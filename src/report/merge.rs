@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::controller::phase_log::{Aggregate, BinRecord, LogContents, PhaseRecord};
+use crate::phase_log::{Aggregate, BinRecord, LogContents, PhaseRecord};
 
 /// Clock difference tolerated between probes for the same slot.
 pub const MAX_SKEW_MS: u64 = 10_000;

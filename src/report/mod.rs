@@ -14,7 +14,7 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 
 use crate::analysis::{analyze_run, Options};
-use crate::controller::phase_log::{parse_log, PhaseRecord};
+use crate::phase_log::{parse_log, PhaseRecord};
 
 pub use model::{build, Interval, Report};
 pub use text::headline_markdown;
@@ -169,7 +169,7 @@ pub fn write_demo_report(phases: &[PhaseRecord], output: &Path) -> anyhow::Resul
 mod tests {
     use super::*;
     use crate::analysis::Metric;
-    use crate::controller::phase_log::parse_log;
+    use crate::phase_log::parse_log;
 
     /// A phase log written by psprobe 0.1 (format version 1: one record per 30 s phase, no
     /// segment fields) reads and reports as it did: throughput -10.0% (the geometric mean of

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::analysis::{Analysis, Estimate, Metric, RunAnalysis};
-use crate::controller::phase_log::PhaseRecord;
+use crate::phase_log::PhaseRecord;
 use crate::stats::histogram::bucket_value_ns;
 
 /// Statements are what a workload issues: text queries and prepared executions.

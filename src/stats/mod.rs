@@ -2,13 +2,11 @@
 
 pub mod digest_stats;
 pub mod histogram;
-pub mod recorder;
 pub mod scenario;
 pub mod since_switch;
 pub mod store;
 
 pub use digest_stats::{DigestStats, Sample};
 pub use histogram::LogHistogram;
-pub use recorder::{ConnectionRecorder, Observer};
 pub use scenario::{Current, ScenarioId, Scenarios, SlotState, NO_SCENARIO};
 pub use store::{DigestStore, StoreSnapshot, Tag, DEFAULT_MAX_DIGESTS, OTHER_DIGEST};

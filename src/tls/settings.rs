@@ -195,7 +195,7 @@ impl TlsSettings {
             .as_ref()
             .or(file.handshake_timeout.as_ref())
         {
-            Some(v) => crate::config::parse_duration("tls_handshake_timeout", v)
+            Some(v) => crate::duration::parse_duration("tls_handshake_timeout", v)
                 .map_err(|e| TlsSettingsError::Timeout(e.to_string()))?,
             None => HANDSHAKE_TIMEOUT,
         };

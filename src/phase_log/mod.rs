@@ -12,6 +12,11 @@
 //! Version 1 logs (one record per phase, no segment fields) read as they always did: every new
 //! field is optional, and a record without `measured_ms` measured from `measure_from_ms` to
 //! `measure_to_ms`.
+//!
+//! The log is the one on-disk format shared by the controller (which writes it) and the
+//! analysis, reports, admin tables, live view and demo (which read it); it sits below all of
+//! them and must not depend on any of them. The schedule conventions a reader needs to make
+//! sense of the records (the block order, the names of startup twins) live here too.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -19,6 +24,12 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+
+mod block_order;
+mod naming;
+
+pub use block_order::block_order;
+pub use naming::{twin_name, SUFFIX};
 
 use crate::protocol::CommandKind;
 use crate::stats::histogram::{BUCKET_FACTOR, FIRST_BOUND_NS};

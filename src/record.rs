@@ -17,10 +17,11 @@ use crate::session::{
     LAST_PREPARED_ID,
 };
 
-use super::digest_stats::Sample;
-use super::scenario::{ScenarioId, Scenarios};
-use super::since_switch::bin_of;
-use super::store::{DigestId, DigestStore, Tag, OTHER_DIGEST};
+use crate::metrics::http::Exposition;
+use crate::stats::digest_stats::Sample;
+use crate::stats::scenario::{ScenarioId, Scenarios};
+use crate::stats::since_switch::bin_of;
+use crate::stats::store::{DigestId, DigestStore, Tag, OTHER_DIGEST};
 
 /// Entries of a connection's digest-admission cache before it is cleared (bounds memory for
 /// connections that send endless distinct shapes).
@@ -34,6 +35,12 @@ pub struct Observer {
     pub fingerprint: FingerprintOptions,
     /// Live connections, for the admin interface's `connections` table.
     pub connections: ConnectionTable,
+}
+
+impl Exposition for Observer {
+    fn render(&self) -> String {
+        self.metrics.render()
+    }
 }
 
 /// A command between its start and finish events.

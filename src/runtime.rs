@@ -1,0 +1,54 @@
+//! The one place psprobe builds its tokio runtimes and sets up its logging, for every
+//! subcommand. (The admin interface's low-priority thread builds its own current-thread runtime
+//! on purpose: it must never share a worker with the relay.) A leaf: nothing else in the crate.
+
+use std::future::Future;
+use std::io::IsTerminal;
+
+use anyhow::Context;
+use tracing_subscriber::EnvFilter;
+
+/// Runs `f` to completion on a multi-threaded runtime (the proxy, the demo).
+pub fn block_on_multi_thread<T>(f: impl Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?
+        .block_on(f)
+}
+
+/// Runs `f` to completion on this thread (short-lived clients such as `psprobe ps`).
+pub fn block_on_current_thread<T>(f: impl Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?
+        .block_on(f)
+}
+
+/// Logs to stderr through `filter` (RUST_LOG syntax; a bad one is the user's error to fix).
+pub fn init_logging(filter: &str) -> anyhow::Result<()> {
+    let filter = EnvFilter::try_new(filter)
+        .with_context(|| format!("log filter {filter:?} is not valid (try info or debug)"))?;
+    install(filter);
+    Ok(())
+}
+
+/// Logs to stderr through RUST_LOG when it is set, else through `default` (`None`: silent).
+pub fn init_logging_from_env(default: Option<&str>) {
+    let filter = match (EnvFilter::try_from_default_env(), default) {
+        (Ok(filter), _) => filter,
+        (Err(_), Some(default)) => EnvFilter::new(default),
+        (Err(_), None) => return,
+    };
+    install(filter);
+}
+
+fn install(filter: EnvFilter) {
+    // A second initialisation (psprobe demo runs the proxy in-process) keeps the first.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .try_init();
+}

@@ -1,0 +1,245 @@
+//! The crate's top-level modules form a DAG that reads bottom-up as the data flows (protocol ->
+//! session -> stats -> metrics / phase log -> analysis -> report; the controller beside them; the
+//! CLI root on top). A `crate::x` path in module `y` is an edge y -> x; any cycle fails here,
+//! naming a file behind each of its edges. And the sans-I/O core never names tokio.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Modules with no I/O runtime: they take bytes and events and return values.
+const SANS_IO: &[&str] = &["protocol", "session", "digest", "stats"];
+
+fn src() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// `pub mod x;` / `mod x;` lines of lib.rs.
+fn top_modules() -> Vec<String> {
+    read(&src().join("lib.rs"))
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            let rest = l
+                .strip_prefix("pub mod ")
+                .or_else(|| l.strip_prefix("mod "))?;
+            rest.strip_suffix(';').map(str::to_string)
+        })
+        .collect()
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    for entry in entries {
+        let path = entry.expect("directory entry").path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The files of top-level module `name`: src/name.rs or everything under src/name/.
+fn module_files(name: &str) -> Vec<PathBuf> {
+    let file = src().join(format!("{name}.rs"));
+    if file.is_file() {
+        return vec![file];
+    }
+    let mut files = Vec::new();
+    rust_files(&src().join(name), &mut files);
+    assert!(
+        !files.is_empty(),
+        "module {name}: no src/{name}.rs nor src/{name}/"
+    );
+    files
+}
+
+fn is_ident(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+fn ident(s: &str) -> &str {
+    let end = s.find(|c: char| !is_ident(c)).unwrap_or(s.len());
+    &s[..end]
+}
+
+/// The first path segment after every `crate::` in `text`, including each item of a
+/// `crate::{a, b::c}` group.
+fn crate_references(text: &str) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    for (at, _) in text.match_indices("crate::") {
+        // `psprobe_crate::` and the like are not this crate.
+        if text[..at].chars().next_back().is_some_and(is_ident) {
+            continue;
+        }
+        let rest = &text[at + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let mut depth = 0usize;
+            let mut item_start = true;
+            for (i, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => item_start = true,
+                    c if item_start && is_ident(c) => {
+                        found.insert(ident(&group[i..]).to_string());
+                        item_start = false;
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            found.insert(ident(rest).to_string());
+        }
+    }
+    found
+}
+
+/// Module -> (module it names -> one file that names it).
+type Graph = BTreeMap<String, BTreeMap<String, PathBuf>>;
+
+fn graph() -> Graph {
+    let modules = top_modules();
+    let known: BTreeSet<&str> = modules.iter().map(String::as_str).collect();
+    let mut graph = Graph::new();
+    for m in &modules {
+        let edges = graph.entry(m.clone()).or_default();
+        for file in module_files(m) {
+            for target in crate_references(&read(&file)) {
+                if target != *m && known.contains(target.as_str()) {
+                    edges.entry(target).or_insert_with(|| file.clone());
+                }
+            }
+        }
+    }
+    graph
+}
+
+/// Strongly connected components with more than one module (Tarjan).
+fn cycles(graph: &Graph) -> Vec<Vec<String>> {
+    struct Walk<'a> {
+        graph: &'a Graph,
+        next: usize,
+        index: BTreeMap<&'a str, usize>,
+        low: BTreeMap<&'a str, usize>,
+        stack: Vec<&'a str>,
+        found: Vec<Vec<String>>,
+    }
+    fn visit<'a>(w: &mut Walk<'a>, v: &'a str) {
+        w.index.insert(v, w.next);
+        w.low.insert(v, w.next);
+        w.next += 1;
+        w.stack.push(v);
+        for t in w.graph.get(v).into_iter().flat_map(|e| e.keys()) {
+            let t = t.as_str();
+            if !w.index.contains_key(t) {
+                visit(w, t);
+                let low = w.low[v].min(w.low[t]);
+                w.low.insert(v, low);
+            } else if w.stack.contains(&t) {
+                let low = w.low[v].min(w.index[t]);
+                w.low.insert(v, low);
+            }
+        }
+        if w.low[v] == w.index[v] {
+            let mut component = Vec::new();
+            while let Some(t) = w.stack.pop() {
+                component.push(t.to_string());
+                if t == v {
+                    break;
+                }
+            }
+            if component.len() > 1 {
+                component.sort();
+                w.found.push(component);
+            }
+        }
+    }
+    let mut walk = Walk {
+        graph,
+        next: 0,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        found: Vec::new(),
+    };
+    for v in graph.keys() {
+        if !walk.index.contains_key(v.as_str()) {
+            visit(&mut walk, v);
+        }
+    }
+    walk.found
+}
+
+fn describe(graph: &Graph, cycle: &[String]) -> String {
+    let mut lines = vec![format!("cycle: {}", cycle.join(", "))];
+    for from in cycle {
+        for (to, file) in &graph[from] {
+            if cycle.contains(to) {
+                let file = file.strip_prefix(src()).unwrap_or(file);
+                lines.push(format!("  {from} -> {to} (src/{})", file.display()));
+            }
+        }
+    }
+    lines.join("\n")
+}
+
+#[test]
+fn top_level_modules_form_a_dag() {
+    let graph = graph();
+    assert!(graph.len() >= 20, "lib.rs lists {} modules", graph.len());
+    // The scan sees the edges that must be there (else it would pass on nothing).
+    for (from, to) in [
+        ("session", "protocol"),
+        ("record", "stats"),
+        ("report", "phase_log"),
+        ("cli", "config"),
+    ] {
+        assert!(
+            graph[from].contains_key(to),
+            "expected edge {from} -> {to}; the scanner missed it: {:?}",
+            graph[from].keys().collect::<Vec<_>>()
+        );
+    }
+    let found = cycles(&graph);
+    let report: Vec<String> = found.iter().map(|c| describe(&graph, c)).collect();
+    assert!(found.is_empty(), "import cycles:\n{}", report.join("\n"));
+}
+
+#[test]
+fn the_scanner_reports_a_cycle_and_reads_groups() {
+    let refs = crate_references(
+        "use crate::{a::X, b, c::{d, e::F}};\nlet _ = crate::g::h(); my_crate::z; use crate::k;",
+    );
+    let expected: BTreeSet<String> = ["a", "b", "c", "g", "k"].map(String::from).into();
+    assert_eq!(refs, expected);
+
+    let mut g = Graph::new();
+    let edge = |to: &str| (to.to_string(), PathBuf::from("x.rs"));
+    g.insert("a".into(), [edge("b")].into());
+    g.insert("b".into(), [edge("c")].into());
+    g.insert("c".into(), [edge("a")].into());
+    g.insert("d".into(), [edge("a")].into());
+    assert_eq!(cycles(&g), vec![vec!["a", "b", "c"]]);
+    g.get_mut("c").expect("c").clear();
+    assert!(cycles(&g).is_empty());
+}
+
+#[test]
+fn the_sans_io_core_names_no_tokio() {
+    for m in SANS_IO {
+        for file in module_files(m) {
+            let text = read(&file);
+            assert!(
+                !text.contains("tokio"),
+                "{} (sans-I/O module {m}) names tokio",
+                file.display()
+            );
+        }
+    }
+}

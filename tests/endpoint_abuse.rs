@@ -201,6 +201,41 @@ fn two_hundred_concurrent_scrapes_succeed() {
     );
 }
 
+/// Past `MAX_OPEN_REQUESTS` (512) connections at once, the next is told 503 at once rather
+/// than queued; once some close, requests are served again.
+#[test]
+fn past_512_open_requests_the_next_gets_503_at_once() {
+    const MAX_OPEN_REQUESTS: usize = 512;
+    let (probe, _state) = start(NOWHERE, &["--metrics-timeout", "60s"]);
+    let addr: SocketAddr = probe.metrics_addr().parse().expect("metrics address");
+    let mut idle: Vec<TcpStream> = (0..MAX_OPEN_REQUESTS)
+        .map(|_| TcpStream::connect_timeout(&addr, CLIENT_TIMEOUT).expect("connect"))
+        .collect();
+    // Accepted in order: by the time this one is, the 512 before it hold every slot.
+    let busy = probe.http_raw(b"GET /healthz HTTP/1.1\r\n\r\n", CLIENT_TIMEOUT);
+    assert_eq!(busy.status, Some(503), "{}", busy.text);
+    assert!(busy.text.ends_with("busy\n"), "{}", busy.text);
+    assert!(busy.closed, "the 503 closes the connection");
+    assert!(
+        busy.elapsed < Duration::from_secs(5),
+        "answered at once: {:?}",
+        busy.elapsed
+    );
+    idle.truncate(MAX_OPEN_REQUESTS - 8);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = probe.http_raw(b"GET /healthz HTTP/1.1\r\n\r\n", CLIENT_TIMEOUT);
+        if r.status == Some(200) {
+            assert!(r.text.ends_with("ok\n"), "{}", r.text);
+            break;
+        }
+        assert_eq!(r.status, Some(503), "{}", r.text);
+        assert!(Instant::now() < deadline, "no slot freed within 10 s");
+        std::thread::sleep(Duration::from_millis(50)); // poll interval
+    }
+    drop(idle);
+}
+
 // ---- admin port ----
 
 /// Wrong-password logins from 8 connections at once for 3 s: at most the burst plus one

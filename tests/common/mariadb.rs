@@ -60,6 +60,17 @@ fn tail(text: &str, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
+/// What of a server's error log a failing test shows: from the crash report when the server
+/// crashed (its signal, query and backtrace come before the long tail of settings), else the
+/// last `lines`.
+fn log_excerpt(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    match all.iter().position(|l| l.contains("got signal")) {
+        Some(crash) => all[crash..all.len().min(crash + 60)].join("\n"),
+        None => tail(text, lines),
+    }
+}
+
 impl MariaDb {
     pub fn start_default() -> Self {
         Self::start(Options::default())
@@ -332,9 +343,9 @@ impl Drop for MariaDb {
         if std::thread::panicking() {
             let log = fs::read_to_string(self.datadir.join("error.log")).unwrap_or_default();
             eprintln!(
-                "--- mariadbd :{} error.log tail ---\n{}",
+                "--- mariadbd :{} error.log ---\n{}",
                 self.port,
-                tail(&log, 20)
+                log_excerpt(&log, 20)
             );
         }
         self.kill();

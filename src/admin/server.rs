@@ -405,7 +405,9 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Shim {
                 self.session.host,
                 wait.as_secs() + u64::from(wait.subsec_nanos() > 0),
             );
-            *wire::lock(&self.denial) = Some(wire::err_payload(1129, b"HY000", &message));
+            *wire::lock(&self.denial) = Some(crate::protocol::response::encode_err(
+                1129, b"HY000", &message,
+            ));
             return false;
         }
         if auth_plugin == auth::NATIVE_PASSWORD && self.auth.verify(username, salt, auth_data) {
@@ -423,7 +425,9 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Shim {
             self.session.host,
             if auth_data.is_empty() { "NO" } else { "YES" },
         );
-        *wire::lock(&self.denial) = Some(wire::err_payload(1045, b"28000", &message));
+        *wire::lock(&self.denial) = Some(crate::protocol::response::encode_err(
+            1045, b"28000", &message,
+        ));
         false
     }
 

@@ -22,6 +22,8 @@ use std::task::{ready, Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+use crate::protocol::frame::{encode_packet, read_le24};
+
 /// Query text COM_FIELD_LIST is rewritten to (a NUL first, so no client types it by accident).
 pub const FIELD_LIST_MARKER: &str = "\0psprobe:COM_FIELD_LIST";
 /// Query text a command over the size cap is replaced with, followed by its length in bytes.
@@ -42,26 +44,12 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// An ERR packet payload: 0xFF, code, `#`, SQLSTATE, message.
-pub fn err_payload(code: u16, sqlstate: &[u8; 5], message: &str) -> Vec<u8> {
-    let mut payload = vec![0xFF];
-    payload.extend_from_slice(&code.to_le_bytes());
-    payload.push(b'#');
-    payload.extend_from_slice(sqlstate);
-    payload.extend_from_slice(message.as_bytes());
-    payload
-}
-
 fn payload_len(header: &[u8]) -> usize {
-    usize::from(header[0]) | usize::from(header[1]) << 8 | usize::from(header[2]) << 16
+    read_le24([header[0], header[1], header[2]])
 }
 
 fn packet(seq: u8, payload: &[u8]) -> Vec<u8> {
-    let mut packet = Vec::with_capacity(HEADER + payload.len());
-    packet.extend_from_slice(&(payload.len() as u32).to_le_bytes()[..3]);
-    packet.push(seq);
-    packet.extend_from_slice(payload);
-    packet
+    encode_packet(seq, payload)
 }
 
 /// Passes bytes through until a login is refused; then replaces opensrv's ERR packet.
@@ -330,6 +318,7 @@ impl<R: AsyncRead + Unpin> AsyncRead for CommandReader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::response::encode_err;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     #[tokio::test]
@@ -338,7 +327,7 @@ mod tests {
         let denial: Denial = Arc::new(Mutex::new(None));
         let mut writer = DenialWriter::new(client, Arc::clone(&denial));
         writer.write_all(&[1, 0, 0, 0, 0xAA]).await.unwrap();
-        *lock(&denial) = Some(err_payload(1045, b"28000", "Access denied"));
+        *lock(&denial) = Some(encode_err(1045, b"28000", "Access denied"));
         // opensrv's packet, in two pieces, sequence 2.
         writer.write_all(&[5, 0, 0, 2, 0xFF]).await.unwrap();
         writer.write_all(&[0xA2, 0x06, b'#', b'x']).await.unwrap();
@@ -347,7 +336,7 @@ mod tests {
         drop(writer);
         let mut got = Vec::new();
         server_end.read_to_end(&mut got).await.unwrap();
-        let payload = err_payload(1045, b"28000", "Access denied");
+        let payload = encode_err(1045, b"28000", "Access denied");
         let mut expected = vec![1, 0, 0, 0, 0xAA];
         expected.extend_from_slice(&packet(2, &payload));
         assert_eq!(got, expected);

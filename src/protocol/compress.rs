@@ -16,6 +16,8 @@
 
 use std::ops::ControlFlow;
 
+use crate::protocol::frame::{le24, read_le24};
+
 /// Bytes of a compressed packet header.
 pub const COMPRESSED_HEADER_LEN: usize = 7;
 /// Largest uncompressed payload a frame may decode to (the 3-byte field's limit, 16 MiB - 1).
@@ -211,8 +213,8 @@ impl Decompressor {
 
     fn start_frame(&mut self) -> Result<(), DecodeError> {
         let h = &self.header;
-        let compressed = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
-        let declared = usize::from(h[4]) | usize::from(h[5]) << 8 | usize::from(h[6]) << 16;
+        let compressed = read_le24([h[0], h[1], h[2]]);
+        let declared = read_le24([h[4], h[5], h[6]]);
         self.last_seq = Some(h[3]);
         if declared != 0 && compressed == 0 {
             return Err(DecodeError::EmptyPayload(declared));
@@ -401,8 +403,9 @@ pub fn frame_bytes(seq: u8, payload: &[u8], uncompressed_len: usize) -> Vec<u8> 
     let n = payload.len();
     let u = uncompressed_len;
     let mut out = Vec::with_capacity(COMPRESSED_HEADER_LEN + n);
-    out.extend_from_slice(&[n as u8, (n >> 8) as u8, (n >> 16) as u8, seq]);
-    out.extend_from_slice(&[u as u8, (u >> 8) as u8, (u >> 16) as u8]);
+    out.extend_from_slice(&le24(n));
+    out.push(seq);
+    out.extend_from_slice(&le24(u));
     out.extend_from_slice(payload);
     out
 }

@@ -19,6 +19,28 @@ pub const MAX_PACKET_PAYLOAD: usize = 0xFF_FFFF;
 /// Bytes of header in front of every physical packet.
 pub const HEADER_LEN: usize = 4;
 
+/// A 3-byte little-endian length, as in packet headers (and a compressed frame's uncompressed
+/// length). Keeps the low 24 bits: callers pass lengths they have bounded.
+pub fn le24(n: usize) -> [u8; 3] {
+    [n as u8, (n >> 8) as u8, (n >> 16) as u8]
+}
+
+/// The 3-byte little-endian length at the start of a header.
+pub fn read_le24(b: [u8; 3]) -> usize {
+    usize::from(b[0]) | usize::from(b[1]) << 8 | usize::from(b[2]) << 16
+}
+
+/// One whole physical packet: header, then `payload`. For packets psprobe writes itself
+/// (errors, rewritten commands): `payload` is at most [`MAX_PACKET_PAYLOAD`] bytes.
+pub fn encode_packet(seq: u8, payload: &[u8]) -> Vec<u8> {
+    debug_assert!(payload.len() <= MAX_PACKET_PAYLOAD);
+    let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
+    out.extend_from_slice(&le24(payload.len()));
+    out.push(seq);
+    out.extend_from_slice(payload);
+    out
+}
+
 /// One logical packet, as much of it as was captured.
 #[derive(Debug, Clone, Copy)]
 pub struct PacketView<'a> {
@@ -123,9 +145,7 @@ impl Deframer {
                     return ControlFlow::Continue(());
                 }
                 self.header_filled = 0;
-                let len = usize::from(self.header[0])
-                    | usize::from(self.header[1]) << 8
-                    | usize::from(self.header[2]) << 16;
+                let len = read_le24([self.header[0], self.header[1], self.header[2]]);
                 if !self.continued {
                     self.first_seq = self.header[3];
                     self.logical_len = 0;
@@ -186,10 +206,15 @@ mod tests {
     use super::*;
 
     fn packet(seq: u8, payload: &[u8]) -> Vec<u8> {
-        let len = payload.len();
-        let mut out = vec![len as u8, (len >> 8) as u8, (len >> 16) as u8, seq];
-        out.extend_from_slice(payload);
-        out
+        encode_packet(seq, payload)
+    }
+
+    #[test]
+    fn lengths_round_trip_through_three_bytes() {
+        for n in [0, 1, 0xFB, 0x1_0000, 0xAB_CDEF, MAX_PACKET_PAYLOAD] {
+            assert_eq!(read_le24(le24(n)), n);
+        }
+        assert_eq!(encode_packet(7, b"ab"), [2, 0, 0, 7, b'a', b'b']);
     }
 
     /// Splits a payload the way a MySQL peer does, including the trailing empty packet.

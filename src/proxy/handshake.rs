@@ -27,8 +27,9 @@ use crate::protocol::handshake::{parse_client_hello, parse_greeting, ClientHello
 use crate::session::{EventSink, Phase, UnobservedReason};
 use crate::tls::{Cause, ClientTls, Leg, ServerTls, TlsRuntime};
 
-use super::packet_io::{handshake_error, packet, Got, PacketBuf};
+use super::packet_io::{handshake_error, Got, PacketBuf};
 use super::relay::{Side, Watch};
+use crate::protocol::frame::encode_packet;
 
 /// The client leg after the connection phase.
 pub enum ClientLeg {
@@ -319,7 +320,7 @@ async fn tls_for_a_plain_client<S: EventSink>(
 ) -> Option<Established> {
     let mut request = response[4..4 + 32].to_vec();
     request[1] |= (CLIENT_SSL >> 8) as u8;
-    send(&mut server, &packet(1, &request)).await.ok()?;
+    send(&mut server, &encode_packet(1, &request)).await.ok()?;
     let connector = ctx.tls.connector.as_ref()?;
     let connect = connector.connect(ctx.tls.server_name.clone(), server);
     let mut server = match bounded(ctx.tls.settings.handshake_timeout, connect).await {

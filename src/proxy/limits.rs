@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 
+use crate::protocol::frame::encode_packet;
 use crate::protocol::response::encode_err;
 
 /// Listen backlog asked for by default; the kernel caps it at net.core.somaxconn.
@@ -80,12 +81,7 @@ pub fn is_out_of_fds(e: &io::Error) -> bool {
 
 /// ERR 1040 as mysqld sends it in place of the greeting: sequence id 0, SQL state 08004.
 pub fn too_many_connections_packet(message: &str) -> Vec<u8> {
-    let payload = encode_err(ER_CON_COUNT_ERROR, b"08004", message);
-    let len = payload.len();
-    let mut packet = Vec::with_capacity(len + 4);
-    packet.extend_from_slice(&[len as u8, (len >> 8) as u8, (len >> 16) as u8, 0]);
-    packet.extend_from_slice(&payload);
-    packet
+    encode_packet(0, &encode_err(ER_CON_COUNT_ERROR, b"08004", message))
 }
 
 /// Tells a client it cannot be served, then closes. Bounded: a client that does not read

@@ -6,7 +6,7 @@ use std::io;
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-use crate::protocol::frame::HEADER_LEN;
+use crate::protocol::frame::{encode_packet, read_le24, HEADER_LEN};
 use crate::protocol::response::encode_err;
 
 /// Connection-phase packets are small (greeting, handshake response with attributes, auth
@@ -59,9 +59,7 @@ impl PacketBuf {
         if self.buf.len() < HEADER_LEN {
             return Ok(HEADER_LEN);
         }
-        let len = usize::from(self.buf[0])
-            | usize::from(self.buf[1]) << 8
-            | usize::from(self.buf[2]) << 16;
+        let len = read_le24([self.buf[0], self.buf[1], self.buf[2]]);
         if len > MAX_HANDSHAKE_PACKET {
             return Err(Got::TooBig);
         }
@@ -93,18 +91,9 @@ impl PacketBuf {
     }
 }
 
-/// A whole packet with this payload.
-pub fn packet(seq: u8, payload: &[u8]) -> Vec<u8> {
-    let n = payload.len();
-    let mut out = Vec::with_capacity(HEADER_LEN + n);
-    out.extend_from_slice(&[n as u8, (n >> 8) as u8, (n >> 16) as u8, seq]);
-    out.extend_from_slice(payload);
-    out
-}
-
 /// ERR 1043 with psprobe's message, as the packet `seq`.
 pub fn handshake_error(seq: u8, message: &str) -> Vec<u8> {
-    packet(seq, &encode_err(ER_HANDSHAKE_ERROR, b"08S01", message))
+    encode_packet(seq, &encode_err(ER_HANDSHAKE_ERROR, b"08S01", message))
 }
 
 #[cfg(test)]
@@ -113,14 +102,14 @@ mod tests {
 
     #[tokio::test]
     async fn reads_exactly_one_packet_and_no_further() {
-        let mut wire = packet(1, b"hello");
+        let mut wire = encode_packet(1, b"hello");
         wire.extend_from_slice(b"\x16\x03\x01tls");
         let mut src = &wire[..];
         let mut p = PacketBuf::default();
         assert_eq!(p.read_packet(&mut src).await.unwrap(), Got::Packet);
         assert_eq!((p.seq(), p.payload()), (1, &b"hello"[..]));
         assert_eq!(src, b"\x16\x03\x01tls", "the rest is left in the stream");
-        let mut empty = &packet(4, b"")[..];
+        let mut empty = &encode_packet(4, b"")[..];
         let mut p = PacketBuf::default();
         assert_eq!(p.read_packet(&mut empty).await.unwrap(), Got::Packet);
         assert_eq!(p.bytes().len(), 4);
@@ -128,7 +117,7 @@ mod tests {
 
     #[tokio::test]
     async fn eof_and_oversized_headers() {
-        let mut cut = &packet(0, b"abcdef")[..7];
+        let mut cut = &encode_packet(0, b"abcdef")[..7];
         let mut p = PacketBuf::default();
         assert_eq!(p.read_packet(&mut cut).await.unwrap(), Got::Eof);
         assert_eq!(p.bytes().len(), 7);

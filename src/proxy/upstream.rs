@@ -6,6 +6,7 @@ use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
+use crate::protocol::frame::encode_packet;
 use crate::protocol::response::encode_err;
 
 /// Server error 1429 "Unable to connect to foreign data source". Client-side codes such as 2003
@@ -27,12 +28,10 @@ pub async fn connect(upstream: &str, timeout: Duration) -> io::Result<TcpStream>
 /// Clients show it like a server-side refusal ("ERROR 1429 (HY000): psprobe could not ...").
 pub fn unreachable_packet(upstream: &str, cause: &io::Error) -> Vec<u8> {
     let message = format!("psprobe could not connect to upstream {upstream}: {cause}");
-    let payload = encode_err(ER_CONNECT_TO_FOREIGN_DATA_SOURCE, b"HY000", &message);
-    let len = payload.len();
-    let mut packet = Vec::with_capacity(len + 4);
-    packet.extend_from_slice(&[len as u8, (len >> 8) as u8, (len >> 16) as u8, 0]);
-    packet.extend_from_slice(&payload);
-    packet
+    encode_packet(
+        0,
+        &encode_err(ER_CONNECT_TO_FOREIGN_DATA_SOURCE, b"HY000", &message),
+    )
 }
 
 pub async fn refuse_client(client: &mut TcpStream, upstream: &str, cause: &io::Error) {

@@ -9,7 +9,7 @@ use clap::Args;
 use serde::Deserialize;
 
 use crate::digest::DigestStyle;
-use crate::duration::{parse_duration, DurationError};
+use crate::duration::{duration_arg, parse_duration, DurationError};
 use crate::metrics::DEFAULT_TOP_DIGESTS;
 use crate::proxy::limits::DEFAULT_LISTEN_BACKLOG;
 use crate::proxy::{MaxConnections, ProxySettings};
@@ -39,11 +39,11 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "IP:PORT")]
     pub metrics: Option<String>,
     /// Give up connecting to the upstream after this long, e.g. 5s or 500ms [default: 5s].
-    #[arg(long, value_name = "DURATION")]
-    pub connect_timeout: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
+    pub connect_timeout: Option<Duration>,
     /// On SIGINT/SIGTERM, let open connections go on this long before closing them [default: 10s].
-    #[arg(long, value_name = "DURATION")]
-    pub shutdown_grace: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
+    pub shutdown_grace: Option<Duration>,
     /// Client connections waiting to be accepted that the kernel queues (a burst of connects
     /// beyond it is dropped and retried by the clients' TCP seconds later). The kernel caps it
     /// at net.core.somaxconn (sysctl; often 4096) [default: 4096].
@@ -58,8 +58,8 @@ pub struct ProxyArgs {
     /// Close a client that has not sent its handshake response this long after it connected
     /// (slowloris protection; authentication after it is bounded by the server's own
     /// connect_timeout). 0 = no limit [default: 10s].
-    #[arg(long, value_name = "DURATION")]
-    pub client_handshake_timeout: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
+    pub client_handshake_timeout: Option<Duration>,
     /// Most query shapes (digests) tracked individually; past it new shapes count as `other`
     /// [default: 5000].
     #[arg(long, value_name = "N")]
@@ -101,8 +101,8 @@ pub struct ProxyArgs {
     /// A /metrics or /healthz request must send its whole request head within this long, or it
     /// is answered 408 Request Timeout and closed; writing the answer gets as long again
     /// [default: 10s].
-    #[arg(long, value_name = "DURATION")]
-    pub metrics_timeout: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
+    pub metrics_timeout: Option<Duration>,
     /// Log filter (error, warn, info, debug, trace, or a tracing filter) [default: info, or RUST_LOG].
     #[arg(long, value_name = "FILTER")]
     pub log: Option<String>,
@@ -251,22 +251,23 @@ impl ProxyConfig {
         )?;
         let upstream = pick(&args.upstream, file.upstream, DEFAULT_UPSTREAM);
         validate_upstream(&upstream)?;
-        let connect_timeout = match args.connect_timeout.clone().or(file.connect_timeout) {
-            Some(v) => parse_duration("connect_timeout", &v)?,
-            None => DEFAULT_CONNECT_TIMEOUT,
-        };
-        let shutdown_grace = match args.shutdown_grace.clone().or(file.shutdown_grace) {
-            Some(v) => parse_duration("shutdown_grace", &v)?,
-            None => DEFAULT_SHUTDOWN_GRACE,
-        };
-        let client_handshake_timeout = match args
-            .client_handshake_timeout
-            .clone()
-            .or(file.client_handshake_timeout)
-        {
-            Some(v) => Some(parse_duration("client_handshake_timeout", &v)?),
-            None => Some(DEFAULT_CLIENT_HANDSHAKE_TIMEOUT),
-        }
+        let connect_timeout = duration_setting(
+            args.connect_timeout,
+            file.connect_timeout,
+            "connect_timeout",
+        )?
+        .unwrap_or(DEFAULT_CONNECT_TIMEOUT);
+        let shutdown_grace =
+            duration_setting(args.shutdown_grace, file.shutdown_grace, "shutdown_grace")?
+                .unwrap_or(DEFAULT_SHUTDOWN_GRACE);
+        let client_handshake_timeout = Some(
+            duration_setting(
+                args.client_handshake_timeout,
+                file.client_handshake_timeout,
+                "client_handshake_timeout",
+            )?
+            .unwrap_or(DEFAULT_CLIENT_HANDSHAKE_TIMEOUT),
+        )
         .filter(|d| !d.is_zero());
         let listen_backlog = args
             .listen_backlog
@@ -324,8 +325,12 @@ impl ProxyConfig {
                  --admin-password-file, in {ADMIN_PASSWORD_ENV}, or as admin_password in --config"
             )));
         }
-        let metrics_timeout = match args.metrics_timeout.clone().or(file.metrics_timeout) {
-            Some(v) => positive_duration("metrics_timeout", &v)?,
+        let metrics_timeout = match duration_setting(
+            args.metrics_timeout,
+            file.metrics_timeout,
+            "metrics_timeout",
+        )? {
+            Some(d) => positive("metrics_timeout", d)?,
             None => crate::metrics::http::DEFAULT_REQUEST_TIMEOUT,
         };
         let admin = match args.admin.clone().or(file.admin) {
@@ -473,8 +478,19 @@ fn validate_upstream(value: &str) -> Result<(), ConfigError> {
     Ok(())
 }
 
-fn positive_duration(setting: &'static str, value: &str) -> Result<Duration, ConfigError> {
-    let d = parse_duration(setting, value)?;
+/// The flag (typed by clap), else the file's value (a string, named in its error), else `None`.
+fn duration_setting(
+    arg: Option<Duration>,
+    file: Option<String>,
+    setting: &'static str,
+) -> Result<Option<Duration>, ConfigError> {
+    match arg {
+        Some(d) => Ok(Some(d)),
+        None => Ok(file.map(|v| parse_duration(setting, &v)).transpose()?),
+    }
+}
+
+fn positive(setting: &'static str, d: Duration) -> Result<Duration, ConfigError> {
     if d.is_zero() {
         return Err(ConfigError::Invalid(format!(
             "{setting} must be longer than 0s"
@@ -519,7 +535,7 @@ mod tests {
     use super::*;
 
     /// `psprobe proxy`'s flags alone (the CLI root is above this module).
-    #[derive(clap::Parser)]
+    #[derive(Debug, clap::Parser)]
     struct Proxy {
         #[command(flatten)]
         args: ProxyArgs,
@@ -608,8 +624,21 @@ mod tests {
         assert!(e.to_string().contains("IP:PORT"), "{e}");
         let e = ProxyConfig::from_args(&args(&["--upstream", "dbhost"])).unwrap_err();
         assert!(e.to_string().contains("host and a port"), "{e}");
-        let e = ProxyConfig::from_args(&args(&["--connect-timeout", "soon"])).unwrap_err();
-        assert!(e.to_string().contains("duration"), "{e}");
+        // A flag's duration is typed by clap, which names the flag; the file's, by the key.
+        let e = <Proxy as clap::Parser>::try_parse_from(["p", "--connect-timeout", "soon"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--connect-timeout") && e.contains("not a duration"),
+            "{e}"
+        );
+        std::fs::write(&path, "[proxy]\nconnect_timeout = \"soon\"\n").unwrap();
+        let e = ProxyConfig::from_args(&args(&["-c", path.to_str().unwrap()])).unwrap_err();
+        let e = e.to_string();
+        assert!(
+            e.contains("connect_timeout") && e.contains("duration"),
+            "{e}"
+        );
         let e = ProxyConfig::from_args(&args(&["--listen", "127.0.0.1:3306"])).unwrap_err();
         assert!(matches!(e, ConfigError::Loop(_)), "{e}");
         let e = ProxyConfig::from_args(&args(&["-c", "/nonexistent/psprobe.toml"])).unwrap_err();

@@ -35,6 +35,13 @@ pub fn parse_duration(setting: &'static str, value: &str) -> Result<Duration, Du
     Duration::try_from_secs_f64(seconds).map_err(|_| bad())
 }
 
+/// clap's value parser for `DURATION` flags, so they arrive typed; clap's error names the
+/// flag and quotes the value.
+pub fn duration_arg(value: &str) -> Result<Duration, String> {
+    parse_duration("value", value)
+        .map_err(|_| "not a duration (examples: 5s, 500ms, 2m)".to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -54,6 +61,12 @@ mod tests {
             parse_duration("x", "1.5").unwrap(),
             Duration::from_millis(1500)
         );
+    }
+
+    #[test]
+    fn the_flag_parser_agrees() {
+        assert_eq!(duration_arg("250ms"), Ok(Duration::from_millis(250)));
+        assert!(duration_arg("soon").unwrap_err().contains("not a duration"));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use super::dsn::{ControllerDsn, DSN_ENV};
 use super::file::PsConfig;
 use super::paths;
 use super::runner::ControllerSettings;
-use crate::duration::parse_duration;
+use crate::duration::{duration_arg, parse_duration};
 
 /// One slot of a runtime-switched scenario. Chosen by measurement (docs/measurement.md): the
 /// slot length that gave the tightest interval under sysbench on the 2-core machine.
@@ -48,29 +48,29 @@ pub struct ScheduleArgs {
     pub controller_dsn: Option<String>,
     /// One slot of a runtime-switched scenario: switch, settle, measure [default: 250ms, the
     /// length that gave the tightest intervals here; see docs/measurement.md].
-    #[arg(long, value_name = "DURATION")]
-    pub phase: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
+    pub phase: Option<Duration>,
     /// Time after each switch left out of measurement [default: chosen as the run goes from
     /// the carryover profile, starting at a quarter of --phase, at most 250ms].
-    #[arg(long, value_name = "DURATION")]
-    pub settle: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
+    pub settle: Option<Duration>,
     /// Slots are written and analysed in segments of about this long [default: 5s].
-    #[arg(long, value_name = "DURATION")]
-    pub segment: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
+    pub segment: Option<Duration>,
     /// Stop after this long (the slow blocks are spread over it).
-    #[arg(long, value_name = "DURATION")]
-    pub duration: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
+    pub duration: Option<Duration>,
     /// Stop as soon as every throughput and mean-latency interval of the runtime-switched
     /// scenarios is within +-P percentage points (or at --duration), after the slow blocks.
     #[arg(long, value_name = "P")]
     pub target_halfwidth: Option<f64>,
     /// Settle time after a server restart [default: 20s].
-    #[arg(long, value_name = "DURATION")]
-    pub restart_settle: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
+    pub restart_settle: Option<Duration>,
     /// One phase of a scenario entered by restart: restart settle + measured window
     /// [default: 30s, or --phase when nothing is switched at runtime].
-    #[arg(long, value_name = "DURATION")]
-    pub slow_phase: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
+    pub slow_phase: Option<Duration>,
     /// Slow blocks (each restarts into every restart scenario and the reference once)
     /// [default: 4, or --blocks when nothing is switched at runtime].
     #[arg(long, value_name = "N")]
@@ -80,8 +80,8 @@ pub struct ScheduleArgs {
     #[arg(long, value_name = "SCENARIO")]
     pub slow_reference: Option<String>,
     /// Without --blocks or --duration: fast time between slow blocks [default: 2m].
-    #[arg(long, value_name = "DURATION")]
-    pub slow_every: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
+    pub slow_every: Option<Duration>,
     /// Number of fast blocks (each runs every runtime scenario once) [default: until
     /// --duration, the target, or stopped].
     #[arg(long, value_name = "N")]
@@ -106,8 +106,8 @@ pub struct ScheduleArgs {
     #[arg(long, value_name = "PID")]
     pub mysqld_pid: Option<u32>,
     /// How long the restart command and the server's return may take [default: 120s].
-    #[arg(long, value_name = "DURATION")]
-    pub restart_timeout: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
+    pub restart_timeout: Option<Duration>,
 }
 
 /// The runtime scenario restart scenarios are compared with when none is requested:
@@ -126,19 +126,16 @@ pub fn default_slow_reference(catalog: &Catalog, scenarios: &[String]) -> Option
         .map(|n| (*n).clone())
 }
 
+/// The flag's value, else the default (a constant written as the help text shows it).
 fn duration(
     setting: &'static str,
-    value: Option<&String>,
+    value: Option<Duration>,
     default: &str,
 ) -> anyhow::Result<Duration> {
-    Ok(parse_duration(
-        setting,
-        value.map_or(default, String::as_str),
-    )?)
-}
-
-fn optional(setting: &'static str, value: Option<&String>) -> anyhow::Result<Option<Duration>> {
-    Ok(value.map(|v| parse_duration(setting, v)).transpose()?)
+    match value {
+        Some(v) => Ok(v),
+        None => Ok(parse_duration(setting, default)?),
+    }
 }
 
 impl ScheduleArgs {
@@ -204,23 +201,23 @@ impl ScheduleArgs {
         // Nothing switched fast when the only runtime scenario is the slow reference.
         let fast_part = runtime.len() >= 2 || (runtime.len() == 1 && restart.is_empty());
 
-        let phase = duration("phase", self.phase.as_ref(), DEFAULT_PHASE)?;
-        let settle = optional("settle", self.settle.as_ref())?;
-        let segment = duration("segment", self.segment.as_ref(), DEFAULT_SEGMENT)?;
+        let phase = duration("phase", self.phase, DEFAULT_PHASE)?;
+        let settle = self.settle;
+        let segment = duration("segment", self.segment, DEFAULT_SEGMENT)?;
         let restart_settle = duration(
             "restart_settle",
-            self.restart_settle.as_ref(),
+            self.restart_settle,
             DEFAULT_RESTART_SETTLE,
         )?;
         let restart_timeout = duration(
             "restart_timeout",
-            self.restart_timeout.as_ref(),
+            self.restart_timeout,
             DEFAULT_RESTART_TIMEOUT,
         )?;
-        let slow_every = duration("slow_every", self.slow_every.as_ref(), DEFAULT_SLOW_EVERY)?;
-        let run_duration = optional("duration", self.duration.as_ref())?;
-        let slow_phase = match (&self.slow_phase, fast_part) {
-            (Some(v), _) => parse_duration("slow_phase", v)?,
+        let slow_every = duration("slow_every", self.slow_every, DEFAULT_SLOW_EVERY)?;
+        let run_duration = self.duration;
+        let slow_phase = match (self.slow_phase, fast_part) {
+            (Some(v), _) => v,
             (None, false) if self.phase.is_some() => phase,
             (None, _) => parse_duration("slow_phase", DEFAULT_SLOW_PHASE)?,
         };

@@ -11,10 +11,12 @@ use clap::Args;
 
 use super::{run_schedule, sysbench, throwaway, Plan, ScheduledRun};
 use crate::controller::Catalog;
-use crate::duration::parse_duration;
 use crate::phase_log::read_phases;
 use crate::report::report_of;
 
+/// `--duration` and `--slow-phase` when not given (their help text says the same).
+const DEFAULT_DURATION: std::time::Duration = std::time::Duration::from_secs(60);
+const DEFAULT_SLOW_PHASE: std::time::Duration = std::time::Duration::from_secs(12);
 const WORKLOADS: [&str; 3] = ["oltp_read_only", "oltp_read_write", "oltp_write_only"];
 
 #[derive(Debug, Args)]
@@ -34,18 +36,18 @@ pub struct ExperimentArgs {
     #[arg(long, value_delimiter = ',')]
     pub scenarios: Vec<String>,
     /// Slot of a runtime-switched scenario [default: psprobe proxy's].
-    #[arg(long, value_name = "DURATION")]
-    pub phase: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::duration_arg)]
+    pub phase: Option<std::time::Duration>,
     /// Settle time after a switch [default: from the carryover profile].
-    #[arg(long, value_name = "DURATION")]
-    pub settle: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::duration_arg)]
+    pub settle: Option<std::time::Duration>,
     /// Length of each run (one workload at one concurrency) [default: 60s].
-    #[arg(long, value_name = "DURATION")]
-    pub duration: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::duration_arg)]
+    pub duration: Option<std::time::Duration>,
     /// Phase of a scenario entered by restart (pfsoff), restart settle included
     /// [default: 12s].
-    #[arg(long, value_name = "DURATION")]
-    pub slow_phase: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::duration_arg)]
+    pub slow_phase: Option<std::time::Duration>,
     /// Slow blocks per run (pfsoff and its reference, each entered by restart) [default: 3].
     #[arg(long, default_value_t = 3)]
     pub slow_blocks: u64,
@@ -92,23 +94,14 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
     for name in &scenarios {
         catalog.resolve(name)?;
     }
-    let phase = args
-        .phase
-        .as_deref()
-        .map(|p| parse_duration("phase", p))
-        .transpose()?;
-    let settle = args
-        .settle
-        .as_deref()
-        .map(|s| parse_duration("settle", s))
-        .transpose()?;
+    let (phase, settle) = (args.phase, args.settle);
     if let (Some(phase), Some(settle)) = (phase, settle) {
         if settle >= phase {
             bail!("--settle must be shorter than --phase");
         }
     }
-    let duration = parse_duration("duration", args.duration.as_deref().unwrap_or("60s"))?;
-    let slow_phase = parse_duration("slow_phase", args.slow_phase.as_deref().unwrap_or("12s"))?;
+    let duration = args.duration.unwrap_or(DEFAULT_DURATION);
+    let slow_phase = args.slow_phase.unwrap_or(DEFAULT_SLOW_PHASE);
     let restart_settle = (slow_phase / 4).max(std::time::Duration::from_secs(1));
     let plan = Plan {
         phase,

@@ -97,8 +97,8 @@ pub struct TlsArgs {
     pub tls_key: Option<PathBuf>,
     /// A TLS handshake (client or server leg) that takes longer is abandoned and the
     /// connection closed [default: 10s].
-    #[arg(long, value_name = "DURATION")]
-    pub tls_handshake_timeout: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::duration_arg)]
+    pub tls_handshake_timeout: Option<std::time::Duration>,
 }
 
 /// The `[tls]` table of the config file (same options, snake_case).
@@ -190,14 +190,11 @@ impl TlsSettings {
                 return Err(TlsSettingsError::VerifyWithoutCa(label));
             }
         }
-        let handshake_timeout = match args
-            .tls_handshake_timeout
-            .as_ref()
-            .or(file.handshake_timeout.as_ref())
-        {
-            Some(v) => crate::duration::parse_duration("tls_handshake_timeout", v)
+        let handshake_timeout = match (args.tls_handshake_timeout, &file.handshake_timeout) {
+            (Some(d), _) => d,
+            (None, Some(v)) => crate::duration::parse_duration("tls_handshake_timeout", v)
                 .map_err(|e| TlsSettingsError::Timeout(e.to_string()))?,
-            None => HANDSHAKE_TIMEOUT,
+            (None, None) => HANDSHAKE_TIMEOUT,
         };
         let mut note = None;
         let mut client = client;

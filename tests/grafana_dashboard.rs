@@ -662,165 +662,50 @@ fn lint_expr(e: &Expr, defined_vars: &HashSet<String>) -> Vec<String> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Minimal YAML (the block-style subset the provisioning files use) into serde_json values.
+// The provisioning files' YAML (yaml-rust2) as serde_json values, so one walker reads both.
 
-#[derive(Debug, Clone)]
-struct YamlLine {
-    no: usize,
-    indent: usize,
-    text: String,
-}
-
-fn yaml_scalar(s: &str) -> Value {
-    let s = s.trim();
-    if let Some(inner) = s
-        .strip_prefix('"')
-        .and_then(|r| r.strip_suffix('"'))
-        .or_else(|| s.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')))
-    {
-        return Value::String(inner.to_owned());
-    }
-    match s {
-        "true" => Value::Bool(true),
-        "false" => Value::Bool(false),
-        "null" | "~" => Value::Null,
-        _ => s
-            .parse::<i64>()
+fn yaml_to_json(y: &yaml_rust2::Yaml) -> Result<Value, String> {
+    use yaml_rust2::Yaml;
+    Ok(match y {
+        Yaml::Null => Value::Null,
+        Yaml::Boolean(b) => Value::Bool(*b),
+        Yaml::Integer(i) => Value::from(*i),
+        Yaml::Real(r) => r
+            .parse::<f64>()
             .map(Value::from)
-            .unwrap_or_else(|_| Value::String(s.to_owned())),
-    }
-}
-
-fn strip_yaml_comment(line: &str) -> &str {
-    // A comment starts at '#' at the beginning or after whitespace, outside quotes.
-    let mut quote = None;
-    let mut prev_space = true;
-    for (i, c) in line.char_indices() {
-        match quote {
-            Some(q) if c == q => quote = None,
-            Some(_) => {}
-            None if c == '"' || c == '\'' => quote = Some(c),
-            None if c == '#' && prev_space => return &line[..i],
-            None => {}
+            .map_err(|e| format!("number {r:?}: {e}"))?,
+        Yaml::String(s) => Value::String(s.clone()),
+        Yaml::Array(items) => {
+            Value::Array(items.iter().map(yaml_to_json).collect::<Result<_, _>>()?)
         }
-        prev_space = c.is_whitespace();
-    }
-    line
-}
-
-fn parse_yaml(text: &str) -> Result<Value, String> {
-    let mut lines = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
-        if raw.contains('\t') {
-            return Err(format!("line {}: tab character", i + 1));
-        }
-        let content = strip_yaml_comment(raw).trim_end();
-        if content.trim().is_empty() {
-            continue;
-        }
-        let indent = content.len() - content.trim_start().len();
-        lines.push(YamlLine {
-            no: i + 1,
-            indent,
-            text: content.trim_start().to_owned(),
-        });
-    }
-    let mut pos = 0;
-    let v = yaml_block(&mut lines, &mut pos, 0)?;
-    if pos != lines.len() {
-        return Err(format!("line {}: unexpected indentation", lines[pos].no));
-    }
-    Ok(v)
-}
-
-fn yaml_block(lines: &mut [YamlLine], pos: &mut usize, indent: usize) -> Result<Value, String> {
-    let Some(first) = lines.get(*pos) else {
-        return Ok(Value::Null);
-    };
-    if first.indent != indent {
-        return Err(format!("line {}: expected indent {indent}", first.no));
-    }
-    if first.text == "-" || first.text.starts_with("- ") {
-        let mut items = Vec::new();
-        while *pos < lines.len() && lines[*pos].indent == indent {
-            let line = lines[*pos].clone();
-            let Some(rest) = line.text.strip_prefix('-') else {
-                return Err(format!("line {}: expected a list item", line.no));
-            };
-            let rest = rest.trim_start();
-            if rest.is_empty() {
-                *pos += 1;
-                let child_indent = lines.get(*pos).map_or(indent + 2, |l| l.indent);
-                if child_indent <= indent {
-                    items.push(Value::Null);
-                } else {
-                    items.push(yaml_block(lines, pos, child_indent)?);
-                }
-            } else if rest.contains(": ") || rest.ends_with(':') {
-                // "- key: value" opens a mapping whose keys sit two columns further in.
-                let child_indent = indent + (line.text.len() - rest.len());
-                lines[*pos] = YamlLine {
-                    no: line.no,
-                    indent: child_indent,
-                    text: rest.to_owned(),
+        Yaml::Hash(h) => {
+            let mut map = Map::new();
+            for (k, v) in h {
+                let key = match k {
+                    Yaml::String(s) => s.clone(),
+                    Yaml::Integer(i) => i.to_string(),
+                    Yaml::Boolean(b) => b.to_string(),
+                    other => return Err(format!("key {other:?} is not a scalar")),
                 };
-                items.push(yaml_block(lines, pos, child_indent)?);
-            } else {
-                items.push(yaml_scalar(rest));
-                *pos += 1;
+                map.insert(key, yaml_to_json(v)?);
             }
+            Value::Object(map)
         }
-        return Ok(Value::Array(items));
+        Yaml::Alias(_) | Yaml::BadValue => return Err(format!("unsupported YAML value {y:?}")),
+    })
+}
+
+/// One YAML document as a serde_json value.
+fn parse_yaml(text: &str) -> Result<Value, String> {
+    let docs = yaml_rust2::YamlLoader::load_from_str(text).map_err(|e| e.to_string())?;
+    match docs.as_slice() {
+        [doc] => yaml_to_json(doc),
+        other => Err(format!("{} YAML documents, expected one", other.len())),
     }
-    let mut map = Map::new();
-    while *pos < lines.len() && lines[*pos].indent == indent {
-        let line = lines[*pos].clone();
-        let (key, value) = match line.text.split_once(": ") {
-            Some((k, v)) => (k.trim(), v.trim()),
-            None => match line.text.strip_suffix(':') {
-                Some(k) => (k.trim(), ""),
-                None => return Err(format!("line {}: expected 'key: value'", line.no)),
-            },
-        };
-        if key.is_empty() || key.starts_with('-') {
-            return Err(format!("line {}: bad key {key:?}", line.no));
-        }
-        if map.contains_key(key) {
-            return Err(format!("line {}: duplicate key {key:?}", line.no));
-        }
-        *pos += 1;
-        let v = if !value.is_empty() {
-            if value.starts_with('[') || value.starts_with('{') {
-                serde_json::from_str(value)
-                    .map_err(|e| format!("line {}: flow value {value:?}: {e}", line.no))?
-            } else {
-                yaml_scalar(value)
-            }
-        } else {
-            match lines.get(*pos) {
-                Some(next) if next.indent > indent => {
-                    let child = next.indent;
-                    yaml_block(lines, pos, child)?
-                }
-                // A list may sit at the same indentation as its key.
-                Some(next) if next.indent == indent && next.text.starts_with("- ") => {
-                    yaml_block(lines, pos, indent)?
-                }
-                _ => Value::Null,
-            }
-        };
-        map.insert(key.to_owned(), v);
-    }
-    if let Some(l) = lines.get(*pos) {
-        if l.indent > indent {
-            return Err(format!("line {}: unexpected indentation", l.no));
-        }
-    }
-    Ok(Value::Object(map))
 }
 
 #[test]
-fn yaml_subset_parser() {
+fn yaml_reading() {
     let v = parse_yaml(
         "apiVersion: 1\n# comment\nproviders:\n  - name: a # trailing\n    options:\n      \
          path: /x/y\n      flag: false\n  - name: \"b\"\nlist:\n- 1\n- two\n",
@@ -833,8 +718,8 @@ fn yaml_subset_parser() {
     assert_eq!(v["providers"][1]["name"], "b");
     assert_eq!(v["list"], serde_json::json!([1, "two"]));
     assert!(parse_yaml("a: 1\n   b: 2\n").is_err());
-    assert!(parse_yaml("a: 1\na: 2\n").is_err());
     assert!(parse_yaml("a:\n\tb: 1\n").is_err());
+    assert!(parse_yaml("a: 1\n---\nb: 2\n").is_err());
 }
 
 #[test]

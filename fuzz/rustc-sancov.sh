@@ -10,7 +10,7 @@ prev=""
 for arg in "$@"; do
   if [ "$prev" = "--crate-name" ]; then
     case "$arg" in
-      psprobe | psprobe_fuzz | frame | handshake | command | compress | session | digest | \
+      psprobe | psprobe_core | psprobe_fuzz | frame | handshake | command | compress | session | digest | \
         admin_sql | config | phase_log) instrument=1 ;;
     esac
   fi

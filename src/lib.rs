@@ -4,6 +4,9 @@
 //! Data flows one way: bytes -> [`protocol`] -> [`session`] events -> [`metrics`].
 //! [`proxy`] is the tokio shell around the sans-I/O core.
 
+/// The sans-I/O core (its own crate, `psprobe-core`), under the paths the rest of psprobe uses.
+pub use psprobe_core::{digest, protocol, session};
+
 pub mod admin;
 pub mod analysis;
 pub mod app;
@@ -12,7 +15,6 @@ pub mod config;
 pub mod connections;
 pub mod controller;
 pub mod demo;
-pub mod digest;
 pub mod digest_cli;
 pub mod duration;
 /// Fuzz targets shared by `fuzz/` (cargo-fuzz) and `tests/fuzz_corpus.rs`; not an API.
@@ -23,13 +25,11 @@ pub mod log_limit;
 pub mod metrics;
 pub mod phase_log;
 pub mod private_fs;
-pub mod protocol;
 pub mod proxy;
 pub mod record;
 pub mod report;
 pub mod runtime;
 pub mod secrets;
-pub mod session;
 pub mod stats;
 pub mod timestamp;
 pub mod tls;

@@ -220,7 +220,7 @@ fn dockerfile_builds_what_the_crate_needs() {
     for source in &copied {
         assert!(repo().join(source).exists(), "COPY {source}: missing");
     }
-    for needed in ["Cargo.toml", "Cargo.lock", "src", "benches"] {
+    for needed in ["Cargo.toml", "Cargo.lock", "src", "benches", "crates"] {
         assert!(copied.contains(&needed), "{needed} is not copied");
     }
     assert!(dockerfile.contains("ENTRYPOINT [\"psprobe\"]"));

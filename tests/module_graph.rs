@@ -1,25 +1,36 @@
-//! The crate's top-level modules form a DAG that reads bottom-up as the data flows (protocol ->
-//! session -> stats -> metrics / phase log -> analysis -> report; the controller beside them; the
-//! CLI root on top). A `crate::x` path in module `y` is an edge y -> x; any cycle fails here,
-//! naming a file behind each of its edges. And the sans-I/O core never names tokio.
+//! Each crate's top-level modules form a DAG that reads bottom-up as the data flows (in
+//! psprobe-core: protocol -> session, digest; in psprobe: stats -> metrics / phase log ->
+//! analysis -> report; the controller beside them; the CLI root on top). A `crate::x` path in
+//! module `y` is an edge y -> x; any cycle fails here, naming a file behind each of its edges.
+//! And the sans-I/O core never names tokio, nor depends on it (read from Cargo.lock).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// Modules with no I/O runtime: they take bytes and events and return values.
-const SANS_IO: &[&str] = &["protocol", "session", "digest", "stats"];
+/// psprobe's own modules with no I/O runtime (the core crate has none at all).
+const SANS_IO: &[&str] = &["stats"];
 
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// psprobe's sources.
 fn src() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src")
+    root().join("src")
+}
+
+/// psprobe-core's sources.
+fn core_src() -> PathBuf {
+    root().join("crates/psprobe-core/src")
 }
 
 fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// `pub mod x;` / `mod x;` lines of lib.rs.
-fn top_modules() -> Vec<String> {
-    read(&src().join("lib.rs"))
+/// `pub mod x;` / `mod x;` lines of the lib.rs in `src`.
+fn top_modules(src: &Path) -> Vec<String> {
+    read(&src.join("lib.rs"))
         .lines()
         .filter_map(|l| {
             let l = l.trim();
@@ -43,14 +54,14 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The files of top-level module `name`: src/name.rs or everything under src/name/.
-fn module_files(name: &str) -> Vec<PathBuf> {
-    let file = src().join(format!("{name}.rs"));
+/// The files of top-level module `name`: SRC/name.rs or everything under SRC/name/.
+fn module_files(src: &Path, name: &str) -> Vec<PathBuf> {
+    let file = src.join(format!("{name}.rs"));
     if file.is_file() {
         return vec![file];
     }
     let mut files = Vec::new();
-    rust_files(&src().join(name), &mut files);
+    rust_files(&src.join(name), &mut files);
     assert!(
         !files.is_empty(),
         "module {name}: no src/{name}.rs nor src/{name}/"
@@ -103,13 +114,13 @@ fn crate_references(text: &str) -> BTreeSet<String> {
 /// Module -> (module it names -> one file that names it).
 type Graph = BTreeMap<String, BTreeMap<String, PathBuf>>;
 
-fn graph() -> Graph {
-    let modules = top_modules();
+fn graph(src: &Path) -> Graph {
+    let modules = top_modules(src);
     let known: BTreeSet<&str> = modules.iter().map(String::as_str).collect();
     let mut graph = Graph::new();
     for m in &modules {
         let edges = graph.entry(m.clone()).or_default();
-        for file in module_files(m) {
+        for file in module_files(src, m) {
             for target in crate_references(&read(&file)) {
                 if target != *m && known.contains(target.as_str()) {
                     edges.entry(target).or_insert_with(|| file.clone());
@@ -176,39 +187,49 @@ fn cycles(graph: &Graph) -> Vec<Vec<String>> {
     walk.found
 }
 
-fn describe(graph: &Graph, cycle: &[String]) -> String {
+fn describe(src: &Path, graph: &Graph, cycle: &[String]) -> String {
     let mut lines = vec![format!("cycle: {}", cycle.join(", "))];
     for from in cycle {
         for (to, file) in &graph[from] {
             if cycle.contains(to) {
-                let file = file.strip_prefix(src()).unwrap_or(file);
-                lines.push(format!("  {from} -> {to} (src/{})", file.display()));
+                let file = file.strip_prefix(src).unwrap_or(file);
+                lines.push(format!("  {from} -> {to} ({})", file.display()));
             }
         }
     }
     lines.join("\n")
 }
 
-#[test]
-fn top_level_modules_form_a_dag() {
-    let graph = graph();
-    assert!(graph.len() >= 20, "lib.rs lists {} modules", graph.len());
+fn assert_dag(src: &Path, min_modules: usize, expected: &[(&str, &str)]) {
+    let graph = graph(src);
+    assert!(
+        graph.len() >= min_modules,
+        "{} lists {} modules",
+        src.join("lib.rs").display(),
+        graph.len()
+    );
     // The scan sees the edges that must be there (else it would pass on nothing).
-    for (from, to) in [
-        ("session", "protocol"),
-        ("record", "stats"),
-        ("report", "phase_log"),
-        ("cli", "config"),
-    ] {
+    for (from, to) in expected {
         assert!(
-            graph[from].contains_key(to),
+            graph[*from].contains_key(*to),
             "expected edge {from} -> {to}; the scanner missed it: {:?}",
-            graph[from].keys().collect::<Vec<_>>()
+            graph[*from].keys().collect::<Vec<_>>()
         );
     }
     let found = cycles(&graph);
-    let report: Vec<String> = found.iter().map(|c| describe(&graph, c)).collect();
+    let report: Vec<String> = found.iter().map(|c| describe(src, &graph, c)).collect();
     assert!(found.is_empty(), "import cycles:\n{}", report.join("\n"));
+}
+
+#[test]
+fn top_level_modules_form_a_dag() {
+    let expected = [
+        ("record", "stats"),
+        ("report", "phase_log"),
+        ("cli", "config"),
+    ];
+    assert_dag(&src(), 20, &expected);
+    assert_dag(&core_src(), 3, &[("session", "protocol")]);
 }
 
 #[test]
@@ -232,14 +253,69 @@ fn the_scanner_reports_a_cycle_and_reads_groups() {
 
 #[test]
 fn the_sans_io_core_names_no_tokio() {
-    for m in SANS_IO {
-        for file in module_files(m) {
-            let text = read(&file);
-            assert!(
-                !text.contains("tokio"),
-                "{} (sans-I/O module {m}) names tokio",
-                file.display()
-            );
+    let core: Vec<PathBuf> = top_modules(&core_src())
+        .iter()
+        .flat_map(|m| module_files(&core_src(), m))
+        .collect();
+    let own = SANS_IO.iter().flat_map(|m| module_files(&src(), m));
+    for file in core.iter().cloned().chain(own) {
+        let text = read(&file);
+        assert!(
+            !text.contains("tokio"),
+            "{} (sans-I/O) names tokio",
+            file.display()
+        );
+    }
+}
+
+/// `name` -> the names of its dependencies, from Cargo.lock.
+fn lock_graph() -> BTreeMap<String, Vec<String>> {
+    let lock: toml::Table = read(&root().join("Cargo.lock"))
+        .parse()
+        .expect("Cargo.lock");
+    let packages = lock["package"].as_array().expect("[[package]]");
+    packages
+        .iter()
+        .map(|p| {
+            let name = p["name"].as_str().expect("name").to_string();
+            let deps = p
+                .get("dependencies")
+                .and_then(|d| d.as_array())
+                .map(|d| {
+                    d.iter()
+                        // "name" or "name version" when several versions are locked.
+                        .filter_map(|v| v.as_str()?.split(' ').next().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default();
+            (name, deps)
+        })
+        .collect()
+}
+
+fn closure(graph: &BTreeMap<String, Vec<String>>, from: &str) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![from.to_string()];
+    while let Some(p) = todo.pop() {
+        if seen.insert(p.clone()) {
+            todo.extend(graph.get(&p).into_iter().flatten().cloned());
         }
+    }
+    seen
+}
+
+#[test]
+fn the_core_crate_depends_on_no_runtime() {
+    let graph = lock_graph();
+    // The walk sees what it must (psprobe itself pulls tokio in).
+    assert!(closure(&graph, "psprobe").contains("tokio"));
+    let core = closure(&graph, "psprobe-core");
+    assert!(core.contains("nom") && core.contains("md-5"), "{core:?}");
+    // Cargo.lock lists dev-dependencies too: the core's are test tools, none a runtime.
+    for runtime in ["tokio", "mio", "async-std", "futures", "socket2"] {
+        assert!(
+            !core.contains(runtime),
+            "psprobe-core depends on {runtime}: {core:?}"
+        );
     }
 }

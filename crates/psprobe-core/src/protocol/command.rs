@@ -12,7 +12,8 @@ macro_rules! command_kinds {
         /// A command byte psprobe knows, or `Other` for the rest.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum CommandKind {
-            $($variant,)*
+            $(#[doc = concat!("`", $label, "`")] $variant,)*
+            /// Any other command byte (relayed, counted, timed as best it can be).
             Other,
         }
 
@@ -20,6 +21,7 @@ macro_rules! command_kinds {
             /// Every kind, in a fixed order (used to pre-register metric series).
             pub const ALL: &'static [CommandKind] = &[$(CommandKind::$variant,)* CommandKind::Other];
 
+            /// The kind of a command-phase packet from its first byte.
             pub fn from_byte(b: u8) -> CommandKind {
                 match b {
                     $($byte => CommandKind::$variant,)*
@@ -97,6 +99,7 @@ pub enum ResponseShape {
 }
 
 impl CommandKind {
+    /// What the server answers this command with, so the session knows when it is done.
     pub fn response_shape(self) -> ResponseShape {
         use CommandKind::*;
         match self {

@@ -6,7 +6,7 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use psprobe::digest::{FingerprintOptions, Fingerprinter};
+use psprobe_core::digest::{FingerprintOptions, Fingerprinter};
 
 const C: &str = "68487932199-96439406143-93774651418-41631865787-96406072701-20604855487-25459966574-28203206787-41238978918-19503783441";
 const PAD: &str = "22195207048-70116052123-74140395089-76317954521-98694025897";

@@ -41,13 +41,18 @@ pub const SERVER_CAPTURE_LIMIT: usize = 1024;
 /// pipelines allocates only while its deepest pipeline grows, not per command.
 pub const MAX_PIPELINE_DEPTH: usize = 4096;
 
+/// Where a connection's conversation is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
+    /// Connected; the server's greeting has not come yet.
     AwaitGreeting,
+    /// Greeted; the client's SSLRequest or handshake response has not come yet.
     AwaitClientHello,
     /// The client sent an SSLRequest; what follows is TLS, terminated by the proxy or not.
     AwaitTls,
+    /// Credentials sent; authentication exchanges until the server's OK or ERR.
     Authenticating,
+    /// Logged in: commands and their responses.
     Command,
     /// The connection is over as far as the protocol goes (QUIT, refused login, server error).
     Closed,
@@ -99,6 +104,7 @@ struct Machine {
 }
 
 impl Session {
+    /// A connection that has just been accepted at `now`.
     pub fn new(now: Instant) -> Self {
         Session {
             client_frames: Deframer::new(CLIENT_CAPTURE_LIMIT),
@@ -120,6 +126,7 @@ impl Session {
         }
     }
 
+    /// Where the conversation is.
     pub fn phase(&self) -> Phase {
         self.machine.phase
     }
@@ -135,6 +142,7 @@ impl Session {
         !matches!(self.machine.phase, Phase::Unobserved | Phase::Closed)
     }
 
+    /// The connection's prepared statements (id -> text), for labelling executions.
     pub fn prepared_statements(&self) -> &PreparedStatements {
         &self.machine.statements
     }
@@ -159,6 +167,7 @@ impl Session {
         }
     }
 
+    /// Feeds bytes the client sent (any chunking), read at `now`; events go to `sink`.
     pub fn on_client_bytes<S: EventSink>(&mut self, data: &[u8], now: Instant, sink: &mut S) {
         if !self.is_observing() {
             return;
@@ -199,6 +208,7 @@ impl Session {
         }
     }
 
+    /// Feeds bytes the server sent (any chunking), read at `now`; events go to `sink`.
     pub fn on_server_bytes<S: EventSink>(&mut self, data: &[u8], now: Instant, sink: &mut S) {
         if !self.is_observing() {
             return;

@@ -325,7 +325,7 @@ mod tests {
     /// (and, for most of them, not under pt's).
     #[test]
     fn corpus_spacing_variants_share_a_digest() {
-        let corpus = include_bytes!("../../tests/data/fingerprint_corpus.sql");
+        let corpus = include_bytes!("../../../../tests/data/fingerprint_corpus.sql");
         let mut toks = Vec::new();
         let (mut checked, mut pt_differs) = (0, 0);
         // Records end with `;` and a newline; `#` lines in front of one are annotations.

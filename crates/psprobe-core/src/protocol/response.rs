@@ -6,9 +6,13 @@ use nom::IResult;
 use super::codec::lenenc_int;
 use super::frame::{PacketView, MAX_PACKET_PAYLOAD};
 
+/// First byte of an OK packet.
 pub const OK_HEADER: u8 = 0x00;
+/// First byte of an EOF packet (and of an OK that ends rows under CLIENT_DEPRECATE_EOF).
 pub const EOF_HEADER: u8 = 0xFE;
+/// First byte of an ERR packet.
 pub const ERR_HEADER: u8 = 0xFF;
+/// First byte of a LOCAL INFILE request (the server asks the client for a file).
 pub const LOCAL_INFILE_HEADER: u8 = 0xFB;
 /// MariaDB sends progress reports as ERR packets with this code; they are not an end.
 pub const PROGRESS_REPORT_CODE: u16 = 0xFFFF;
@@ -16,9 +20,13 @@ pub const PROGRESS_REPORT_CODE: u16 = 0xFFFF;
 /// The parts of an OK packet psprobe uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OkPacket {
+    /// Rows changed (or matched) by the statement.
     pub affected_rows: u64,
+    /// The AUTO_INCREMENT value generated, if any.
     pub last_insert_id: u64,
+    /// Server status flags (`SERVER_*`).
     pub status: u16,
+    /// Warnings the statement raised.
     pub warnings: u16,
 }
 

@@ -31,7 +31,9 @@ const ZSTD_MAX_FRAME_HEADER: usize = 18;
 /// Which compression the connection negotiated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Algorithm {
+    /// `CLIENT_COMPRESS`: one zlib stream per frame.
     Zlib,
+    /// `CLIENT_ZSTD_COMPRESSION`: one zstd frame per frame.
     Zstd,
 }
 
@@ -49,16 +51,30 @@ impl Algorithm {
 /// no longer observed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DecodeError {
+    /// The payload inflates past the length its header declares.
     #[error("compressed frame decodes to more than the {declared} bytes it declares")]
-    TooLong { declared: usize },
+    TooLong {
+        /// The uncompressed length in the frame header.
+        declared: usize,
+    },
+    /// The payload inflates to fewer bytes than declared.
     #[error("compressed frame decodes to {actual} bytes, it declares {declared}")]
-    LengthMismatch { declared: usize, actual: usize },
+    LengthMismatch {
+        /// The uncompressed length in the frame header.
+        declared: usize,
+        /// What the payload inflated to.
+        actual: usize,
+    },
+    /// A frame declares output but has no payload to produce it from.
     #[error("compressed frame declares {0} bytes of output but carries no payload")]
     EmptyPayload(usize),
+    /// The zlib stream is corrupt.
     #[error("corrupt zlib stream in a compressed frame")]
     Zlib,
+    /// The zstd frame is corrupt (the decoder's reason).
     #[error("corrupt zstd frame in a compressed frame: {0}")]
     Zstd(String),
+    /// Bytes follow the end of the compressed stream inside its frame.
     #[error("compressed payload goes on after its stream ended")]
     TrailingBytes,
 }
@@ -106,6 +122,7 @@ struct ZstdFrame {
 }
 
 impl Decompressor {
+    /// A decoder for one direction of a connection that negotiated `algorithm`.
     pub fn new(algorithm: Algorithm) -> Self {
         Decompressor {
             algorithm,
@@ -120,6 +137,7 @@ impl Decompressor {
         }
     }
 
+    /// The algorithm this decoder decodes.
     pub fn algorithm(&self) -> Algorithm {
         self.algorithm
     }

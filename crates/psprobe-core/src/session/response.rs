@@ -47,7 +47,12 @@ pub enum Step {
     /// The response is complete.
     Done,
     /// A prepare-OK announced this statement id (the response may continue).
-    Prepared { id: u32, done: bool },
+    Prepared {
+        /// The server's id for the statement.
+        id: u32,
+        /// Whether the prepare's response is complete with this packet.
+        done: bool,
+    },
     /// The packet makes no sense here: stop observing the connection.
     Invalid(UnobservedReason),
 }
@@ -56,13 +61,16 @@ pub enum Step {
 #[derive(Debug, Clone)]
 pub struct ResponseReader {
     state: State,
+    /// Rows of the result sets so far.
     pub rows: u64,
+    /// Affected rows of the OK packets so far.
     pub affected_rows: u64,
     saw_result_set: bool,
     error: Option<u16>,
 }
 
 impl ResponseReader {
+    /// A reader for a response of `shape`, before its first packet.
     pub fn new(shape: ResponseShape) -> Self {
         let state = match shape {
             ResponseShape::Query => State::ResultStart,
@@ -83,6 +91,7 @@ impl ResponseReader {
         }
     }
 
+    /// How the response ended (or would, were it over now).
     pub fn outcome(&self) -> Outcome {
         match self.error {
             Some(code) => Outcome::Error(code),
@@ -103,6 +112,7 @@ impl ResponseReader {
         }
     }
 
+    /// Reads the response's next packet under the connection's capabilities.
     pub fn on_server_packet(&mut self, p: &PacketView<'_>, caps: Capabilities) -> Step {
         let Some(first) = p.first_byte() else {
             return Step::Invalid(UnobservedReason::MalformedPacket);

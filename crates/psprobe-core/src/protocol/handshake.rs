@@ -11,13 +11,17 @@ use super::codec::{lenenc_bytes, nul_terminated};
 /// What psprobe needs from the server's Initial Handshake packet (protocol version 10).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Greeting<'a> {
+    /// The server's version string (`10.11.19-MariaDB-...`).
     pub server_version: &'a [u8],
+    /// The server's id for this connection (what `KILL` takes).
     pub connection_id: u32,
     /// Base capabilities in the low 32 bits, MariaDB extended ones in the high 32 bits.
     pub capabilities: u64,
+    /// The authentication plugin the server proposes, when it names one.
     pub auth_plugin: Option<&'a [u8]>,
 }
 
+/// Parses the Initial Handshake packet's payload (protocol version 10 only).
 pub fn parse_greeting(payload: &[u8]) -> IResult<&[u8], Greeting<'_>> {
     let (rest, _protocol_version) = nom::bytes::complete::tag(&[10u8][..])(payload)?;
     let (rest, server_version) = nul_terminated(rest)?;
@@ -62,17 +66,29 @@ pub fn parse_greeting(payload: &[u8]) -> IResult<&[u8], Greeting<'_>> {
 /// The client's first packet: a request to switch to TLS, or its credentials.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ClientHello<'a> {
-    SslRequest { capabilities: u64 },
+    /// The client asks for TLS; its real response follows inside the TLS session.
+    SslRequest {
+        /// What the client announced (the same as in its response after TLS).
+        capabilities: u64,
+    },
+    /// The client's HandshakeResponse41.
     Response(HandshakeResponse<'a>),
 }
 
+/// The client's credentials and choices (HandshakeResponse41).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HandshakeResponse<'a> {
+    /// What the client announced; the connection's capabilities are these and the server's.
     pub capabilities: u64,
+    /// The largest packet the client will send.
     pub max_packet_size: u32,
+    /// The user name.
     pub username: &'a [u8],
+    /// The authentication data (scrambled password or plugin data): never logged.
     pub auth_response: &'a [u8],
+    /// The default database, with `CLIENT_CONNECT_WITH_DB`.
     pub database: Option<&'a [u8]>,
+    /// The authentication plugin the client used, with `CLIENT_PLUGIN_AUTH`.
     pub auth_plugin: Option<&'a [u8]>,
     /// Raw connect attributes (a sequence of lenenc key/value pairs).
     pub connect_attrs: Option<&'a [u8]>,
@@ -149,11 +165,15 @@ fn optional_nul_string(input: &[u8], present: bool) -> IResult<&[u8], Option<&[u
 /// The fields of COM_CHANGE_USER (after the command byte).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChangeUser<'a> {
+    /// The new user name.
     pub username: &'a [u8],
+    /// The new default database (empty for none).
     pub database: &'a [u8],
+    /// The authentication plugin named, with `CLIENT_PLUGIN_AUTH`.
     pub auth_plugin: Option<&'a [u8]>,
 }
 
+/// Parses COM_CHANGE_USER's body under the connection's capabilities `caps`.
 pub fn parse_change_user(body: &[u8], caps: u64) -> IResult<&[u8], ChangeUser<'_>> {
     let (rest, username) = nul_terminated(body)?;
     let (rest, _auth) = if caps & CLIENT_SECURE_CONNECTION != 0 {

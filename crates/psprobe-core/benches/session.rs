@@ -17,13 +17,16 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use psprobe::session::{CommandFinished, CommandStarted, EventSink, Session, UnobservedReason};
+use psprobe_core::session::{
+    CommandFinished, CommandStarted, EventSink, Session, UnobservedReason,
+};
 
 const POINT_SELECT_PS: &[u8] =
-    include_bytes!("../scripts/bench/traffic/sysbench_point_select_ps.bin");
+    include_bytes!("../../../scripts/bench/traffic/sysbench_point_select_ps.bin");
 const POINT_SELECT_TEXT: &[u8] =
-    include_bytes!("../scripts/bench/traffic/sysbench_point_select_text.bin");
-const READ_ONLY_PS: &[u8] = include_bytes!("../scripts/bench/traffic/sysbench_read_only_ps.bin");
+    include_bytes!("../../../scripts/bench/traffic/sysbench_point_select_text.bin");
+const READ_ONLY_PS: &[u8] =
+    include_bytes!("../../../scripts/bench/traffic/sysbench_read_only_ps.bin");
 
 /// One recorded chunk: `true` for client to server.
 struct Chunk<'a> {

@@ -9,6 +9,7 @@ pub const MAX_PREPARED_STATEMENTS: usize = 16_384;
 /// MariaDB: COM_STMT_EXECUTE with this id means "the statement prepared last" (pipelining).
 pub const LAST_PREPARED_ID: u32 = 0xFFFF_FFFF;
 
+/// The texts of a connection's prepared statements, bounded in count.
 #[derive(Debug, Default)]
 pub struct PreparedStatements {
     /// Fx: ids are the server's small sequential numbers, and this is looked up per execute.
@@ -17,6 +18,7 @@ pub struct PreparedStatements {
 }
 
 impl PreparedStatements {
+    /// Records statement `id` prepared from `sql` (kept while under the count bound).
     pub fn insert(&mut self, id: u32, sql: Box<[u8]>) {
         self.last_id = Some(id);
         if self.texts.len() < MAX_PREPARED_STATEMENTS || self.texts.contains_key(&id) {
@@ -38,10 +40,12 @@ impl PreparedStatements {
         }
     }
 
+    /// The text statement `id` was prepared from, when kept.
     pub fn get(&self, id: u32) -> Option<&[u8]> {
         self.texts.get(&id).map(|b| &b[..])
     }
 
+    /// Forgets statement `id` (COM_STMT_CLOSE).
     pub fn remove(&mut self, id: u32) {
         self.texts.remove(&id);
     }
@@ -52,10 +56,12 @@ impl PreparedStatements {
         self.last_id = None;
     }
 
+    /// Statements whose text is kept.
     pub fn len(&self) -> usize {
         self.texts.len()
     }
 
+    /// Whether no text is kept.
     pub fn is_empty(&self) -> bool {
         self.texts.is_empty()
     }

@@ -12,7 +12,7 @@
 //! [`Fingerprinter::fingerprint`] borrows its result from them.
 //!
 //! ```
-//! use psprobe::digest::Fingerprinter;
+//! use psprobe_core::digest::Fingerprinter;
 //! let mut fp = Fingerprinter::default();
 //! let f = fp.fingerprint(b"SELECT c FROM sbtest1 WHERE id=42");
 //! assert_eq!(f.text(), b"select c from sbtest1 where id=?");

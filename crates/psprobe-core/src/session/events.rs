@@ -10,17 +10,31 @@ pub enum Statement<'a> {
     /// The command carries no SQL (PING, QUIT, ...).
     None,
     /// SQL text of COM_QUERY or COM_STMT_PREPARE; cut at the capture limit when `truncated`.
-    Text { sql: &'a [u8], truncated: bool },
+    Text {
+        /// The text, as sent (never unescaped or decoded).
+        sql: &'a [u8],
+        /// The text went on past what psprobe captures.
+        truncated: bool,
+    },
     /// A prepared statement by id, with the text it was prepared from when psprobe saw that.
-    Prepared { id: u32, sql: Option<&'a [u8]> },
+    Prepared {
+        /// The server's statement id.
+        id: u32,
+        /// Its text, when psprobe saw the PREPARE.
+        sql: Option<&'a [u8]>,
+    },
 }
 
+/// A command the client sent.
 #[derive(Debug, Clone, Copy)]
 pub struct CommandStarted<'a> {
     /// Number of the command on its connection, starting at 0; `CommandFinished` repeats it.
     pub seq: u64,
+    /// The command byte's kind.
     pub kind: CommandKind,
+    /// Its SQL, as far as it is known.
     pub statement: Statement<'a>,
+    /// When its first byte was read (the caller's clock).
     pub at: Instant,
 }
 
@@ -55,6 +69,7 @@ impl Outcome {
         }
     }
 
+    /// Every label of [`Outcome::label`], in a fixed order (metric series are pre-registered).
     pub const LABELS: &'static [&'static str] = &[
         "ok",
         "rows",
@@ -77,10 +92,14 @@ impl Outcome {
     }
 }
 
+/// A command whose response ended (or that will get none).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CommandFinished {
+    /// The `seq` of its [`CommandStarted`].
     pub seq: u64,
+    /// The command byte's kind.
     pub kind: CommandKind,
+    /// How it ended.
     pub outcome: Outcome,
     /// Rows of all result sets of the response.
     pub rows: u64,
@@ -112,6 +131,7 @@ pub enum UnobservedReason {
 }
 
 impl UnobservedReason {
+    /// Every reason, in a fixed order (metric series are pre-registered).
     pub const ALL: &'static [UnobservedReason] = &[
         UnobservedReason::Tls,
         UnobservedReason::CompressionError,
@@ -121,6 +141,7 @@ impl UnobservedReason {
         UnobservedReason::PipelineTooDeep,
     ];
 
+    /// Stable, bounded label for metrics and logs.
     pub fn label(self) -> &'static str {
         match self {
             UnobservedReason::Tls => "tls",
@@ -147,8 +168,12 @@ impl UnobservedReason {
 /// Receives the session's events. Called on the relay's hot path: implementations must not
 /// block or allocate per call.
 pub trait EventSink {
+    /// A command was sent.
     fn command_started(&mut self, event: &CommandStarted<'_>);
+    /// A command's response ended; commands finish in the order they started, except those
+    /// without a response, which finish at once.
     fn command_finished(&mut self, event: &CommandFinished);
+    /// Observation of the connection stopped (it is still forwarded); once per connection.
     fn unobserved(&mut self, reason: UnobservedReason);
     /// The connection phase finished: authentication succeeded (`true`) or was refused.
     fn authenticated(&mut self, _ok: bool) {}

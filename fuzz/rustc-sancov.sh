@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # RUSTC_WRAPPER for building the fuzz targets with STABLE rustc (scripts/fuzz.sh): adds
 # libFuzzer's coverage instrumentation (the flags cargo-fuzz uses, minus the sanitizer) and
-# overflow checks to psprobe and the fuzz crate only, so the dependencies already built for the
+# overflow checks to psprobe, psprobe-core and the fuzz crate only, so the dependencies already built for the
 # release profile are reused instead of rebuilt with nightly.
 rustc="$1"
 shift

@@ -10,7 +10,7 @@
 #   FUZZ_MERGE=1        merges what a run found into fuzz/corpus/TARGET, minimized
 #   FUZZ_NIGHTLY=1      builds and runs with `cargo +nightly fuzz` (cargo-fuzz) instead of the
 #                       default: stable rustc with the same coverage flags, added to psprobe and
-#                       the fuzz crate only by fuzz/rustc-sancov.sh, so the release dependencies
+#                       the fuzz crate only by fuzz/rustc-sancov.sh (psprobe-core too), so the release dependencies
 #                       in target/ are reused (a nightly build recompiles ~250 crates).
 # Both ways run the same targets (fuzz/fuzz_targets, bodies in src/fuzzing/) without a
 # sanitizer: the code is safe Rust, and the per-input memory limit (64 MiB, libFuzzer's
@@ -72,6 +72,8 @@ for t in "${targets[@]}"; do
     merged=$(mktemp -d)
     nice -n 10 "fuzz/target-bin/$t" -merge=1 -max_len="${max_len[$t]}" "$merged" \
       "fuzz/corpus/$t" "fuzz/work/$t" >>"fuzz/logs/$t.merge.log" 2>&1
+    # Named inputs (seed-*, regression-*) stay by name, whatever the merge kept.
+    find "fuzz/corpus/$t" -maxdepth 1 -type f ! -regex '.*/[0-9a-f]\{40\}' -exec cp {} "$merged"/ \;
     rm -rf "fuzz/corpus/$t" && mv "$merged" "fuzz/corpus/$t" && chmod 755 "fuzz/corpus/$t"
   fi
 done

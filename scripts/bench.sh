@@ -9,7 +9,7 @@
 #   scripts/bench.sh                 # full: 3 rounds x 20 s, 1/16/64 threads, read_only + point_select
 #   scripts/bench.sh --quick         # CI variant: 1 round x 3 s, 1/16 threads, point_select only
 #   scripts/bench.sh --memory        # 10,000 idle connections, and 1 GiB of 17 MiB rows
-#   scripts/bench.sh --record        # re-record scripts/bench/traffic/*.bin for benches/session.rs
+#   scripts/bench.sh --record        # re-record scripts/bench/traffic/*.bin for crates/psprobe-core/benches/session.rs
 #   scripts/bench.sh --profile       # psprobe and HAProxy under callgrind: instructions per query
 #   scripts/bench.sh --tls           # sysbench --mysql-ssl=on oltp_read_only, 1/16 threads: direct TLS,
 #                                    # psprobe terminating both legs, psprobe passthrough, and psprobe

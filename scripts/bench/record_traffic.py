@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A tiny TCP tee that records MySQL traffic for benches/session.rs.
+"""A tiny TCP tee that records MySQL traffic for crates/psprobe-core/benches/session.rs.
 
   record_traffic.py --listen-port P --upstream-port U --out FILE
 

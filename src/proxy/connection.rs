@@ -17,10 +17,12 @@ use crate::session::{EventSink, Session};
 use super::handshake::{self, ClientLeg, Ctx, Established, ServerLeg};
 use super::relay::{relay, RelayEnd, Side, Watch};
 use super::throttle::more;
-use super::{limits, upstream, ProxySettings, Shared};
+use super::{limits, upstream, Shared};
 
-/// How often a connection waiting for a file descriptor tries again.
-const FD_RETRY: Duration = Duration::from_millis(20);
+/// How often a connection waiting for a file descriptor tries again when no connection of
+/// this proxy has closed meanwhile (descriptors freed elsewhere: the metrics endpoint, the
+/// controller). A closing connection wakes the waiters at once.
+const FD_RETRY: Duration = Duration::from_millis(500);
 
 /// Keeps the active-connections gauge right however the task ends (return, error, abort).
 struct ActiveGuard<'a>(&'a ProxyMetrics);
@@ -101,7 +103,7 @@ async fn connection_phase<S: EventSink>(
     let metrics = &shared.observer.metrics;
     let connect_started = Instant::now();
     let connected = tokio::select! {
-        connected = connect_upstream(settings) => connected,
+        connected = connect_upstream(shared) => connected,
         () = gone(&client) => {
             // Before the upstream took the connection (its listen backlog full, in a connect
             // storm): nothing is owed to a client that left, and the server is spared one.
@@ -163,12 +165,23 @@ async fn gone(client: &TcpStream) {
 
 /// Connects upstream. Out of file descriptors, it tries again until the connect timeout:
 /// one is free as soon as any connection closes, and the client is waiting for its greeting.
-async fn connect_upstream(settings: &ProxySettings) -> std::io::Result<TcpStream> {
+/// It waits for a close (or `FD_RETRY`) rather than polling: hundreds of clients can be
+/// waiting at once, and polling them all would keep psprobe busy while it can do nothing.
+async fn connect_upstream(shared: &Shared) -> std::io::Result<TcpStream> {
+    let settings = &shared.settings;
     let give_up = tokio::time::Instant::now() + settings.connect_timeout;
     loop {
+        // Registered before the attempt, so a close during it is not missed.
+        let freed = shared.fd_freed.notified();
+        tokio::pin!(freed);
+        freed.as_mut().enable();
         match upstream::connect(&settings.upstream, settings.connect_timeout).await {
             Err(e) if limits::is_out_of_fds(&e) && tokio::time::Instant::now() < give_up => {
-                tokio::time::sleep(FD_RETRY).await;
+                let retry = give_up.min(tokio::time::Instant::now() + FD_RETRY);
+                tokio::select! {
+                    () = freed => {}
+                    () = tokio::time::sleep_until(retry) => {}
+                }
             }
             done => return done,
         }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::{watch, Notify, Semaphore};
 use tokio::task::JoinSet;
 
 use crate::metrics::Refusal;
@@ -67,9 +67,10 @@ pub(crate) struct FloodLogs {
 }
 
 const FLOOD_LOG_EVERY: Duration = Duration::from_secs(1);
-/// How long accepting pauses after an error such as EMFILE: the client stays in the backlog
-/// and is accepted once a descriptor is free, without spinning meanwhile.
-const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+/// How long accepting pauses after an error such as EMFILE, unless a connection closes first
+/// (which frees descriptors): the client stays in the backlog and is accepted once a
+/// descriptor is free, without spinning meanwhile.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(500);
 
 /// What every connection of this proxy shares.
 pub(crate) struct Shared {
@@ -77,6 +78,8 @@ pub(crate) struct Shared {
     pub observer: Arc<Observer>,
     pub tls: Arc<TlsRuntime>,
     pub logs: FloodLogs,
+    /// Woken when a connection closes, freeing descriptors that waiting connections need.
+    pub fd_freed: Notify,
 }
 
 /// Accepts connections until `stop` resolves, then lets open connections finish for up to
@@ -108,13 +111,16 @@ pub async fn serve(
             refusals: Throttle::new(FLOOD_LOG_EVERY),
             handshake_timeouts: Throttle::new(FLOOD_LOG_EVERY),
         },
+        fd_freed: Notify::new(),
     });
     let (cut_tx, cut_rx) = watch::channel(false);
     let mut connections = JoinSet::new();
     tokio::pin!(stop);
+    // Set after an accept error that repeats until a descriptor is free.
+    let mut paused: Option<tokio::time::Instant> = None;
     loop {
         tokio::select! {
-            accepted = listener.accept() => match accepted {
+            accepted = listener.accept(), if paused.is_none() => match accepted {
                 Ok((client, peer)) => {
                     let permit = match &permits {
                         None => None,
@@ -150,11 +156,18 @@ pub async fn serve(
                         e.kind(),
                         std::io::ErrorKind::ConnectionAborted | std::io::ErrorKind::ConnectionReset
                     ) {
-                        tokio::time::sleep(ACCEPT_BACKOFF).await;
+                        paused = Some(tokio::time::Instant::now() + ACCEPT_BACKOFF);
                     }
                 }
             },
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            () = tokio::time::sleep_until(paused.unwrap_or_else(tokio::time::Instant::now)), if paused.is_some() => {
+                paused = None;
+            }
+            Some(_) = connections.join_next(), if !connections.is_empty() => {
+                // Its descriptors are closed: accept again, and wake connections waiting for one.
+                paused = None;
+                shared.fd_freed.notify_waiters();
+            }
             () = &mut stop => break,
         }
     }

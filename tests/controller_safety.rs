@@ -1,6 +1,6 @@
 //! The scheduled controller never leaves a server changed: SIGTERM mid-phase restores every
 //! row; after a SIGKILL the next start restores before it serves; of two psprobes one leads,
-//! the other follows and takes over when the leader dies; the restart hook turns
+//! the other follows and takes over when the leader dies or stops (heartbeat); the restart hook turns
 //! performance_schema OFF and back under load; bad input fails with one line, changing nothing.
 
 mod common;
@@ -295,6 +295,106 @@ fn two_psprobes_one_leads_the_other_follows_and_takes_over() {
          cli sessions (ok, failed) via leader {via_leader:?}, via survivor {via_survivor:?}; \
          survivor exit {took:?}"
     );
+}
+
+/// A leader that is stopped (SIGSTOP: its connections and the lock stay open on the server,
+/// as when its host is cut off) is taken over once its heartbeat is 3 s old: the follower
+/// ends its connections, restores, and leads. Resumed, the old leader changes nothing, says
+/// why, and follows.
+#[test]
+fn a_stopped_leader_is_taken_over_and_follows_when_it_resumes() {
+    let db = MariaDb::start_default();
+    let found = Found::new(&db);
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let spec = format!("{TWO} --phase 1s --settle 200ms --seed 11");
+    let start_in = |d: &tempfile::TempDir| start(&db, &flags(&spec, d.path()));
+    let mut probes: Vec<Probe> = dirs.iter().map(start_in).collect();
+    let l = poll("exactly one leader", 15, || {
+        match (leader(&probes[0]), leader(&probes[1])) {
+            (1.0, 0.0) => Some(0),
+            (0.0, 1.0) => Some(1),
+            _ => None,
+        }
+    });
+    let (f, survivor) = (1 - l, dirs[1 - l].path());
+    let load = Load::start(probes[f].proxy_addr());
+    poll("2 phases in the follower's log", 30, || {
+        (phases(survivor).len() >= 2).then_some(())
+    });
+
+    probes[l].signal(libc::SIGSTOP);
+    let t = Instant::now();
+    poll("the follower to take over", 20, || {
+        (leader(&probes[f]) == 1.0).then_some(())
+    });
+    let takeover = t.elapsed();
+    // Not before the beat is stale (3 s after the last beat, which is at most 0.5 s before
+    // the stop), and soon after (a follower polls every 250 ms at most).
+    assert!(
+        takeover >= Duration::from_millis(2400) && takeover <= Duration::from_secs(6),
+        "takeover {takeover:?}"
+    );
+    let said = probes[f].stderr_text();
+    assert!(said.contains("has not beaten for"), "{said}");
+    let took_over = |r: &Value| r["kind"] == "run" && r["role"] == "leader";
+    let led = |n: usize| {
+        let log = records(survivor);
+        let new = log[log.iter().position(took_over)?..].iter();
+        let new: Vec<_> = new.filter(|r| r["kind"] == "phase").map(key).collect();
+        (new.len() >= n).then_some(new)
+    };
+    poll("2 phases led by the survivor", 30, || led(2));
+
+    probes[l].signal(libc::SIGCONT);
+    let old = &probes[l];
+    let text = poll("the old leader to see it was taken over", 20, || {
+        let text = old.stderr_text();
+        text.contains("another psprobe leads the schedule now").then_some(text)
+    });
+    assert!(!has_state_file(dirs[l].path(), &db), "{text}");
+    let before = led(0).map_or(0, |p| p.len());
+    poll("4 more phases led by the survivor", 30, || {
+        // Never two leaders, at any sample.
+        assert_eq!(
+            (leader(&probes[l]), leader(&probes[f])),
+            (0.0, 1.0),
+            "leaders"
+        );
+        led(before + 4)
+    });
+    let old_m = probes[l].scrape();
+    assert_eq!(old_m.get("psprobe_controller_lead_lost_total", &[]), 1.0);
+    // The old leader follows: its log says so after the takeover.
+    let log = records(dirs[l].path());
+    let roles: Vec<&str> = log
+        .iter()
+        .filter(|r| r["kind"] == "run")
+        .map(|r| r["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["leader", "follower"], "old leader's runs");
+    // Nobody changed the survivor's scenarios behind its back.
+    let m = probes[f].scrape();
+    assert_eq!(
+        m.get("psprobe_controller_verification_failures_total", &[]),
+        0.0
+    );
+    let (ok, failed, errors) = load.finish();
+    assert!(ok > 0 && failed == 0, "via the survivor: {ok} ok, {failed} failed: {errors}");
+
+    // The follower leaves first (it changes nothing); then the leader restores.
+    let old_exit = terminate(&mut probes[l]);
+    assert!(!has_state_file(dirs[l].path(), &db));
+    let took = terminate(&mut probes[f]);
+    found.check(Some(survivor), "after SIGTERM of both");
+    println!(
+        "stopped leader: takeover {takeover:?} after SIGSTOP; old leader exit {old_exit:?}, \
+         survivor exit {took:?}"
+    );
+    let warned = |t: &str| -> Vec<String> {
+        t.lines().filter(|l| l.contains(" WARN ")).map(str::to_string).collect()
+    };
+    println!("old leader said: {:#?}", warned(&text));
+    println!("survivor said: {:#?}", warned(&said));
 }
 
 fn sh_quote(s: &str) -> String {

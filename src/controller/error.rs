@@ -168,6 +168,15 @@ pub enum ControllerError {
     )]
     LeftOnServer { target: String, taken_at: String },
 
+    #[error(
+        "another psprobe leads the schedule now (this one was stopped or cut off from {target} \
+         for over {stale_after:?}, and was taken over); it restores the settings, this one follows"
+    )]
+    LostLead {
+        target: String,
+        stale_after: std::time::Duration,
+    },
+
     #[error("cannot find a directory for state files: set XDG_STATE_HOME or HOME, or pass --state-dir or --state-file")]
     NoStateDir,
 }

@@ -15,7 +15,8 @@ use crate::record::Observer;
 use crate::stats::{Current, ScenarioId, SlotState, NO_SCENARIO};
 
 use super::error::Result;
-use super::leadership::{Leadership, PhaseRow};
+use super::heartbeat::STALE_AFTER;
+use super::leadership::{Leadership, LockPoll, PhaseRow};
 use super::phase_tracker::{PhaseTracker, SlotStart};
 use super::runner::now_ms;
 use crate::phase_log::{PhaseLog, FAST};
@@ -34,6 +35,8 @@ pub struct Follower<'a> {
     pub tracker: &'a mut PhaseTracker,
     pub log: &'a mut PhaseLog,
     pub stop: &'a mut watch::Receiver<bool>,
+    /// A KILL of a stalled leader's connections was refused (warned once).
+    pub kill_refused: bool,
 }
 
 struct Window {
@@ -98,7 +101,7 @@ impl Follower<'_> {
                 continue;
             }
             next_poll = now + poll;
-            if self.lead.try_acquire().await? {
+            if self.poll_lock().await? {
                 self.tracker.abandon_slot();
                 self.tracker.finish_segment(self.log)?;
                 // The leader may have completed the schedule and let the lock go between two
@@ -191,6 +194,39 @@ impl Follower<'_> {
             }
             last = Some(row);
         }
+    }
+
+    /// Tries the lock (true: this psprobe leads now). A holder whose heartbeat is older than
+    /// [`STALE_AFTER`] is stopped or cut off while it keeps the lock: its connections are
+    /// ended, which frees the lock for the next poll (of this follower or another).
+    async fn poll_lock(&mut self) -> Result<bool> {
+        let holder = match self.lead.poll_lock().await? {
+            LockPoll::Acquired => return Ok(true),
+            LockPoll::Held(holder) => holder,
+        };
+        let Some(beat) = holder.as_ref().and_then(|h| h.stalled(STALE_AFTER)) else {
+            return Ok(false);
+        };
+        let (leader, age, conns) = (beat.leader.clone(), beat.age, beat.conns.clone());
+        match self.lead.kill(&conns).await {
+            Ok(()) => tracing::warn!(
+                "the leading psprobe ({leader}) has not beaten for {:.1} s while holding the lock \
+                 (stopped or cut off): ended its {} connection(s) to take over",
+                age.as_secs_f64(),
+                conns.len()
+            ),
+            Err(e) if !self.kill_refused => {
+                self.kill_refused = true;
+                tracing::warn!(
+                    "the leading psprobe ({leader}) has not beaten for {:.1} s, but its \
+                     connections cannot be ended ({e}): followers need the leader's account (or \
+                     CONNECTION ADMIN) to take over from a stalled leader",
+                    age.as_secs_f64()
+                );
+            }
+            Err(_) => {}
+        }
+        Ok(false)
     }
 
     /// Sleeps until `at` unless `stop` turns true first (returns false then).

@@ -22,6 +22,7 @@ use crate::stats::{Current, ScenarioId, SlotState};
 
 use super::error::{ControllerError, Result};
 use super::fast_switch::Switcher;
+use super::heartbeat::{Heartbeat, FENCE_AFTER, STALE_AFTER};
 use super::leadership::{Leadership, PhaseRow};
 use super::phase_tracker::{PhaseTracker, SlotStart};
 use super::restart::{restart_server, wait_ready};
@@ -60,6 +61,7 @@ pub struct Leader<'a> {
     pub log: &'a mut PhaseLog,
     pub stop: &'a mut watch::Receiver<bool>,
     pub mode: &'a mut ServerMode,
+    pub heartbeat: &'a Heartbeat,
     pub switcher: Switcher,
     pub snapshot: Snapshot,
     pub settle: Duration,
@@ -230,8 +232,10 @@ impl Leader<'_> {
         if *self.stop.borrow() {
             return Err(Stopped);
         }
+        // Lateness counts from when the sleep should end (now, if `at` has passed already).
+        let due = at.max(Instant::now());
         let deadline = tokio::time::Instant::from_std(at);
-        tokio::select! {
+        let slept = tokio::select! {
             () = tokio::time::sleep_until(deadline) => Ok(()),
             changed = self.stop.changed() => {
                 if changed.is_ok() && !*self.stop.borrow() {
@@ -242,6 +246,39 @@ impl Leader<'_> {
                     Err(Stopped)
                 }
             }
+        };
+        self.check_not_frozen(due);
+        slept
+    }
+
+    /// A wake-up far past its time: this psprobe was stopped (SIGSTOP, a frozen VM) or
+    /// starved. Commands relayed while it woke would carry the old slot's label, and a
+    /// follower may have taken over meanwhile: the segment in progress counts for nothing.
+    fn check_not_frozen(&mut self, due: Instant) {
+        let late = Instant::now().saturating_duration_since(due);
+        if late >= FENCE_AFTER && self.tracker.segment().is_some() {
+            self.unmeasured();
+            self.tracker.abandon();
+            tracing::warn!(
+                "this psprobe woke {late:?} late (stopped or starved): the segment in progress \
+                 is left out"
+            );
+        }
+    }
+
+    /// Before any change: the lead still holds. A leader that could not beat recently asks
+    /// the server whether its lock connection still holds the lock; if not (or if the server
+    /// does not answer), a follower may have taken over, and this one changes nothing more.
+    async fn ensure_lead(&mut self) -> Result<()> {
+        if self.heartbeat.fresh() {
+            return Ok(());
+        }
+        match self.lead.holds_lock().await {
+            Ok(true) => Ok(()),
+            _ => Err(ControllerError::LostLead {
+                target: self.s.dsn.redacted(),
+                stale_after: STALE_AFTER,
+            }),
         }
     }
 
@@ -279,6 +316,7 @@ impl Leader<'_> {
         }
         let name = &self.s.scenarios[i];
         let scenario = self.s.catalog.get(name)?.clone();
+        self.ensure_lead().await?;
         let t0 = Instant::now();
         let switched_at_ms = now_ms();
         self.unmeasured();
@@ -343,6 +381,7 @@ impl Leader<'_> {
 
     /// After a slow block: restart with the server's own options (unmeasured), settle.
     async fn back_to_default(&mut self) -> Result<std::result::Result<(), Stopped>> {
+        self.ensure_lead().await?;
         self.unmeasured();
         self.restart(true, "").await?;
         *self.mode = ServerMode::Default;
@@ -371,6 +410,8 @@ impl Leader<'_> {
             });
         }
         self.switcher.forget();
+        self.heartbeat
+            .set_conns(vec![self.lead.connection_id(), self.ctl.connection_id()]);
         // This run restarted the server itself: a later recovery must not take the new start
         // time for someone else's restart.
         self.snapshot.known_start_unix = self.ctl.info().identity.started_at_unix;
@@ -386,6 +427,7 @@ impl Leader<'_> {
     ) -> Result<std::result::Result<(), Stopped>> {
         let name = self.s.scenarios[i].clone();
         let scenario = self.s.catalog.get(&name)?.clone();
+        self.ensure_lead().await?;
         let t0 = Instant::now();
         let switched_at_ms = now_ms();
         self.unmeasured();

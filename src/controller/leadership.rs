@@ -10,11 +10,15 @@ use mysql_async::{Conn, Row};
 
 use super::dsn::ControllerDsn;
 use super::error::{ControllerError, Result};
+use super::heartbeat::{self, Holder, HOLDER_COLUMNS};
 use super::server::code;
 use super::snapshot::Snapshot;
 
 pub const LOCK_NAME: &str = "psprobe_controller";
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// A statement on the leadership connection that takes longer failed: a leader cut off from
+/// the server stops instead of hanging (its connection is not used again).
+pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What the leader publishes about the slot in effect, once per slot.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -86,6 +90,17 @@ pub struct Leadership {
     conn: Conn,
     target: String,
     pub leader: bool,
+    /// A statement timed out: the connection is in an unknown state and not used again.
+    broken: bool,
+}
+
+/// What one poll of the lock found.
+#[derive(Debug)]
+pub enum LockPoll {
+    /// This connection holds the lock now.
+    Acquired,
+    /// Another connection holds it (`None`: it was released between the two reads).
+    Held(Option<Holder>),
 }
 
 fn sql_error(target: &str, what: &str, e: mysql_async::Error) -> ControllerError {
@@ -115,6 +130,25 @@ fn sql_error(target: &str, what: &str, e: mysql_async::Error) -> ControllerError
     }
 }
 
+/// MariaDB/MySQL ER_NO_SUCH_THREAD: the connection to kill is already gone.
+const UNKNOWN_THREAD: u16 = 1094;
+
+/// Runs one statement with [`STATEMENT_TIMEOUT`]; a timeout is a lost connection.
+async fn within<T>(
+    target: &str,
+    what: &str,
+    statement: impl std::future::Future<Output = std::result::Result<T, mysql_async::Error>>,
+) -> Result<T> {
+    match tokio::time::timeout(STATEMENT_TIMEOUT, statement).await {
+        Ok(done) => done.map_err(|e| sql_error(target, what, e)),
+        Err(_) => Err(ControllerError::Connection {
+            target: target.to_string(),
+            action: what.to_string(),
+            reason: format!("no answer within {STATEMENT_TIMEOUT:?}"),
+        }),
+    }
+}
+
 impl Leadership {
     pub async fn connect(dsn: &ControllerDsn) -> Result<Self> {
         let target = dsn.redacted();
@@ -132,6 +166,7 @@ impl Leadership {
             conn,
             target,
             leader: false,
+            broken: false,
         };
         me.ensure_table().await?;
         Ok(me)
@@ -147,12 +182,97 @@ impl Leadership {
                ON UPDATE CURRENT_TIMESTAMP(3)) ENGINE=InnoDB",
             "CREATE TABLE IF NOT EXISTS psprobe.snapshot (\
                id TINYINT PRIMARY KEY, body LONGTEXT NOT NULL) ENGINE=InnoDB",
+            heartbeat::CREATE_TABLE,
         ] {
-            let target = self.target.clone();
-            self.conn
-                .query_drop(sql)
-                .await
-                .map_err(|e| sql_error(&target, "create the psprobe.phase table", e))?;
+            let (target, conn) = self.usable("create the psprobe tables")?;
+            let done = within(&target, "create the psprobe tables", conn.query_drop(sql)).await;
+            self.completed(done)?;
+        }
+        Ok(())
+    }
+
+    /// The server's id of this connection (what `IS_USED_LOCK` names when it holds the lock).
+    pub fn connection_id(&self) -> u32 {
+        self.conn.id()
+    }
+
+    /// The connection, unless a timed-out statement left it unusable.
+    fn usable(&mut self, what: &str) -> Result<(String, &mut Conn)> {
+        if self.broken {
+            return Err(ControllerError::Connection {
+                target: self.target.clone(),
+                action: what.to_string(),
+                reason: "an earlier statement timed out on this connection".into(),
+            });
+        }
+        self.broken = true; // until the statement below completes (a cancelled future too)
+        Ok((self.target.clone(), &mut self.conn))
+    }
+
+    /// Marks the statement run on [`Self::usable`]'s connection as complete.
+    fn completed<T>(&mut self, result: Result<T>) -> Result<T> {
+        if !matches!(result, Err(ControllerError::Connection { .. })) {
+            self.broken = false;
+        }
+        result
+    }
+
+    /// Polls the lock in one round trip: takes it if free, or reads who holds it and how
+    /// old that holder's heartbeat is.
+    pub async fn poll_lock(&mut self) -> Result<LockPoll> {
+        if self.leader {
+            return Ok(LockPoll::Acquired);
+        }
+        let what = "take the leader lock";
+        let sql = format!("SELECT GET_LOCK('{LOCK_NAME}', 0), {HOLDER_COLUMNS}");
+        let (target, conn) = self.usable(what)?;
+        let done = within(&target, what, conn.query_first(sql)).await;
+        let row: Option<Row> = self.completed(done)?;
+        type Columns = (Option<i64>, Option<u64>, Option<String>, Option<String>, Option<i64>);
+        let columns = row.and_then(|r| mysql_async::from_row_opt::<Columns>(r).ok());
+        let Some((got, holder, leader, conns, age)) = columns else {
+            return Ok(LockPoll::Held(None));
+        };
+        if got == Some(1) {
+            self.leader = true;
+            return Ok(LockPoll::Acquired);
+        }
+        Ok(LockPoll::Held(Holder::from_columns(holder, leader, conns, age)))
+    }
+
+    /// Whether this connection holds the lock (asked of the server, not remembered).
+    pub async fn holds_lock(&mut self) -> Result<bool> {
+        let what = "check the leader lock";
+        let sql = format!("SELECT IS_USED_LOCK('{LOCK_NAME}') = CONNECTION_ID()");
+        let (target, conn) = self.usable(what)?;
+        let done = within(&target, what, conn.query_first(sql)).await;
+        let held: Option<Option<i64>> = self.completed(done)?;
+        Ok(held.flatten() == Some(1))
+    }
+
+    /// The connection holding the lock, if any.
+    pub async fn holder(&mut self) -> Result<Option<u64>> {
+        let what = "find the leader lock's holder";
+        let sql = format!("SELECT IS_USED_LOCK('{LOCK_NAME}')");
+        let (target, conn) = self.usable(what)?;
+        let done = within(&target, what, conn.query_first(sql)).await;
+        let holder: Option<Option<u64>> = self.completed(done)?;
+        Ok(holder.flatten())
+    }
+
+    /// Ends a stalled leader's connections (`KILL CONNECTION`; the same account may). An id
+    /// already gone is no error.
+    pub async fn kill(&mut self, connections: &[u64]) -> Result<()> {
+        let what = "end the stalled leader's connections";
+        for id in connections {
+            let (target, conn) = self.usable(what)?;
+            let sql = format!("KILL CONNECTION {id}");
+            match within(&target, what, conn.query_drop(sql)).await {
+                Err(ControllerError::Sql { code: UNKNOWN_THREAD, .. }) => {
+                    self.broken = false;
+                }
+                other => self.completed(other)?,
+            }
         }
         Ok(())
     }
@@ -162,12 +282,11 @@ impl Leadership {
         if self.leader {
             return Ok(true);
         }
-        let target = self.target.clone();
-        let got: Option<Option<i64>> = self
-            .conn
-            .query_first(format!("SELECT GET_LOCK('{LOCK_NAME}', 0)"))
-            .await
-            .map_err(|e| sql_error(&target, "take the leader lock", e))?;
+        let what = "take the leader lock";
+        let (target, conn) = self.usable(what)?;
+        let sql = format!("SELECT GET_LOCK('{LOCK_NAME}', 0)");
+        let done = within(&target, what, conn.query_first(sql)).await;
+        let got: Option<Option<i64>> = self.completed(done)?;
         self.leader = got.flatten() == Some(1);
         Ok(self.leader)
     }
@@ -188,32 +307,29 @@ impl Leadership {
     }
 
     pub async fn publish(&mut self, row: &PhaseRow) -> Result<()> {
-        let target = self.target.clone();
-        self.conn
-            .exec_drop(
-                "REPLACE INTO psprobe.phase (id, scenario, block, phase, state, leader) \
-                 VALUES (1, ?, ?, ?, ?, ?)",
-                (
-                    &row.scenario,
-                    row.block,
-                    row.phase,
-                    &row.state,
-                    row.leader_column(),
-                ),
-            )
-            .await
-            .map_err(|e| sql_error(&target, "publish the phase", e))
+        let what = "publish the phase";
+        let (target, conn) = self.usable(what)?;
+        let sent = conn.exec_drop(
+            "REPLACE INTO psprobe.phase (id, scenario, block, phase, state, leader) \
+             VALUES (1, ?, ?, ?, ?, ?)",
+            (
+                &row.scenario,
+                row.block,
+                row.phase,
+                &row.state,
+                row.leader_column(),
+            ),
+        );
+        let done = within(&target, what, sent).await;
+        self.completed(done)
     }
 
     pub async fn read(&mut self) -> Result<Option<PhaseRow>> {
-        let target = self.target.clone();
-        let row: Option<Row> = self
-            .conn
-            .query_first(
-                "SELECT scenario, block, phase, state, leader FROM psprobe.phase WHERE id = 1",
-            )
-            .await
-            .map_err(|e| sql_error(&target, "read the phase", e))?;
+        let what = "read the phase";
+        let (target, conn) = self.usable(what)?;
+        let sql = "SELECT scenario, block, phase, state, leader FROM psprobe.phase WHERE id = 1";
+        let done = within(&target, what, conn.query_first(sql)).await;
+        let row: Option<Row> = self.completed(done)?;
         Ok(row.and_then(|r| {
             mysql_async::from_row_opt::<(String, u64, u64, String, String)>(r)
                 .ok()
@@ -229,53 +345,54 @@ impl Leadership {
             action: "encode the snapshot".into(),
             reason: e.to_string(),
         })?;
-        let target = self.target.clone();
-        self.conn
-            .exec_drop(
-                "REPLACE INTO psprobe.snapshot (id, body) VALUES (1, ?)",
-                (json,),
-            )
-            .await
-            .map_err(|e| sql_error(&target, "save the snapshot on the server", e))
+        let what = "save the snapshot on the server";
+        let (target, conn) = self.usable(what)?;
+        let sent = conn.exec_drop("REPLACE INTO psprobe.snapshot (id, body) VALUES (1, ?)", (json,));
+        let done = within(&target, what, sent).await;
+        self.completed(done)
     }
 
     pub async fn load_snapshot(&mut self) -> Result<Option<Snapshot>> {
-        let target = self.target.clone();
-        let body: Option<String> = self
-            .conn
-            .query_first("SELECT body FROM psprobe.snapshot WHERE id = 1")
-            .await
-            .map_err(|e| sql_error(&target, "read the snapshot on the server", e))?;
+        let what = "read the snapshot on the server";
+        let (target, conn) = self.usable(what)?;
+        let sql = "SELECT body FROM psprobe.snapshot WHERE id = 1";
+        let done = within(&target, what, conn.query_first(sql)).await;
+        let body: Option<String> = self.completed(done)?;
         Ok(body.and_then(|b| serde_json::from_str(&b).ok()))
     }
 
     pub async fn clear_snapshot(&mut self) -> Result<()> {
-        let target = self.target.clone();
-        self.conn
-            .query_drop("DELETE FROM psprobe.snapshot WHERE id = 1")
-            .await
-            .map_err(|e| sql_error(&target, "clear the snapshot on the server", e))
+        let what = "clear the snapshot on the server";
+        let (target, conn) = self.usable(what)?;
+        let sent = conn.query_drop("DELETE FROM psprobe.snapshot WHERE id = 1");
+        let done = within(&target, what, sent).await;
+        self.completed(done)
     }
 
     /// The session's round trip to the server (one cheap query).
     pub async fn ping(&mut self) -> Result<Duration> {
         let t = std::time::Instant::now();
-        let target = self.target.clone();
-        self.conn
-            .ping()
-            .await
-            .map_err(|e| sql_error(&target, "ping", e))?;
+        let (target, conn) = self.usable("ping")?;
+        let done = within(&target, "ping", conn.ping()).await;
+        self.completed(done)?;
         Ok(t.elapsed())
     }
 
     pub async fn release(mut self) {
-        if self.leader {
-            let _ = self
-                .conn
-                .query_drop(format!("DO RELEASE_LOCK('{LOCK_NAME}')"))
-                .await;
+        if self.broken {
+            // The server ends the session (and frees the lock) when the socket closes.
+            return;
         }
-        let _ = self.conn.disconnect().await;
+        let released = async {
+            if self.leader {
+                let _ = self
+                    .conn
+                    .query_drop(format!("DO RELEASE_LOCK('{LOCK_NAME}')"))
+                    .await;
+            }
+            let _ = self.conn.disconnect().await;
+        };
+        let _ = tokio::time::timeout(STATEMENT_TIMEOUT, released).await;
     }
 }
 

@@ -17,6 +17,7 @@ pub mod error;
 pub mod fast_switch;
 pub mod file;
 pub mod follow;
+pub mod heartbeat;
 pub mod lead;
 pub mod leadership;
 pub mod left_behind;

@@ -18,6 +18,7 @@ use super::dsn::ControllerDsn;
 use super::error::{ControllerError, Result};
 use super::fast_switch::Switcher;
 use super::follow::Follower;
+use super::heartbeat::{Heartbeat, STALE_AFTER};
 use super::lead::{Leader, ServerMode};
 use super::leadership::{Leadership, PhaseRow};
 use super::left_behind::{self, Hint, Mode, Outcome, Rights};
@@ -239,6 +240,12 @@ pub async fn run(
     loop {
         if lead.try_acquire().await? {
             observer.metrics.controller_leader.set(1);
+            let heartbeat = Heartbeat::start(
+                &settings.dsn,
+                &settings.identity,
+                vec![lead.connection_id(), ctl.connection_id()],
+            )
+            .await;
             write_run_record(&mut log, &settings, "leader")?;
             let mut mode = ServerMode::Default;
             let result = lead_schedule(
@@ -253,6 +260,7 @@ pub async fn run(
                     log: &mut log,
                     stop: &mut stop,
                     mode: &mut mode,
+                    heartbeat: &heartbeat,
                 },
             )
             .await;
@@ -273,6 +281,31 @@ pub async fn run(
                 "idle"
             };
             let restored = leave_as_found(&settings, &mut ctl, &mut lead, end_state, &mode).await;
+            drop(heartbeat);
+            if let Err(lost @ ControllerError::LostLead { .. }) = &restored {
+                // Taken over: the new leader restores (from the server's copy of the snapshot,
+                // the same as this run's state file, which is now someone else's to resolve).
+                tracing::warn!("{lost}");
+                observer.metrics.controller_lead_lost.inc();
+                tracker.abandon();
+                Snapshot::remove(&settings.state_file)?;
+                let old = std::mem::replace(&mut lead, Leadership::connect(&settings.dsn).await?);
+                old.release().await;
+                let old = std::mem::replace(&mut ctl, Controller::connect(&settings.dsn).await?);
+                old.disconnect().await;
+                write_run_record(&mut log, &settings, "follower")?;
+                match follow(&mut lead, &observer, &mut tracker, &mut log, &mut stop, &settings)
+                    .await?
+                {
+                    Some(at) => start_at = at,
+                    None => {
+                        lead.release().await;
+                        ctl.disconnect().await;
+                        return Ok(());
+                    }
+                }
+                continue;
+            }
             if restored.is_err() {
                 observer.metrics.controller_restore_failures.inc();
             }
@@ -281,24 +314,43 @@ pub async fn run(
             return result.map(|_| ()).and(restored);
         }
         write_run_record(&mut log, &settings, "follower")?;
-        let followed = Follower {
-            lead: &mut lead,
-            observer: &observer,
-            tracker: &mut tracker,
-            log: &mut log,
-            stop: &mut stop,
+        match follow(&mut lead, &observer, &mut tracker, &mut log, &mut stop, &settings).await? {
+            Some(at) => start_at = at,
+            None => {
+                lead.release().await;
+                ctl.disconnect().await;
+                return Ok(());
+            }
         }
-        .run()
-        .await?;
-        let Some(last) = followed else {
-            observer.scenarios.set_current(NO_SCENARIO);
-            lead.release().await;
-            ctl.disconnect().await;
-            return Ok(());
-        };
-        tracing::info!("the leading psprobe is gone; taking over the schedule");
-        start_at = resume_after(&settings, last.as_ref());
     }
+}
+
+/// Follows the leader until this psprobe takes over (`Some`: the (fast block, phase) to go
+/// on from) or the schedule ends or stops (`None`: the caller releases the lock).
+async fn follow(
+    lead: &mut Leadership,
+    observer: &Observer,
+    tracker: &mut PhaseTracker,
+    log: &mut PhaseLog,
+    stop: &mut watch::Receiver<bool>,
+    settings: &ControllerSettings,
+) -> Result<Option<(u64, u64)>> {
+    let followed = Follower {
+        lead,
+        observer,
+        tracker,
+        log,
+        stop,
+        kill_refused: false,
+    }
+    .run()
+    .await?;
+    let Some(last) = followed else {
+        observer.scenarios.set_current(NO_SCENARIO);
+        return Ok(None);
+    };
+    tracing::info!("the leading psprobe is gone; taking over the schedule");
+    Ok(Some(resume_after(settings, last.as_ref())))
 }
 
 /// Holds psprobe_controller_schedule_active at 1 for as long as `run` goes on, however it ends.
@@ -380,6 +432,7 @@ struct Leading<'a> {
     log: &'a mut PhaseLog,
     stop: &'a mut watch::Receiver<bool>,
     mode: &'a mut ServerMode,
+    heartbeat: &'a Heartbeat,
 }
 
 async fn lead_schedule(
@@ -415,6 +468,7 @@ async fn lead_schedule(
         log: l.log,
         stop: l.stop,
         mode: l.mode,
+        heartbeat: l.heartbeat,
         switcher: Switcher::default(),
         snapshot,
         settle: s.settle.unwrap_or_else(|| initial_settle(s.phase)),
@@ -426,6 +480,25 @@ async fn lead_schedule(
         warned_long_carryover: false,
     };
     leader.run(timeline).await
+}
+
+/// Restores only while holding the lock: a leader whose lock connection died (it was stopped
+/// or cut off, and a follower ended its connections) takes the lock anew if it is free, and
+/// leaves the restore to whoever holds it otherwise (`LostLead`).
+async fn keep_or_take_lead(s: &ControllerSettings, lead: &mut Leadership) -> Result<()> {
+    if lead.holds_lock().await.unwrap_or(false) {
+        return Ok(());
+    }
+    let mut fresh = Leadership::connect(&s.dsn).await?;
+    if fresh.try_acquire().await? {
+        std::mem::replace(lead, fresh).release().await;
+        return Ok(());
+    }
+    fresh.release().await;
+    Err(ControllerError::LostLead {
+        target: s.dsn.redacted(),
+        stale_after: STALE_AFTER,
+    })
 }
 
 /// Restores the snapshot (restarting with the server's own options first if a slow phase left
@@ -446,6 +519,7 @@ async fn leave_as_found(
     loop {
         let attempt = async {
             let mut fresh = Controller::connect(&s.dsn).await?;
+            keep_or_take_lead(s, lead).await?;
             if fresh.info().performance_schema == Some(false) || restart_needed {
                 if let Some(command) = &s.restart_cmd {
                     restart_server(command, true, "", s.restart_timeout).await?;
@@ -482,6 +556,7 @@ async fn leave_as_found(
                 tracing::info!("performance_schema settings restored");
                 return Ok(());
             }
+            Err(lost @ ControllerError::LostLead { .. }) => return Err(lost),
             Err(e) if tokio::time::Instant::now() < deadline => {
                 tracing::warn!("cannot restore performance_schema settings yet ({e}); retrying");
                 tokio::time::sleep(Duration::from_secs(1)).await;

@@ -18,6 +18,9 @@ use super::snapshot::{ServerIdentity, Snapshot};
 use super::version::ServerVersion;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// A statement that takes longer failed: a controller cut off from the server stops instead
+/// of hanging, and its connection is not used again.
+pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// MySQL error codes the controller explains.
 pub(super) mod code {
@@ -74,6 +77,9 @@ pub struct SavedSnapshot {
 
 pub struct Controller {
     conn: Conn,
+    /// A statement timed out or was cancelled: the connection is in an unknown state and is
+    /// not used again (the caller connects anew).
+    broken: bool,
     info: ServerInfo,
     /// `user@host:port`, for messages.
     target: String,
@@ -96,6 +102,7 @@ impl Controller {
         let address = format!("{}:{}", dsn.host(), dsn.port());
         let mut ctl = Controller {
             conn,
+            broken: false,
             info: ServerInfo {
                 version: ServerVersion::parse("", ""),
                 identity: ServerIdentity {
@@ -397,7 +404,9 @@ impl Controller {
 
     /// Close the connection politely (the server logs no aborted connection).
     pub async fn disconnect(self) {
-        let _ = self.conn.disconnect().await;
+        if !self.broken {
+            let _ = tokio::time::timeout(STATEMENT_TIMEOUT, self.conn.disconnect()).await;
+        }
     }
 
     async fn query<T: FromRow + Send + 'static>(
@@ -405,9 +414,49 @@ impl Controller {
         sql: &str,
         what: &str,
     ) -> Result<Vec<T>> {
-        match self.conn.query(sql).await {
-            Ok(rows) => Ok(rows),
-            Err(e) => Err(self.sql_error(e, what)),
+        self.usable(what)?;
+        let done = tokio::time::timeout(STATEMENT_TIMEOUT, self.conn.query(sql)).await;
+        self.completed(done, what)
+    }
+
+    /// The server's id of this connection (a leader names it in its heartbeat).
+    pub fn connection_id(&self) -> u32 {
+        self.conn.id()
+    }
+
+    /// Refuses a connection that a timed-out or cancelled statement left unusable; marks it
+    /// so until [`Self::completed`] sees the statement through.
+    fn usable(&mut self, what: &str) -> Result<()> {
+        if self.broken {
+            return Err(ControllerError::Connection {
+                target: self.target.clone(),
+                action: what.into(),
+                reason: "an earlier statement timed out on this connection".into(),
+            });
+        }
+        self.broken = true;
+        Ok(())
+    }
+
+    fn completed<T>(
+        &mut self,
+        done: std::result::Result<std::result::Result<T, MyError>, tokio::time::error::Elapsed>,
+        what: &str,
+    ) -> Result<T> {
+        match done {
+            Ok(Ok(value)) => {
+                self.broken = false;
+                Ok(value)
+            }
+            Ok(Err(e)) => {
+                self.broken = !matches!(e, MyError::Server(_));
+                Err(self.sql_error(e, what))
+            }
+            Err(_) => Err(ControllerError::Connection {
+                target: self.target.clone(),
+                action: what.into(),
+                reason: format!("no answer within {STATEMENT_TIMEOUT:?}"),
+            }),
         }
     }
 
@@ -435,21 +484,27 @@ impl Controller {
         sql: &str,
         what: &str,
     ) -> Result<Option<T>> {
+        self.usable(what)?;
+        let conn = &mut self.conn;
         let outcome = async {
-            let mut result = self.conn.query_iter(sql).await?;
+            let mut result = conn.query_iter(sql).await?;
             let rows: Vec<T> = result.collect().await?;
             result.drop_result().await?;
             Ok::<_, MyError>(rows.into_iter().next())
-        }
-        .await;
-        outcome.map_err(|e| self.sql_error(e, what))
+        };
+        let done = tokio::time::timeout(STATEMENT_TIMEOUT, outcome).await;
+        self.completed(done, what)
     }
 
     pub(super) async fn exec(&mut self, sql: &str, what: &str) -> Result<u64> {
-        match self.conn.query_drop(sql).await {
-            Ok(()) => Ok(self.conn.affected_rows()),
-            Err(e) => Err(self.sql_error(e, what)),
-        }
+        self.usable(what)?;
+        let conn = &mut self.conn;
+        let sent = async {
+            conn.query_drop(sql).await?;
+            Ok::<_, MyError>(conn.affected_rows())
+        };
+        let done = tokio::time::timeout(STATEMENT_TIMEOUT, sent).await;
+        self.completed(done, what)
     }
 
     fn parse_yes_no(&self, value: &str, name: &str, what: &str) -> Result<bool> {

@@ -68,6 +68,7 @@ pub struct ProxyMetrics {
     pub controller_schedule_active: IntGauge,
     /// Restores of the server's settings that failed (the operator must run `ps restore`).
     pub controller_restore_failures: IntCounter,
+    pub controller_lead_lost: IntCounter,
     /// Phases or segments left out because the scenario's settings did not hold.
     pub controller_verification_failures: IntCounter,
     phases_vec: IntCounterVec,
@@ -173,6 +174,10 @@ impl ProxyMetrics {
             "psprobe_controller_restore_failures_total",
             "Attempts to restore the server's performance_schema settings that failed.",
         )?;
+        let controller_lead_lost = IntCounter::new(
+            "psprobe_controller_lead_lost_total",
+            "Times this psprobe, leading, was taken over after it could not beat for 3 s (stopped or cut off) and went on following.",
+        )?;
         let controller_verification_failures = IntCounter::new(
             "psprobe_controller_verification_failures_total",
             "Phases or segments left out because their scenario's settings did not hold.",
@@ -180,6 +185,7 @@ impl ProxyMetrics {
         registry.register(Box::new(controller_leader.clone()))?;
         registry.register(Box::new(controller_schedule_active.clone()))?;
         registry.register(Box::new(controller_restore_failures.clone()))?;
+        registry.register(Box::new(controller_lead_lost.clone()))?;
         registry.register(Box::new(controller_verification_failures.clone()))?;
         registry.register(Box::new(phases_vec.clone()))?;
         let transport = super::TransportMetrics::new(&registry)?;
@@ -203,6 +209,7 @@ impl ProxyMetrics {
             controller_leader,
             controller_schedule_active,
             controller_restore_failures,
+            controller_lead_lost,
             controller_verification_failures,
             phases_vec,
             transport,

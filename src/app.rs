@@ -278,7 +278,7 @@ pub fn observer(config: &ProxyConfig) -> prometheus::Result<Observer> {
 
 fn report_controller(result: Result<(), ControllerError>) {
     match result {
-        Ok(()) => tracing::info!("controller finished; performance_schema settings restored"),
+        Ok(()) => tracing::info!("controller finished"),
         // Fail-open: the proxy keeps serving, commands are labelled `none` from now on.
         Err(e) => tracing::error!("controller stopped: {e}"),
     }

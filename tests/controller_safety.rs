@@ -349,7 +349,8 @@ fn a_stopped_leader_is_taken_over_and_follows_when_it_resumes() {
     let old = &probes[l];
     let text = poll("the old leader to see it was taken over", 20, || {
         let text = old.stderr_text();
-        text.contains("another psprobe leads the schedule now").then_some(text)
+        text.contains("another psprobe leads the schedule now")
+            .then_some(text)
     });
     assert!(!has_state_file(dirs[l].path(), &db), "{text}");
     let before = led(0).map_or(0, |p| p.len());
@@ -379,7 +380,10 @@ fn a_stopped_leader_is_taken_over_and_follows_when_it_resumes() {
         0.0
     );
     let (ok, failed, errors) = load.finish();
-    assert!(ok > 0 && failed == 0, "via the survivor: {ok} ok, {failed} failed: {errors}");
+    assert!(
+        ok > 0 && failed == 0,
+        "via the survivor: {ok} ok, {failed} failed: {errors}"
+    );
 
     // The follower leaves first (it changes nothing); then the leader restores.
     let old_exit = terminate(&mut probes[l]);
@@ -391,7 +395,10 @@ fn a_stopped_leader_is_taken_over_and_follows_when_it_resumes() {
          survivor exit {took:?}"
     );
     let warned = |t: &str| -> Vec<String> {
-        t.lines().filter(|l| l.contains(" WARN ")).map(str::to_string).collect()
+        t.lines()
+            .filter(|l| l.contains(" WARN "))
+            .map(str::to_string)
+            .collect()
     };
     println!("old leader said: {:#?}", warned(&text));
     println!("survivor said: {:#?}", warned(&said));

@@ -11,6 +11,8 @@
 //! print why and skip.
 
 mod common;
+#[path = "network_faults/fleet.rs"]
+mod fleet;
 
 use common::cli::{split_addr, DATABASE, PASSWORD, USER};
 use common::counting_client;

@@ -33,7 +33,15 @@ impl ControllerDsn {
         if !url.starts_with("mysql://") {
             return Err(bad("it must start with mysql://".into()));
         }
-        let opts = Opts::from_url(url).map_err(|e| bad(describe_url_error(&e)))?;
+        let mut opts = Opts::from_url(url).map_err(|e| bad(describe_url_error(&e)))?;
+        if !url.contains("prefer_socket=") {
+            // mysql_async otherwise moves a TCP connection to the server's unix socket when
+            // that file is reachable: the controller would then bypass the host:port the
+            // operator gave (a different network path, e.g. around a link being cut).
+            opts = mysql_async::OptsBuilder::from_opts(opts)
+                .prefer_socket(false)
+                .into();
+        }
         if opts.user().is_none_or(str::is_empty) {
             return Err(bad("it names no user".into()));
         }

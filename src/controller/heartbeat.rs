@@ -50,7 +50,11 @@ fn id_list(conns: &[u32]) -> String {
 /// The beat (parameters: leader, conns): written only while one of `conns` holds the lock.
 fn beat_sql(conns: &[u32]) -> String {
     let ids = id_list(conns);
-    let ids = if ids.is_empty() { "NULL".to_string() } else { ids };
+    let ids = if ids.is_empty() {
+        "NULL".to_string()
+    } else {
+        ids
+    };
     format!(
         "REPLACE INTO psprobe.heartbeat (id, leader, conns, beat) SELECT 1, ?, ?, NOW(6) \
          FROM DUAL WHERE IS_USED_LOCK('{LOCK_NAME}') IN ({ids})"
@@ -161,6 +165,21 @@ impl Heartbeat {
     }
 }
 
+impl Heartbeat {
+    /// Resolves once a statement has waited [`FENCE_AFTER`] and no beat was written for as
+    /// long: it is abandoned (the server may have been taken over meanwhile). Beats that were
+    /// already missing when it started (just after a restart) do not count against it.
+    pub async fn lost(&self) {
+        let start = Instant::now();
+        loop {
+            tokio::time::sleep(BEAT / 5).await;
+            if start.elapsed() >= FENCE_AFTER && !self.fresh() {
+                return;
+            }
+        }
+    }
+}
+
 impl Drop for Heartbeat {
     fn drop(&mut self) {
         self.task.abort();
@@ -258,22 +277,37 @@ mod tests {
             Holder::from_columns(Some(12), Some("a".into()), Some(conns.into()), Some(age))
         };
         let held = row("11,12,13", 3_500_000).unwrap();
-        assert_eq!(held.stalled(STALE_AFTER).map(|b| b.conns.clone()), Some(vec![11, 12, 13]));
-        assert!(row("11,12,13", 2_900_000).unwrap().stalled(STALE_AFTER).is_none());
+        assert_eq!(
+            held.stalled(STALE_AFTER).map(|b| b.conns.clone()),
+            Some(vec![11, 12, 13])
+        );
+        assert!(row("11,12,13", 2_900_000)
+            .unwrap()
+            .stalled(STALE_AFTER)
+            .is_none());
         // Someone else's row (a leader that just took over and has not beaten yet).
-        assert!(row("7,8", 9_000_000).unwrap().stalled(STALE_AFTER).is_none());
+        assert!(row("7,8", 9_000_000)
+            .unwrap()
+            .stalled(STALE_AFTER)
+            .is_none());
         // No row at all (an older psprobe leads), and no lock at all.
         let none = Holder::from_columns(Some(12), None, None, None).unwrap();
         assert_eq!(none.beat, None);
         assert_eq!(Holder::from_columns(None, None, None, None), None);
         // A clock step backwards on the server: never stale.
-        assert!(row("12", -5_000_000).unwrap().stalled(STALE_AFTER).is_none());
+        assert!(row("12", -5_000_000)
+            .unwrap()
+            .stalled(STALE_AFTER)
+            .is_none());
     }
 
     #[test]
     fn the_beat_is_conditional_on_the_lock() {
         let sql = beat_sql(&[4, 5]);
-        assert!(sql.contains("IS_USED_LOCK('psprobe_controller') IN (4,5)"), "{sql}");
+        assert!(
+            sql.contains("IS_USED_LOCK('psprobe_controller') IN (4,5)"),
+            "{sql}"
+        );
         assert!(beat_sql(&[]).ends_with("IN (NULL)"));
     }
 }

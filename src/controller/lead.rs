@@ -22,7 +22,7 @@ use crate::stats::{Current, ScenarioId, SlotState};
 
 use super::error::{ControllerError, Result};
 use super::fast_switch::Switcher;
-use super::heartbeat::{Heartbeat, FENCE_AFTER, STALE_AFTER};
+use super::heartbeat::{Heartbeat, BEAT, FENCE_AFTER, STALE_AFTER};
 use super::leadership::{Leadership, PhaseRow};
 use super::phase_tracker::{PhaseTracker, SlotStart};
 use super::restart::{restart_server, wait_ready};
@@ -273,12 +273,19 @@ impl Leader<'_> {
         if self.heartbeat.fresh() {
             return Ok(());
         }
-        match self.lead.holds_lock().await {
-            Ok(true) => Ok(()),
-            _ => Err(ControllerError::LostLead {
-                target: self.s.dsn.redacted(),
-                stale_after: STALE_AFTER,
-            }),
+        // Beats have failed for a while: a server that does not answer at once is taken as
+        // lost (the connection is not used again).
+        let asked = tokio::time::timeout(BEAT, self.lead.holds_lock()).await;
+        match asked {
+            Ok(Ok(true)) => Ok(()),
+            _ => Err(self.lost_lead()),
+        }
+    }
+
+    fn lost_lead(&self) -> ControllerError {
+        ControllerError::LostLead {
+            target: self.s.dsn.redacted(),
+            stale_after: STALE_AFTER,
         }
     }
 
@@ -336,10 +343,14 @@ impl Leader<'_> {
             measure_ms: announced.as_millis() as u64,
         };
         let publish = Leadership::publish_sql(&row);
-        let switched = self
+        let heartbeat = self.heartbeat;
+        let switch = self
             .switcher
-            .switch(self.ctl, &scenario, &self.snapshot, Some(&publish))
-            .await?;
+            .switch(self.ctl, &scenario, &self.snapshot, Some(&publish));
+        let switched = tokio::select! {
+            switched = switch => switched?,
+            () = heartbeat.lost() => return Err(self.lost_lead()),
+        };
         if switched.previous_held == Some(false) {
             if let Some(prev) = self.last_fast {
                 self.tracker.unverify(self.ids[prev]);

@@ -228,7 +228,13 @@ impl Leadership {
         let (target, conn) = self.usable(what)?;
         let done = within(&target, what, conn.query_first(sql)).await;
         let row: Option<Row> = self.completed(done)?;
-        type Columns = (Option<i64>, Option<u64>, Option<String>, Option<String>, Option<i64>);
+        type Columns = (
+            Option<i64>,
+            Option<u64>,
+            Option<String>,
+            Option<String>,
+            Option<i64>,
+        );
         let columns = row.and_then(|r| mysql_async::from_row_opt::<Columns>(r).ok());
         let Some((got, holder, leader, conns, age)) = columns else {
             return Ok(LockPoll::Held(None));
@@ -237,7 +243,9 @@ impl Leadership {
             self.leader = true;
             return Ok(LockPoll::Acquired);
         }
-        Ok(LockPoll::Held(Holder::from_columns(holder, leader, conns, age)))
+        Ok(LockPoll::Held(Holder::from_columns(
+            holder, leader, conns, age,
+        )))
     }
 
     /// Whether this connection holds the lock (asked of the server, not remembered).
@@ -268,7 +276,10 @@ impl Leadership {
             let (target, conn) = self.usable(what)?;
             let sql = format!("KILL CONNECTION {id}");
             match within(&target, what, conn.query_drop(sql)).await {
-                Err(ControllerError::Sql { code: UNKNOWN_THREAD, .. }) => {
+                Err(ControllerError::Sql {
+                    code: UNKNOWN_THREAD,
+                    ..
+                }) => {
                     self.broken = false;
                 }
                 other => self.completed(other)?,
@@ -347,7 +358,10 @@ impl Leadership {
         })?;
         let what = "save the snapshot on the server";
         let (target, conn) = self.usable(what)?;
-        let sent = conn.exec_drop("REPLACE INTO psprobe.snapshot (id, body) VALUES (1, ?)", (json,));
+        let sent = conn.exec_drop(
+            "REPLACE INTO psprobe.snapshot (id, body) VALUES (1, ?)",
+            (json,),
+        );
         let done = within(&target, what, sent).await;
         self.completed(done)
     }

@@ -280,29 +280,40 @@ pub async fn run(
             } else {
                 "idle"
             };
-            let restored = leave_as_found(&settings, &mut ctl, &mut lead, end_state, &mode).await;
+            let restored = match &result {
+                Err(ControllerError::LostLead {
+                    target,
+                    stale_after,
+                }) => Err(ControllerError::LostLead {
+                    target: target.clone(),
+                    stale_after: *stale_after,
+                }),
+                _ => leave_as_found(&settings, &mut ctl, &mut lead, end_state, &mode).await,
+            };
             drop(heartbeat);
             if let Err(lost @ ControllerError::LostLead { .. }) = &restored {
-                // Taken over: the new leader restores (from the server's copy of the snapshot,
-                // the same as this run's state file, which is now someone else's to resolve).
+                // Possibly taken over: change nothing until the server answers again, then
+                // lead again if the lock is free (restoring what this run left, as any new
+                // leader does), or follow the psprobe that holds it.
                 tracing::warn!("{lost}");
                 observer.metrics.controller_lead_lost.inc();
                 tracker.abandon();
-                Snapshot::remove(&settings.state_file)?;
-                let old = std::mem::replace(&mut lead, Leadership::connect(&settings.dsn).await?);
-                old.release().await;
-                let old = std::mem::replace(&mut ctl, Controller::connect(&settings.dsn).await?);
-                old.disconnect().await;
-                write_run_record(&mut log, &settings, "follower")?;
-                match follow(&mut lead, &observer, &mut tracker, &mut log, &mut stop, &settings)
-                    .await?
-                {
-                    Some(at) => start_at = at,
-                    None => {
-                        lead.release().await;
-                        ctl.disconnect().await;
-                        return Ok(());
-                    }
+                let Some((new_lead, new_ctl)) = rejoin(&settings, &mut stop).await else {
+                    return Err(ControllerError::LostLead {
+                        target: settings.dsn.redacted(),
+                        stale_after: STALE_AFTER,
+                    });
+                };
+                std::mem::replace(&mut lead, new_lead).release().await;
+                std::mem::replace(&mut ctl, new_ctl).disconnect().await;
+                if lead.try_acquire().await? {
+                    // Nobody took over: go on after the last slot this run published.
+                    start_at = resume_after(&settings, lead.read().await?.as_ref());
+                } else {
+                    // The leader that holds the lock resolved the server's copy of this run's
+                    // snapshot when it took over: the state file is not this psprobe's to
+                    // restore any more.
+                    Snapshot::remove(&settings.state_file)?;
                 }
                 continue;
             }
@@ -314,13 +325,35 @@ pub async fn run(
             return result.map(|_| ()).and(restored);
         }
         write_run_record(&mut log, &settings, "follower")?;
-        match follow(&mut lead, &observer, &mut tracker, &mut log, &mut stop, &settings).await? {
-            Some(at) => start_at = at,
-            None => {
+        match follow(
+            &mut lead,
+            &observer,
+            &mut tracker,
+            &mut log,
+            &mut stop,
+            &settings,
+        )
+        .await
+        {
+            Ok(Some(at)) => start_at = at,
+            Ok(None) => {
                 lead.release().await;
                 ctl.disconnect().await;
                 return Ok(());
             }
+            Err(e @ (ControllerError::Connection { .. } | ControllerError::Unreachable { .. })) => {
+                // Cut off from the server: stop labelling (nothing is known of the slots now)
+                // and follow again once it answers.
+                tracing::warn!("following: {e}; rejoining when the server answers");
+                tracker.abandon();
+                observer.scenarios.set_current(NO_SCENARIO);
+                let Some((new_lead, new_ctl)) = rejoin(&settings, &mut stop).await else {
+                    return Ok(());
+                };
+                std::mem::replace(&mut lead, new_lead).release().await;
+                std::mem::replace(&mut ctl, new_ctl).disconnect().await;
+            }
+            Err(e) => return Err(e),
         }
     }
 }
@@ -480,6 +513,37 @@ async fn lead_schedule(
         warned_long_carryover: false,
     };
     leader.run(timeline).await
+}
+
+/// Connects anew (the old connections may have been ended by the leader that took over),
+/// trying every second while the server does not answer; `None` if stopped meanwhile.
+async fn rejoin(
+    s: &ControllerSettings,
+    stop: &mut watch::Receiver<bool>,
+) -> Option<(Leadership, Controller)> {
+    let mut warned = false;
+    loop {
+        if *stop.borrow() {
+            return None;
+        }
+        let connected = async {
+            let lead = Leadership::connect(&s.dsn).await?;
+            let ctl = Controller::connect(&s.dsn).await?;
+            Ok::<_, ControllerError>((lead, ctl))
+        };
+        match connected.await {
+            Ok(both) => return Some(both),
+            Err(e) if !warned => {
+                warned = true;
+                tracing::warn!("cannot reach the server to rejoin the schedule yet ({e}); retrying every second");
+            }
+            Err(_) => {}
+        }
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_secs(1)) => {}
+            _ = stop.changed() => {}
+        }
+    }
 }
 
 /// Restores only while holding the lock: a leader whose lock connection died (it was stopped

@@ -45,9 +45,19 @@ impl Probe {
     /// the host's management address (reachable from the test process and from clients on
     /// that host alike).
     pub fn start_in(netns: &Netns, upstream: &str, extra: &[&str]) -> Probe {
+        Self::start_in_with_env(netns, upstream, extra, &[])
+    }
+
+    /// Like [`Probe::start_in`], with extra environment variables (the controller's DSN).
+    pub fn start_in_with_env(
+        netns: &Netns,
+        upstream: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Probe {
         let cmd = netns.command(env!("CARGO_BIN_EXE_psprobe"));
         let any_port = format!("{}:0", netns.mgmt_ip());
-        Self::launch(cmd, &any_port, &any_port, upstream, extra, &[])
+        Self::launch(cmd, &any_port, &any_port, upstream, extra, env)
     }
 
     /// Like [`Probe::start`], with RLIMIT_NOFILE set to `nofile` (soft and hard) in the

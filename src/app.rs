@@ -1,4 +1,6 @@
 //! Wiring of the `psprobe proxy` command: config, logging, listeners, signals.
+//!
+//! Must not: hold measurement or protocol logic; it connects the modules that do.
 
 use std::io::Write;
 use std::net::SocketAddr;

@@ -1,5 +1,7 @@
 //! Command line and TOML configuration, merged and validated once: flags win over the file,
 //! the file wins over defaults. Every error names the setting and what to do about it.
+//!
+//! Must not: read the controller's credentials from the command line or print them.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

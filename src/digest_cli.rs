@@ -1,5 +1,7 @@
 //! `psprobe digest`: the fingerprint and digest id of statements given on the command line, on
 //! stdin or in files, computed by the same [`Fingerprinter`] the proxy runs.
+//!
+//! Must not: fingerprint differently from the proxy: it calls the same code, never a copy.
 
 use std::io::{self, BufWriter, Read, Write};
 use std::path::PathBuf;

@@ -3,6 +3,9 @@
 //!
 //! Data flows one way: bytes -> [`protocol`] -> [`session`] events -> [`metrics`].
 //! [`proxy`] is the tokio shell around the sans-I/O core.
+//!
+//! Must not: run anything at load; the runtime, logging and signals belong to the binary's
+//! entry points (`cli`, `app`, `runtime`).
 
 /// The sans-I/O core (its own crate, `psprobe-core`), under the paths the rest of psprobe uses.
 pub use psprobe_core::{digest, protocol, session};

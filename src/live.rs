@@ -3,6 +3,8 @@
 //! Prometheus gauges (`psprobe_overhead_ratio{scenario,metric,baseline}` with `_ci_low` /
 //! `_ci_high`), so the interval can be watched tightening, and as the admin interface's
 //! `overhead` table.
+//!
+//! Must not: run on the relay's path; it runs once per finished segment.
 
 use std::sync::{Arc, RwLock};
 

@@ -2,6 +2,8 @@
 //! accept failures): the first occurrence is logged at once; later ones within the interval are
 //! only counted, and the count goes into the next line (or into [`RateLimited::take_overdue`],
 //! called from a periodic tick, so a burst that stops is still reported).
+//!
+//! Must not: drop the count of what it left out.
 
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};

@@ -1,4 +1,5 @@
 //! `psprobe`: thin entry point; everything lives in the library.
+//! Must not: hold logic of its own (nothing here is tested except through the binary).
 
 use std::process::ExitCode;
 

@@ -2,6 +2,8 @@
 //! scenario and command, and per-digest aggregates. Each command is tagged with the scenario in
 //! effect when it started. Hot path: atomics, the thread's shard lock, and a per-connection
 //! cache so the shared digest registry is consulted once per new digest per connection.
+//!
+//! Must not: block, wait on a scrape, or allocate per command once a connection's series exist.
 
 use std::collections::VecDeque;
 

@@ -2,7 +2,8 @@
 //! statement shape in performance_schema's `events_statements_summary_by_digest` has a psprobe
 //! digest with exactly the same count, and psprobe's latencies (client side, so including the
 //! network and protocol work) are consistent with the server's: each shape's mean at least the
-//! server's fastest execution of it, and the total time at least most of the server's.
+//! server's fastest execution of it, and the total time at least most of the server's. With
+//! three probes in front of the server, their counts summed per shape equal the server's.
 
 mod common;
 
@@ -162,4 +163,58 @@ fn run(ps_mode: &str) {
 #[test]
 fn text_protocol_digests_match_the_server() {
     run("disable");
+}
+
+/// A fleet: three psprobes in front of one server, each carrying its own share of the load.
+/// Summed over the three, every shape's count equals the server's COUNT_STAR exactly. (The
+/// clients take turns: under concurrency the server itself loses an occasional count.)
+#[test]
+fn three_probes_summed_match_the_server() {
+    let db = MariaDb::start_default();
+    let tables = ["--tables=2", "--table-size=2000"];
+    sysbench::run(&db.addr(), "oltp_read_write", "prepare", &tables);
+    let probes: Vec<Probe> = (0..3).map(|_| Probe::start(&db.addr(), &[])).collect();
+    db.sql("TRUNCATE TABLE performance_schema.events_statements_summary_by_digest");
+    let mut sent = 0;
+    for (i, p) in probes.iter().enumerate() {
+        let events = format!("--events={}", 60 * (i + 1));
+        let mut opts = vec!["--threads=1", events.as_str(), "--time=0"];
+        opts.push("--db-ps-mode=disable");
+        opts.extend(tables);
+        let summary = sysbench::run(p.proxy_addr(), "oltp_read_write", "run", &opts);
+        assert_eq!(summary.ignored_errors, 0, "{}", summary.text);
+        sent += summary.total;
+    }
+    let server = server_digests(&db);
+    let lost = db.sql("SHOW GLOBAL STATUS LIKE 'Performance_schema_digest_lost'");
+    assert_eq!(lost.trim(), "Performance_schema_digest_lost\t0");
+    let mut fleet: BTreeMap<String, u64> = BTreeMap::new();
+    let mut each = Vec::new();
+    for p in &probes {
+        let mine = probe_digests(p);
+        each.push(mine.values().map(|s| s.count).sum::<u64>());
+        for (text, s) in mine {
+            *fleet.entry(text).or_default() += s.count;
+        }
+    }
+    assert!(
+        each.iter().all(|&n| n > 0),
+        "every probe carried load: {each:?}"
+    );
+    let server_counts: BTreeMap<String, u64> =
+        server.iter().map(|(t, s)| (t.clone(), s.count)).collect();
+    assert!(server_counts.len() >= 10, "{server_counts:?}");
+    assert_eq!(
+        fleet, server_counts,
+        "per shape: the three probes summed vs the server"
+    );
+    assert_eq!(
+        fleet.values().sum::<u64>(),
+        sent,
+        "every statement sysbench counted"
+    );
+    println!(
+        "fleet digests: {} shapes, per probe {each:?}, total {sent} = server",
+        fleet.len()
+    );
 }

@@ -6,6 +6,8 @@
 //!   structural checks (ids, layout, known metrics, legends, provisioning files, README).
 //! * `dashboard_queries_return_data_from_real_prometheus` runs every panel and annotation
 //!   expression against a real Prometheus scraping a psprobe that carried a sysbench workload.
+//! * `fleet_views_sum_over_three_probes_in_real_prometheus` does the fleet case: three probes
+//!   sharing one schedule, their sum in the dashboard's view and in the recording rules.
 
 mod common;
 
@@ -1465,5 +1467,165 @@ fn dashboard_queries_return_data_from_real_prometheus() {
         "{} of {checked} dashboard expressions (plus variables) failed against a real Prometheus:\n  {}",
         failures.len(),
         failures.join("\n  ")
+    );
+}
+
+/// Sum over every series of an instant query's result (0 when empty).
+fn result_sum(data: &Value) -> f64 {
+    let series = data["result"].as_array().into_iter().flatten();
+    let value = |s: &Value| s["value"][1].as_str().and_then(|v| v.parse::<f64>().ok());
+    series.filter_map(value).sum()
+}
+
+/// The fleet case: three psprobes in front of one server (one leads the schedule, two follow),
+/// one Prometheus scraping all three with the recording rules loaded. The instance variable
+/// lists the three; the dashboard's fleet view (every instance selected) of the command
+/// counter equals the sum of what each probe exports, and each instance's view equals that
+/// probe's own figure; the fleet recording rules sum over the probes; exactly one leads; every
+/// dashboard expression returns data for the whole fleet.
+#[test]
+fn fleet_views_sum_over_three_probes_in_real_prometheus() {
+    let dash = dashboard();
+    let db = MariaDb::start_default();
+    sysbench::run(&db.addr(), "oltp_read_only", "prepare", &TABLE_OPTS);
+    let states: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let dsn = db.dsn();
+    let probes: Vec<Probe> = states
+        .iter()
+        .map(|state| {
+            let schedule = [
+                "--scenarios",
+                "pfson_conoff_insoff,pfson_conon_inson",
+                "--phase",
+                "1s",
+                "--settle",
+                "200ms",
+                "--state-dir",
+                state.path().to_str().expect("utf-8 path"),
+            ];
+            Probe::start_with_env(
+                &db.addr(),
+                &schedule,
+                &[("PSPROBE_CONTROLLER_DSN", dsn.as_str())],
+            )
+        })
+        .collect();
+    let targets: Vec<&str> = probes.iter().map(Probe::metrics_addr).collect();
+    let rules = path("grafana/prometheus/psprobe.rules.yml");
+    let prom = Prometheus::start_with_rules(&targets, SCRAPE_INTERVAL, &[&rules]);
+
+    // One ERR, so that the errors panel has a series; then different loads through each
+    // probe, at once, long enough for the live estimates' intervals.
+    let failed = cli::mariadb(
+        probes[2].proxy_addr(),
+        &["-e", "SELECT * FROM no_such_table"],
+        None,
+    );
+    assert!(
+        !failed.status.success(),
+        "SELECT from a missing table succeeded"
+    );
+    let runs: Vec<_> = probes
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let addr = p.proxy_addr().to_string();
+            std::thread::spawn(move || {
+                let threads = format!("--threads={}", i + 1);
+                let mut opts = vec![threads.as_str(), "--time=12", "--events=0"];
+                opts.extend(TABLE_OPTS);
+                sysbench::run(&addr, "oltp_read_only", "run", &opts)
+            })
+        })
+        .collect();
+    for run in runs {
+        let summary = run.join().expect("sysbench thread");
+        assert!(summary.total > 0, "sysbench ran nothing:\n{}", summary.text);
+    }
+
+    // The counters are still now; wait until Prometheus has the last value of each probe.
+    let own: Vec<f64> = probes
+        .iter()
+        .map(|p| p.scrape().get("psprobe_commands_total", &[]))
+        .collect();
+    let total: f64 = own.iter().sum();
+    let values = test_values();
+    let fleet_view = substitute(
+        "sum(psprobe_commands_total{instance=~\"$instance\"})",
+        &values,
+    );
+    let deadline = Instant::now() + INGEST_TIMEOUT;
+    loop {
+        let seen = prom
+            .query(&fleet_view)
+            .map(|d| result_sum(&d))
+            .unwrap_or(0.0);
+        if seen == total {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "fleet view {seen} != {total} = sum of the probes' own counters {own:?}"
+        );
+        std::thread::sleep(POLL); // poll interval
+    }
+    for (p, mine) in probes.iter().zip(&own) {
+        let one = format!(
+            "sum(psprobe_commands_total{{instance=~\"{}\"}})",
+            p.metrics_addr()
+        );
+        let seen = result_sum(&prom.query(&one).expect("instance query"));
+        assert_eq!(seen, *mine, "instance view of {}", p.metrics_addr());
+    }
+
+    // The instance variable lists the three probes.
+    let mut listed = prom
+        .label_values("instance", "psprobe_connections_active")
+        .expect("label values");
+    listed.sort();
+    let mut expected: Vec<String> = targets.iter().map(|t| t.to_string()).collect();
+    expected.sort();
+    assert_eq!(listed, expected, "instance variable");
+
+    // Exactly one probe leads; the fleet recording rules sum over the three.
+    let leaders = result_sum(
+        &prom
+            .query("sum(psprobe_controller_leader)")
+            .expect("leaders"),
+    );
+    assert_eq!(leaders, 1.0, "probes leading the schedule");
+    let mut failures = Vec::new();
+    for (fleet, per_probe) in [
+        (
+            "sum(psprobe_fleet:commands:rate1m)",
+            "sum(psprobe:commands:rate1m)",
+        ),
+        (
+            "sum(psprobe_fleet:connections_active:sum)",
+            "sum(psprobe_connections_active)",
+        ),
+    ] {
+        let fleet_n = query_until_data(&prom, fleet, INGEST_TIMEOUT);
+        let (a, b) = (prom.query(fleet), prom.query(per_probe));
+        match (fleet_n, a, b) {
+            (Ok(_), Ok(a), Ok(b)) => {
+                let (a, b) = (result_sum(&a), result_sum(&b));
+                // Rules are evaluated on their own clock: equal up to one evaluation's drift.
+                if (a - b).abs() > 0.05 * b.abs().max(1.0) {
+                    failures.push(format!("{fleet} = {a}, {per_probe} = {b}"));
+                }
+            }
+            other => failures.push(format!("{fleet}: {other:?}")),
+        }
+    }
+    for e in all_exprs(&dash) {
+        let expr = substitute(&e.expr, &values);
+        if let Err(err) = query_until_data(&prom, &expr, EXPR_TIMEOUT) {
+            failures.push(format!("{}: {expr}: {err}", e.origin));
+        }
+    }
+    assert!(failures.is_empty(), "fleet:\n  {}", failures.join("\n  "));
+    println!(
+        "fleet: 3 probes, commands {own:?} (sum {total}) = the dashboard's fleet view; one leader"
     );
 }

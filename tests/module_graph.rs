@@ -219,6 +219,14 @@ fn assert_dag(src: &Path, min_modules: usize, expected: &[(&str, &str)]) {
     let found = cycles(&graph);
     let report: Vec<String> = found.iter().map(|c| describe(src, &graph, c)).collect();
     assert!(found.is_empty(), "import cycles:\n{}", report.join("\n"));
+    // The command line's root is used by `main` (and the fuzz target that parses command
+    // lines) only: no library module reaches up to it.
+    let users = graph
+        .iter()
+        .filter(|(from, to)| *from != "fuzzing" && to.contains_key("cli"));
+    if let Some(user) = users.map(|(from, _)| from).next() {
+        panic!("{user} imports the cli root");
+    }
 }
 
 #[test]

@@ -17,6 +17,9 @@
 //!   [`spawn_dedicated`] puts the whole interface on a low-priority thread of its own;
 //! - [`wire`], [`auth`]: byte-level fixes around opensrv-mysql and `mysql_native_password`;
 //! - [`login_limit`]: password checks per peer are limited, refusals logged at a bounded rate.
+//!
+//! Must not: change what psprobe measures or the server's settings; it reads snapshots of the
+//! live statistics, and a slow admin query never blocks the relay.
 
 pub mod auth;
 pub mod dialect;

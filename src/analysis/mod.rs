@@ -1,7 +1,7 @@
 //! Overhead analysis: phase records → for each scenario against the baseline, throughput,
 //! mean latency, p50/p95/p99 latency and error rate, each as a paired estimate with a 95%
 //! interval and a significance verdict, plus a drift check. Pure: no I/O; the caller reads the
-//! phase log (`controller::phase_log::read_phases`) and prints the [`Analysis`].
+//! phase log (`phase_log::read_phases`) and prints the [`Analysis`].
 //!
 //! How it measures honestly (DESIGN.md, principle 4):
 //! - the sample is the phase, not the query: a phase's aggregate is one observation;
@@ -18,6 +18,8 @@
 //! (pairing, t interval, drift), [`bootstrap`], [`baseline`] (which scenario is the
 //! reference), [`estimate`] (result types), `analyze` (the driver), and the numeric kit
 //! [`stats_math`], [`rng`], [`weighted_hist`].
+//!
+//! Must not: read files, print, or depend on the controller; it gets records, returns numbers.
 
 mod analyze;
 pub mod baseline;

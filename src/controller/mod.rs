@@ -9,6 +9,9 @@
 //!
 //! Async API for the scheduler: [`Controller::connect`], [`Controller::apply`],
 //! [`Controller::verify`], [`Controller::snapshot`], [`Controller::restore`].
+//!
+//! Must not: touch the relay's hot path (it publishes the scenario in effect through `stats`,
+//! read with one atomic load), or leave a server changed: every path out restores or says how.
 
 pub mod catalog;
 pub mod cli;

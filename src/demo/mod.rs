@@ -2,6 +2,8 @@
 //! (performance_schema ON), runs the proxy with the controller cycling the six seed scenarios
 //! (pfsoff through a restart of the throwaway server), drives sysbench through the proxy,
 //! then writes the HTML report and prints the headline table.
+//!
+//! Must not: touch any server but the throwaway one it started, or leave processes behind.
 
 pub mod experiment;
 pub mod sysbench;

@@ -1,5 +1,8 @@
 //! Prometheus metrics: the registry with pre-resolved series, the per-digest collector, and the
 //! HTTP endpoint that exposes it.
+//!
+//! Must not: block or allocate per command on the relay's path (series are resolved once per
+//! connection and scenario), or let a slow scrape hold a lock the relay needs.
 
 mod digest_collector;
 pub mod http;

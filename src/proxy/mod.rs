@@ -1,4 +1,7 @@
 //! The tokio side: accept clients, connect each to the upstream, relay and observe.
+//!
+//! Must not: change a byte between the peers, wait on metrics, or panic on anything the network
+//! sends; parsing errors end observation of that connection, never its relay.
 
 mod connection;
 pub mod handshake;

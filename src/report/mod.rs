@@ -1,6 +1,8 @@
 //! `psprobe report PHASE_LOG...`: the overhead of each scenario against the baseline, as
 //! markdown, CSV, JSON or a self-contained HTML page with inline SVG charts. Several logs of
 //! one schedule (a fleet of probes) are merged slot by slot first (merge.rs).
+//!
+//! Must not: compute estimates itself (that is `analysis`) or talk to a server.
 
 mod html;
 mod merge;

@@ -1,4 +1,6 @@
 //! Aggregation of finished commands: per digest and scenario, in log-bucket histograms.
+//!
+//! Must not: allocate per command in the steady state, or know about I/O and the runtime.
 
 pub mod digest_stats;
 pub mod histogram;

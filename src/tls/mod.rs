@@ -2,6 +2,9 @@
 //! certificate and, when the upstream leg is to be encrypted too, connects to the server as a
 //! TLS client, so what travels inside is observed like plain traffic. The tokio side (the
 //! SSLRequest exchange) is in `proxy::handshake`; this module holds the configuration.
+//!
+//! Must not: log key material or passwords, or accept a server certificate that
+//! `--server-tls-verify` says to refuse.
 
 pub mod acceptor;
 pub mod certs;

@@ -8,7 +8,7 @@ use serde_json::Value;
 use std::fs::{self, File};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use tempfile::TempDir;
@@ -69,7 +69,21 @@ impl Prometheus {
     /// Starts Prometheus scraping `targets` (HOST:PORT, path /metrics) every `interval`
     /// (a Prometheus duration such as "1s") and returns once `/-/ready` answers 200.
     pub fn start(targets: &[&str], interval: &str) -> Prometheus {
+        Self::start_with_rules(targets, interval, &[])
+    }
+
+    /// Like [`Prometheus::start`], evaluating the rule files `rules` (absolute paths).
+    pub fn start_with_rules(targets: &[&str], interval: &str, rules: &[&Path]) -> Prometheus {
         let dir = tempdir("prometheus");
+        let rule_files: String = rules
+            .iter()
+            .map(|r| format!("  - '{}'\n", r.display()))
+            .collect();
+        let rule_files = if rule_files.is_empty() {
+            String::new()
+        } else {
+            format!("rule_files:\n{rule_files}")
+        };
         let list = targets
             .iter()
             .map(|t| format!("'{t}'"))
@@ -80,6 +94,7 @@ impl Prometheus {
             format!(
                 "global:\n  scrape_interval: {interval}\n  scrape_timeout: {interval}\n  \
                  evaluation_interval: {interval}\n\
+                 {rule_files}\
                  scrape_configs:\n  - job_name: psprobe\n    static_configs:\n      \
                  - targets: [{list}]\n"
             ),

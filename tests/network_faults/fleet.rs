@@ -3,7 +3,8 @@
 //! Cutting the leader's link must hand the schedule to a follower within a stated bound, with
 //! the snapshot restored first and nothing changed by the cut-off leader; when the link comes
 //! back the old leader follows. A leader killed on a host that never returns must not stop the
-//! schedule from completing, with the settings restored once, as found.
+//! schedule from completing, with the settings restored once, as found. A follower cut off
+//! under load counts exactly what its clients count and rejoins.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -12,6 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::common::controller::{flags, leader, poll, terminate, DSN_ENV, SETUP_DUMP};
+use crate::common::counting_client;
 use crate::common::faulty_link::{FaultyLink, Shape};
 use crate::common::mariadb::{MariaDb, Options};
 use crate::common::netns::{self, Netns};
@@ -319,4 +321,90 @@ fn partition_a_leader_killed_on_a_host_that_never_returns_does_not_stop_the_sche
     }
     fleet.check_restored("after the fleet stopped");
     println!("FIGURES partition: leader killed behind a cut link; takeover {takeover:?}");
+}
+
+/// A follower's host cut off from the server while clients run through it: every query the
+/// clients sent is answered or counted by psprobe exactly as the clients count it (TCP
+/// carries the stalled queries across a 12 s cut); the follower's controller gives up on its
+/// stalled poll, rejoins once the link is back, follows again and never leads; the leader is
+/// unaffected.
+#[test]
+fn partition_a_cut_off_follower_counts_exactly_and_rejoins() {
+    let spec = format!("{TWO} --phase 1s --settle 200ms --seed 3");
+    let Some(mut fleet) = Fleet::start("partition_follower_cut_off", &spec) else {
+        return;
+    };
+    let l = fleet.the_leader(30);
+    let f = (0..3).find(|&i| i != l).unwrap();
+    poll("2 phases in the follower's log", 30, || {
+        (phases(&fleet.records(f)) >= 2).then_some(())
+    });
+    let before = fleet.probes[f].scrape();
+    let dsn = fleet.db.dsn_via(fleet.probes[f].proxy_addr());
+    let clients = std::thread::spawn(move || {
+        counting_client::run(counting_client::opts(&dsn), 4, Duration::from_secs(24))
+    });
+    // Clients running through the follower, then the cut.
+    let answered_now = |p: &Probe| {
+        p.scrape()
+            .get("psprobe_commands_total", &[("command", "query")])
+    };
+    let start = answered_now(&fleet.probes[f]);
+    poll("queries through the follower", 20, || {
+        (answered_now(&fleet.probes[f]) > start + 100.0).then_some(())
+    });
+    fleet.links[f].down();
+    std::thread::sleep(Duration::from_secs(12)); // the outage itself
+    fleet.links[f].up();
+    let back = Instant::now();
+    let client = clients.join().expect("client thread");
+    let rejoined = poll("the follower to follow again", 40, || {
+        let log = fleet.records(f);
+        let runs = roles(&log);
+        let at = log.iter().rposition(|r| r["kind"] == "run")?;
+        (runs.len() >= 2 && phases(&log[at..]) >= 1).then(|| back.elapsed())
+    });
+    assert!(
+        roles(&fleet.records(f)).iter().all(|r| r == "follower"),
+        "the follower never led"
+    );
+    assert_eq!(leader(&fleet.probes[l]), 1.0, "the leader leads on");
+    let said = fleet.probes[f].stderr_text();
+    assert!(said.contains("rejoining when the server answers"), "{said}");
+
+    // psprobe counts what the clients count: answered, errors, lost.
+    let after = poll("the follower's connections to close", 30, || {
+        let m = fleet.probes[f].scrape();
+        (m.get("psprobe_connections_active", &[]) == 0.0).then_some(m)
+    });
+    let delta = |outcome: &str| {
+        let labels = [("command", "query"), ("outcome", outcome)];
+        (after.get("psprobe_commands_total", &labels)
+            - before.get("psprobe_commands_total", &labels)) as u64
+    };
+    let probe = (
+        delta("ok") + delta("rows"),
+        delta("error"),
+        delta("aborted"),
+    );
+    assert_eq!(
+        (probe.0, probe.1),
+        (client.ok, client.server_errors),
+        "psprobe (answered, errors, aborted) {probe:?} vs client {client:?}"
+    );
+    assert!(
+        probe.2 <= client.lost,
+        "aborted {probe:?} vs client {client:?}"
+    );
+    let m = fleet.probes[f].scrape();
+    assert_eq!(m.get("psprobe_controller_lead_lost_total", &[]), 0.0);
+    for i in (0..3).filter(|&i| i != l) {
+        terminate(&mut fleet.probes[i]);
+    }
+    terminate(&mut fleet.probes[l]);
+    fleet.check_restored("after the fleet stopped");
+    println!(
+        "FIGURES partition: follower cut 12 s under 4 clients: {client:?}; psprobe (answered, \
+         errors, aborted) {probe:?}; following again {rejoined:?} after the link came back"
+    );
 }

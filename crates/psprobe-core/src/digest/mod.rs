@@ -18,6 +18,8 @@
 //! assert_eq!(f.text(), b"select c from sbtest1 where id=?");
 //! assert_eq!(f.id().to_string().len(), 16);
 //! ```
+//!
+//! Must not: allocate per query in the steady state, or depend on an async runtime.
 
 mod canonical;
 mod fingerprint;

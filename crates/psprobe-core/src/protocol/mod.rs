@@ -1,5 +1,7 @@
 //! Sans-I/O MySQL / MariaDB wire protocol: pure functions and small state over byte slices.
 //! Nothing in here knows about sockets or async runtimes, so every edge case is a unit test.
+//!
+//! Must not: panic or index out of bounds on any byte sequence (fuzzed), or allocate per packet.
 
 pub mod auth;
 pub mod capabilities;

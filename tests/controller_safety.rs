@@ -224,14 +224,13 @@ fn after_sigkill_the_next_start_restores_before_serving() {
     println!("sigkill: start to listening, crash restore included, {startup:?}; exit {took:?}");
 }
 
-#[test]
-fn two_psprobes_one_leads_the_other_follows_and_takes_over() {
-    let db = MariaDb::start_default();
-    let found = Found::new(&db);
+/// Two psprobes with the schedule `TWO` plus `timing`, each with its own state directory,
+/// once exactly one of them leads (its index is the third value).
+fn two_probes(db: &MariaDb, timing: &str) -> ([tempfile::TempDir; 2], Vec<Probe>, usize) {
     let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
-    let spec = format!("{TWO} --phase 2s --settle 500ms --seed 7");
-    let start_in = |d: &tempfile::TempDir| start(&db, &flags(&spec, d.path()));
-    let mut probes: Vec<Probe> = dirs.iter().map(start_in).collect();
+    let spec = format!("{TWO} {timing}");
+    let start_in = |d: &tempfile::TempDir| start(db, &flags(&spec, d.path()));
+    let probes: Vec<Probe> = dirs.iter().map(start_in).collect();
     let l = poll("exactly one leader", 15, || {
         match (leader(&probes[0]), leader(&probes[1])) {
             (1.0, 0.0) => Some(0),
@@ -239,6 +238,14 @@ fn two_psprobes_one_leads_the_other_follows_and_takes_over() {
             _ => None,
         }
     });
+    (dirs, probes, l)
+}
+
+#[test]
+fn two_psprobes_one_leads_the_other_follows_and_takes_over() {
+    let db = MariaDb::start_default();
+    let found = Found::new(&db);
+    let (dirs, mut probes, l) = two_probes(&db, "--phase 2s --settle 500ms --seed 7");
     let (f, survivor) = (1 - l, dirs[1 - l].path());
     let load = |p: &Probe| Some(Load::start(p.proxy_addr()));
     let mut loads: Vec<_> = probes.iter().map(load).collect();
@@ -305,17 +312,7 @@ fn two_psprobes_one_leads_the_other_follows_and_takes_over() {
 fn a_stopped_leader_is_taken_over_and_follows_when_it_resumes() {
     let db = MariaDb::start_default();
     let found = Found::new(&db);
-    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
-    let spec = format!("{TWO} --phase 1s --settle 200ms --seed 11");
-    let start_in = |d: &tempfile::TempDir| start(&db, &flags(&spec, d.path()));
-    let mut probes: Vec<Probe> = dirs.iter().map(start_in).collect();
-    let l = poll("exactly one leader", 15, || {
-        match (leader(&probes[0]), leader(&probes[1])) {
-            (1.0, 0.0) => Some(0),
-            (0.0, 1.0) => Some(1),
-            _ => None,
-        }
-    });
+    let (dirs, mut probes, l) = two_probes(&db, "--phase 1s --settle 200ms --seed 11");
     let (f, survivor) = (1 - l, dirs[1 - l].path());
     let load = Load::start(probes[f].proxy_addr());
     poll("2 phases in the follower's log", 30, || {

@@ -88,6 +88,17 @@ impl Fleet {
         })
     }
 
+    /// The leader and the followers, once each follower has logged `n` phases.
+    fn followed(&self, n: usize) -> (usize, Vec<usize>) {
+        let l = self.the_leader(30);
+        let followers: Vec<usize> = (0..3).filter(|&i| i != l).collect();
+        poll("phases in each follower's log", 30, || {
+            let logged = |f: &usize| phases(&self.records(*f)) >= n;
+            followers.iter().all(logged).then_some(())
+        });
+        (l, followers)
+    }
+
     fn records(&self, i: usize) -> Vec<Value> {
         records(self.dirs[i].path())
     }
@@ -155,14 +166,7 @@ fn partition_the_cut_off_leader_is_taken_over_and_follows_when_the_link_returns(
     let Some(mut fleet) = Fleet::start("partition_leader_cut_off", &spec) else {
         return;
     };
-    let l = fleet.the_leader(30);
-    let followers: Vec<usize> = (0..3).filter(|&i| i != l).collect();
-    poll("2 phases in each follower's log", 30, || {
-        followers
-            .iter()
-            .all(|&f| phases(&fleet.records(f)) >= 2)
-            .then_some(())
-    });
+    let (l, followers) = fleet.followed(2);
 
     fleet.links[l].down();
     let cut = Instant::now();
@@ -265,14 +269,7 @@ fn partition_a_leader_killed_on_a_host_that_never_returns_does_not_stop_the_sche
     let Some(mut fleet) = Fleet::start("partition_leader_killed", &spec) else {
         return;
     };
-    let l = fleet.the_leader(30);
-    let followers: Vec<usize> = (0..3).filter(|&i| i != l).collect();
-    poll("a phase in each follower's log", 30, || {
-        followers
-            .iter()
-            .all(|&f| phases(&fleet.records(f)) >= 1)
-            .then_some(())
-    });
+    let (l, followers) = fleet.followed(1);
     // The host goes first, then the process: the server never hears of the end of the
     // leader's connections, which keep the lock.
     fleet.links[l].down();

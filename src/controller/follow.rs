@@ -45,6 +45,15 @@ struct Window {
     from: Instant,
     to: Instant,
     measuring: bool,
+    /// Measuring stopped at its end while a statement was outstanding (the slot ends there).
+    stopped_at: Option<Instant>,
+}
+
+/// Notes on the window that measuring stopped at `stopped` (if it did).
+fn stopped_early(window: &mut Option<Window>, stopped: Option<Instant>) {
+    if let (Some(w), Some(at)) = (window.as_mut(), stopped) {
+        w.stopped_at.get_or_insert(at);
+    }
 }
 
 impl Follower<'_> {
@@ -58,12 +67,15 @@ impl Follower<'_> {
     }
 
     fn unmeasured(&mut self) {
-        let now = self.observer.scenarios.now();
-        self.observer.scenarios.publish(Current {
-            state: SlotState::Switching,
-            ..now
-        });
+        stop_measuring(self.observer);
         self.tracker.slot_ended();
+    }
+
+    /// Ends the measured window at `at`, when commands stopped being measured (earlier than
+    /// now if a slow poll held the loop up).
+    fn unmeasured_at(&mut self, at: Instant) {
+        stop_measuring(self.observer);
+        self.tracker.slot_ended_at(at);
     }
 
     /// Follows until this psprobe takes the lead (`Some(last row seen)`) or stops (`None`).
@@ -93,15 +105,21 @@ impl Follower<'_> {
                     self.tracker.measuring();
                 }
                 if w.measuring && now >= w.to {
+                    let ended = w.stopped_at.unwrap_or(now);
                     window = None;
-                    self.unmeasured();
+                    self.unmeasured_at(ended);
                 }
             }
             if now < next_poll {
                 continue;
             }
             next_poll = now + poll;
-            if self.poll_lock().await? {
+            // A poll the server is slow to answer (a cut link) must not stretch the window.
+            let end = window.as_ref().filter(|w| w.measuring).map(|w| w.to);
+            let observer = self.observer;
+            let (polled, stopped) = on_time(self.poll_lock(), end, observer).await;
+            stopped_early(&mut window, stopped);
+            if polled? {
                 self.tracker.abandon_slot();
                 self.tracker.finish_segment(self.log)?;
                 // The leader may have completed the schedule and let the lock go between two
@@ -115,11 +133,18 @@ impl Follower<'_> {
                 }
                 return Ok(Some(last));
             }
-            let Some(row) = self.lead.read().await? else {
+            let (read, stopped) = on_time(self.lead.read(), end, observer).await;
+            stopped_early(&mut window, stopped);
+            let Some(row) = read? else {
                 continue;
             };
             if last.as_ref() == Some(&row) {
                 continue;
+            }
+            if let Some(at) = window.as_ref().and_then(|w| w.stopped_at) {
+                // The window ended while the read was outstanding: its slot ends there.
+                window = None;
+                self.unmeasured_at(at);
             }
             let slot = (row.block, row.phase, &row.scenario, &row.schedule);
             let new_slot = last.as_ref().is_none_or(|l| {
@@ -184,6 +209,7 @@ impl Follower<'_> {
                         from: now + settle,
                         to,
                         measuring: false,
+                        stopped_at: None,
                     });
                     let slot = settle + measure;
                     if !slot.is_zero() {
@@ -238,5 +264,97 @@ impl Follower<'_> {
             () = tokio::time::sleep_until(tokio::time::Instant::from_std(at)) => true,
             changed = self.stop.changed() => changed.is_ok() && !*self.stop.borrow(),
         }
+    }
+}
+
+/// From now on, commands are not measured (the scenario's label stays).
+fn stop_measuring(observer: &Observer) {
+    let now = observer.scenarios.now();
+    observer.scenarios.publish(Current {
+        state: SlotState::Switching,
+        ..now
+    });
+}
+
+/// Awaits `statement`; if the measured window's `end` comes first, stops measuring then and
+/// goes on waiting. Returns the statement's output and when measuring was stopped, if it was.
+async fn on_time<T>(
+    statement: impl std::future::Future<Output = T>,
+    end: Option<Instant>,
+    observer: &Observer,
+) -> (T, Option<Instant>) {
+    tokio::pin!(statement);
+    let Some(end) = end else {
+        return (statement.await, None);
+    };
+    tokio::select! {
+        done = &mut statement => (done, None),
+        () = tokio::time::sleep_until(tokio::time::Instant::from_std(end)) => {
+            stop_measuring(observer);
+            let stopped = Instant::now();
+            (statement.await, Some(stopped))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    fn observer() -> Observer {
+        let scenarios: Arc<crate::stats::Scenarios> = Arc::default();
+        Observer {
+            metrics: crate::metrics::ProxyMetrics::new(Arc::clone(&scenarios)).unwrap(),
+            digests: Arc::new(crate::stats::DigestStore::new(100)),
+            scenarios,
+            fingerprint: Default::default(),
+            connections: Default::default(),
+        }
+    }
+
+    fn measuring(o: &Observer) {
+        o.scenarios.publish(Current {
+            id: 1,
+            state: SlotState::Measuring,
+            switched_at_ms: 0,
+        });
+    }
+
+    #[tokio::test]
+    async fn a_slow_statement_does_not_stretch_the_measured_window() {
+        let o = observer();
+        measuring(&o);
+        let end = Instant::now() + Duration::from_millis(20);
+        // The statement answers only once measuring has stopped: the window ended first.
+        let (tx, rx) = tokio::sync::oneshot::channel::<u32>();
+        let statement = async { rx.await.unwrap_or(0) };
+        let answer_after_the_window = async {
+            // (Bounded: without the fix the statement must still end, and the test fail.)
+            for _ in 0..5_000 {
+                if o.scenarios.now().state == SlotState::Switching {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await; // poll: no event to wait on
+            }
+            let _ = tx.send(7);
+        };
+        let ((out, stopped), ()) =
+            tokio::join!(on_time(statement, Some(end), &o), answer_after_the_window);
+        assert_eq!(out, 7, "the statement is still awaited to its end");
+        assert!(
+            stopped.is_some_and(|at| at >= end),
+            "stopped at the window's end"
+        );
+        assert_eq!(o.scenarios.now().id, 1, "the label stays");
+
+        // A statement answered in time changes nothing.
+        measuring(&o);
+        let end = Instant::now() + Duration::from_secs(60);
+        assert_eq!(on_time(async { 8 }, Some(end), &o).await, (8, None));
+        assert_eq!(o.scenarios.now().state, SlotState::Measuring);
+        // Outside a measured window there is nothing to end.
+        assert_eq!(on_time(async { 9 }, None, &o).await, (9, None));
     }
 }

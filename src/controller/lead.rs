@@ -22,7 +22,7 @@ use crate::stats::{Current, ScenarioId, SlotState};
 
 use super::error::{ControllerError, Result};
 use super::fast_switch::Switcher;
-use super::heartbeat::{Heartbeat, BEAT, FENCE_AFTER, STALE_AFTER};
+use super::heartbeat::{Heartbeat, BEAT, FENCE_AFTER};
 use super::leadership::{Leadership, PhaseRow};
 use super::phase_tracker::{PhaseTracker, SlotStart};
 use super::restart::{restart_server, wait_ready};
@@ -283,10 +283,7 @@ impl Leader<'_> {
     }
 
     fn lost_lead(&self) -> ControllerError {
-        ControllerError::LostLead {
-            target: self.s.dsn.redacted(),
-            stale_after: STALE_AFTER,
-        }
+        super::runner::lost_lead(&self.s.dsn)
     }
 
     /// Publishes a slow phase's row (fast slots publish theirs in the switch's batch).

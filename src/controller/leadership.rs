@@ -13,12 +13,10 @@ use super::error::{ControllerError, Result};
 use super::heartbeat::{self, Holder, HOLDER_COLUMNS};
 use super::server::code;
 use super::snapshot::Snapshot;
+use super::statement::{Failure, StatementGuard, STATEMENT_TIMEOUT};
 
 pub const LOCK_NAME: &str = "psprobe_controller";
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// A statement on the leadership connection that takes longer failed: a leader cut off from
-/// the server stops instead of hanging (its connection is not used again).
-pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What the leader publishes about the slot in effect, once per slot.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -90,8 +88,7 @@ pub struct Leadership {
     conn: Conn,
     target: String,
     pub leader: bool,
-    /// A statement timed out: the connection is in an unknown state and not used again.
-    broken: bool,
+    guard: StatementGuard,
 }
 
 /// What one poll of the lock found.
@@ -133,22 +130,6 @@ fn sql_error(target: &str, what: &str, e: mysql_async::Error) -> ControllerError
 /// MariaDB/MySQL ER_NO_SUCH_THREAD: the connection to kill is already gone.
 const UNKNOWN_THREAD: u16 = 1094;
 
-/// Runs one statement with [`STATEMENT_TIMEOUT`]; a timeout is a lost connection.
-async fn within<T>(
-    target: &str,
-    what: &str,
-    statement: impl std::future::Future<Output = std::result::Result<T, mysql_async::Error>>,
-) -> Result<T> {
-    match tokio::time::timeout(STATEMENT_TIMEOUT, statement).await {
-        Ok(done) => done.map_err(|e| sql_error(target, what, e)),
-        Err(_) => Err(ControllerError::Connection {
-            target: target.to_string(),
-            action: what.to_string(),
-            reason: format!("no answer within {STATEMENT_TIMEOUT:?}"),
-        }),
-    }
-}
-
 impl Leadership {
     pub async fn connect(dsn: &ControllerDsn) -> Result<Self> {
         let target = dsn.redacted();
@@ -166,7 +147,7 @@ impl Leadership {
             conn,
             target,
             leader: false,
-            broken: false,
+            guard: StatementGuard::default(),
         };
         me.ensure_table().await?;
         Ok(me)
@@ -184,9 +165,8 @@ impl Leadership {
                id TINYINT PRIMARY KEY, body LONGTEXT NOT NULL) ENGINE=InnoDB",
             heartbeat::CREATE_TABLE,
         ] {
-            let (target, conn) = self.usable("create the psprobe tables")?;
-            let done = within(&target, "create the psprobe tables", conn.query_drop(sql)).await;
-            self.completed(done)?;
+            let done = self.guard.run(self.conn.query_drop(sql)).await;
+            self.answer(done, "create the psprobe tables")?;
         }
         Ok(())
     }
@@ -196,25 +176,10 @@ impl Leadership {
         self.conn.id()
     }
 
-    /// The connection, unless a timed-out statement left it unusable.
-    fn usable(&mut self, what: &str) -> Result<(String, &mut Conn)> {
-        if self.broken {
-            return Err(ControllerError::Connection {
-                target: self.target.clone(),
-                action: what.to_string(),
-                reason: "an earlier statement timed out on this connection".into(),
-            });
-        }
-        self.broken = true; // until the statement below completes (a cancelled future too)
-        Ok((self.target.clone(), &mut self.conn))
-    }
-
-    /// Marks the statement run on [`Self::usable`]'s connection as complete.
-    fn completed<T>(&mut self, result: Result<T>) -> Result<T> {
-        if !matches!(result, Err(ControllerError::Connection { .. })) {
-            self.broken = false;
-        }
-        result
+    /// A guarded statement's outcome as the user reads it.
+    fn answer<T>(&self, done: std::result::Result<T, Failure>, what: &str) -> Result<T> {
+        let target = &self.target;
+        done.map_err(|f| f.into_error(target, what, |e| sql_error(target, what, e)))
     }
 
     /// Polls the lock in one round trip: takes it if free, or reads who holds it and how
@@ -225,9 +190,8 @@ impl Leadership {
         }
         let what = "take the leader lock";
         let sql = format!("SELECT GET_LOCK('{LOCK_NAME}', 0), {HOLDER_COLUMNS}");
-        let (target, conn) = self.usable(what)?;
-        let done = within(&target, what, conn.query_first(sql)).await;
-        let row: Option<Row> = self.completed(done)?;
+        let done = self.guard.run(self.conn.query_first(sql)).await;
+        let row: Option<Row> = self.answer(done, what)?;
         type Columns = (
             Option<i64>,
             Option<u64>,
@@ -252,20 +216,9 @@ impl Leadership {
     pub async fn holds_lock(&mut self) -> Result<bool> {
         let what = "check the leader lock";
         let sql = format!("SELECT IS_USED_LOCK('{LOCK_NAME}') = CONNECTION_ID()");
-        let (target, conn) = self.usable(what)?;
-        let done = within(&target, what, conn.query_first(sql)).await;
-        let held: Option<Option<i64>> = self.completed(done)?;
+        let done = self.guard.run(self.conn.query_first(sql)).await;
+        let held: Option<Option<i64>> = self.answer(done, what)?;
         Ok(held.flatten() == Some(1))
-    }
-
-    /// The connection holding the lock, if any.
-    pub async fn holder(&mut self) -> Result<Option<u64>> {
-        let what = "find the leader lock's holder";
-        let sql = format!("SELECT IS_USED_LOCK('{LOCK_NAME}')");
-        let (target, conn) = self.usable(what)?;
-        let done = within(&target, what, conn.query_first(sql)).await;
-        let holder: Option<Option<u64>> = self.completed(done)?;
-        Ok(holder.flatten())
     }
 
     /// Ends a stalled leader's connections (`KILL CONNECTION`; the same account may). An id
@@ -273,16 +226,10 @@ impl Leadership {
     pub async fn kill(&mut self, connections: &[u64]) -> Result<()> {
         let what = "end the stalled leader's connections";
         for id in connections {
-            let (target, conn) = self.usable(what)?;
             let sql = format!("KILL CONNECTION {id}");
-            match within(&target, what, conn.query_drop(sql)).await {
-                Err(ControllerError::Sql {
-                    code: UNKNOWN_THREAD,
-                    ..
-                }) => {
-                    self.broken = false;
-                }
-                other => self.completed(other)?,
+            match self.guard.run(self.conn.query_drop(sql)).await {
+                Err(Failure::Sql(mysql_async::Error::Server(e))) if e.code == UNKNOWN_THREAD => {}
+                done => self.answer(done, what)?,
             }
         }
         Ok(())
@@ -294,10 +241,9 @@ impl Leadership {
             return Ok(true);
         }
         let what = "take the leader lock";
-        let (target, conn) = self.usable(what)?;
         let sql = format!("SELECT GET_LOCK('{LOCK_NAME}', 0)");
-        let done = within(&target, what, conn.query_first(sql)).await;
-        let got: Option<Option<i64>> = self.completed(done)?;
+        let done = self.guard.run(self.conn.query_first(sql)).await;
+        let got: Option<Option<i64>> = self.answer(done, what)?;
         self.leader = got.flatten() == Some(1);
         Ok(self.leader)
     }
@@ -319,8 +265,7 @@ impl Leadership {
 
     pub async fn publish(&mut self, row: &PhaseRow) -> Result<()> {
         let what = "publish the phase";
-        let (target, conn) = self.usable(what)?;
-        let sent = conn.exec_drop(
+        let sent = self.conn.exec_drop(
             "REPLACE INTO psprobe.phase (id, scenario, block, phase, state, leader) \
              VALUES (1, ?, ?, ?, ?, ?)",
             (
@@ -331,16 +276,15 @@ impl Leadership {
                 row.leader_column(),
             ),
         );
-        let done = within(&target, what, sent).await;
-        self.completed(done)
+        let done = self.guard.run(sent).await;
+        self.answer(done, what)
     }
 
     pub async fn read(&mut self) -> Result<Option<PhaseRow>> {
         let what = "read the phase";
-        let (target, conn) = self.usable(what)?;
         let sql = "SELECT scenario, block, phase, state, leader FROM psprobe.phase WHERE id = 1";
-        let done = within(&target, what, conn.query_first(sql)).await;
-        let row: Option<Row> = self.completed(done)?;
+        let done = self.guard.run(self.conn.query_first(sql)).await;
+        let row: Option<Row> = self.answer(done, what)?;
         Ok(row.and_then(|r| {
             mysql_async::from_row_opt::<(String, u64, u64, String, String)>(r)
                 .ok()
@@ -357,43 +301,41 @@ impl Leadership {
             reason: e.to_string(),
         })?;
         let what = "save the snapshot on the server";
-        let (target, conn) = self.usable(what)?;
-        let sent = conn.exec_drop(
+        let sent = self.conn.exec_drop(
             "REPLACE INTO psprobe.snapshot (id, body) VALUES (1, ?)",
             (json,),
         );
-        let done = within(&target, what, sent).await;
-        self.completed(done)
+        let done = self.guard.run(sent).await;
+        self.answer(done, what)
     }
 
     pub async fn load_snapshot(&mut self) -> Result<Option<Snapshot>> {
         let what = "read the snapshot on the server";
-        let (target, conn) = self.usable(what)?;
         let sql = "SELECT body FROM psprobe.snapshot WHERE id = 1";
-        let done = within(&target, what, conn.query_first(sql)).await;
-        let body: Option<String> = self.completed(done)?;
+        let done = self.guard.run(self.conn.query_first(sql)).await;
+        let body: Option<String> = self.answer(done, what)?;
         Ok(body.and_then(|b| serde_json::from_str(&b).ok()))
     }
 
     pub async fn clear_snapshot(&mut self) -> Result<()> {
         let what = "clear the snapshot on the server";
-        let (target, conn) = self.usable(what)?;
-        let sent = conn.query_drop("DELETE FROM psprobe.snapshot WHERE id = 1");
-        let done = within(&target, what, sent).await;
-        self.completed(done)
+        let sent = self
+            .conn
+            .query_drop("DELETE FROM psprobe.snapshot WHERE id = 1");
+        let done = self.guard.run(sent).await;
+        self.answer(done, what)
     }
 
     /// The session's round trip to the server (one cheap query).
     pub async fn ping(&mut self) -> Result<Duration> {
         let t = std::time::Instant::now();
-        let (target, conn) = self.usable("ping")?;
-        let done = within(&target, "ping", conn.ping()).await;
-        self.completed(done)?;
+        let done = self.guard.run(self.conn.ping()).await;
+        self.answer(done, "ping")?;
         Ok(t.elapsed())
     }
 
     pub async fn release(mut self) {
-        if self.broken {
+        if self.guard.is_broken() {
             // The server ends the session (and frees the lock) when the socket closes.
             return;
         }

@@ -38,6 +38,7 @@ pub mod show;
 pub mod snapshot;
 pub mod stale;
 pub mod startup;
+pub mod statement;
 pub mod timeline;
 pub mod version;
 

@@ -280,32 +280,27 @@ pub async fn run(
             } else {
                 "idle"
             };
-            let restored = match &result {
-                Err(ControllerError::LostLead {
-                    target,
-                    stale_after,
-                }) => Err(ControllerError::LostLead {
-                    target: target.clone(),
-                    stale_after: *stale_after,
-                }),
-                _ => leave_as_found(&settings, &mut ctl, &mut lead, end_state, &mode).await,
+            let restored = if matches!(result, Err(ControllerError::LostLead { .. })) {
+                Ok(())
+            } else {
+                leave_as_found(&settings, &mut ctl, &mut lead, end_state, &mode).await
             };
             drop(heartbeat);
-            if let Err(lost @ ControllerError::LostLead { .. }) = &restored {
+            let lost = match (&result, &restored) {
+                (Err(e @ ControllerError::LostLead { .. }), _)
+                | (_, Err(e @ ControllerError::LostLead { .. })) => Some(e.to_string()),
+                _ => None,
+            };
+            if let Some(lost) = lost {
                 // Possibly taken over: change nothing until the server answers again, then
                 // lead again if the lock is free (restoring what this run left, as any new
                 // leader does), or follow the psprobe that holds it.
                 tracing::warn!("{lost}");
                 observer.metrics.controller_lead_lost.inc();
                 tracker.abandon();
-                let Some((new_lead, new_ctl)) = rejoin(&settings, &mut stop).await else {
-                    return Err(ControllerError::LostLead {
-                        target: settings.dsn.redacted(),
-                        stale_after: STALE_AFTER,
-                    });
-                };
-                std::mem::replace(&mut lead, new_lead).release().await;
-                std::mem::replace(&mut ctl, new_ctl).disconnect().await;
+                if !rejoin(&settings, &mut stop, &mut lead, &mut ctl).await {
+                    return Err(lost_lead(&settings.dsn));
+                }
                 if lead.try_acquire().await? {
                     // Nobody took over: go on after the last slot this run published.
                     start_at = resume_after(&settings, lead.read().await?.as_ref());
@@ -347,11 +342,9 @@ pub async fn run(
                 tracing::warn!("following: {e}; rejoining when the server answers");
                 tracker.abandon();
                 observer.scenarios.set_current(NO_SCENARIO);
-                let Some((new_lead, new_ctl)) = rejoin(&settings, &mut stop).await else {
+                if !rejoin(&settings, &mut stop, &mut lead, &mut ctl).await {
                     return Ok(());
-                };
-                std::mem::replace(&mut lead, new_lead).release().await;
-                std::mem::replace(&mut ctl, new_ctl).disconnect().await;
+                }
             }
             Err(e) => return Err(e),
         }
@@ -515,16 +508,19 @@ async fn lead_schedule(
     leader.run(timeline).await
 }
 
-/// Connects anew (the old connections may have been ended by the leader that took over),
-/// trying every second while the server does not answer; `None` if stopped meanwhile.
+/// Connects anew in place of `lead` and `ctl` (the old connections may have been ended by the
+/// leader that took over), trying every second while the server does not answer; false if
+/// stopped meanwhile.
 async fn rejoin(
     s: &ControllerSettings,
     stop: &mut watch::Receiver<bool>,
-) -> Option<(Leadership, Controller)> {
+    lead: &mut Leadership,
+    ctl: &mut Controller,
+) -> bool {
     let mut warned = false;
     loop {
         if *stop.borrow() {
-            return None;
+            return false;
         }
         let connected = async {
             let lead = Leadership::connect(&s.dsn).await?;
@@ -532,7 +528,11 @@ async fn rejoin(
             Ok::<_, ControllerError>((lead, ctl))
         };
         match connected.await {
-            Ok(both) => return Some(both),
+            Ok((new_lead, new_ctl)) => {
+                std::mem::replace(lead, new_lead).release().await;
+                std::mem::replace(ctl, new_ctl).disconnect().await;
+                return true;
+            }
             Err(e) if !warned => {
                 warned = true;
                 tracing::warn!("cannot reach the server to rejoin the schedule yet ({e}); retrying every second");
@@ -543,6 +543,14 @@ async fn rejoin(
             () = tokio::time::sleep(Duration::from_secs(1)) => {}
             _ = stop.changed() => {}
         }
+    }
+}
+
+/// The error of a leader that may have been taken over.
+pub fn lost_lead(dsn: &ControllerDsn) -> ControllerError {
+    ControllerError::LostLead {
+        target: dsn.redacted(),
+        stale_after: STALE_AFTER,
     }
 }
 
@@ -559,10 +567,7 @@ async fn keep_or_take_lead(s: &ControllerSettings, lead: &mut Leadership) -> Res
         return Ok(());
     }
     fresh.release().await;
-    Err(ControllerError::LostLead {
-        target: s.dsn.redacted(),
-        stale_after: STALE_AFTER,
-    })
+    Err(lost_lead(&s.dsn))
 }
 
 /// Restores the snapshot (restarting with the server's own options first if a slow phase left

@@ -15,12 +15,10 @@ use super::setup_tables::{
     compare, ConsumerRow, InstrumentRow, Mismatch, SetupState, CONSUMERS, INSTRUMENTS,
 };
 use super::snapshot::{ServerIdentity, Snapshot};
+use super::statement::{Failure, StatementGuard, STATEMENT_TIMEOUT};
 use super::version::ServerVersion;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// A statement that takes longer failed: a controller cut off from the server stops instead
-/// of hanging, and its connection is not used again.
-pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// MySQL error codes the controller explains.
 pub(super) mod code {
@@ -77,9 +75,7 @@ pub struct SavedSnapshot {
 
 pub struct Controller {
     conn: Conn,
-    /// A statement timed out or was cancelled: the connection is in an unknown state and is
-    /// not used again (the caller connects anew).
-    broken: bool,
+    guard: StatementGuard,
     info: ServerInfo,
     /// `user@host:port`, for messages.
     target: String,
@@ -102,7 +98,7 @@ impl Controller {
         let address = format!("{}:{}", dsn.host(), dsn.port());
         let mut ctl = Controller {
             conn,
-            broken: false,
+            guard: StatementGuard::default(),
             info: ServerInfo {
                 version: ServerVersion::parse("", ""),
                 identity: ServerIdentity {
@@ -404,7 +400,7 @@ impl Controller {
 
     /// Close the connection politely (the server logs no aborted connection).
     pub async fn disconnect(self) {
-        if !self.broken {
+        if !self.guard.is_broken() {
             let _ = tokio::time::timeout(STATEMENT_TIMEOUT, self.conn.disconnect()).await;
         }
     }
@@ -414,9 +410,8 @@ impl Controller {
         sql: &str,
         what: &str,
     ) -> Result<Vec<T>> {
-        self.usable(what)?;
-        let done = tokio::time::timeout(STATEMENT_TIMEOUT, self.conn.query(sql)).await;
-        self.completed(done, what)
+        let done = self.guard.run(self.conn.query(sql)).await;
+        self.answer(done, what)
     }
 
     /// The server's id of this connection (a leader names it in its heartbeat).
@@ -424,40 +419,9 @@ impl Controller {
         self.conn.id()
     }
 
-    /// Refuses a connection that a timed-out or cancelled statement left unusable; marks it
-    /// so until [`Self::completed`] sees the statement through.
-    fn usable(&mut self, what: &str) -> Result<()> {
-        if self.broken {
-            return Err(ControllerError::Connection {
-                target: self.target.clone(),
-                action: what.into(),
-                reason: "an earlier statement timed out on this connection".into(),
-            });
-        }
-        self.broken = true;
-        Ok(())
-    }
-
-    fn completed<T>(
-        &mut self,
-        done: std::result::Result<std::result::Result<T, MyError>, tokio::time::error::Elapsed>,
-        what: &str,
-    ) -> Result<T> {
-        match done {
-            Ok(Ok(value)) => {
-                self.broken = false;
-                Ok(value)
-            }
-            Ok(Err(e)) => {
-                self.broken = !matches!(e, MyError::Server(_));
-                Err(self.sql_error(e, what))
-            }
-            Err(_) => Err(ControllerError::Connection {
-                target: self.target.clone(),
-                action: what.into(),
-                reason: format!("no answer within {STATEMENT_TIMEOUT:?}"),
-            }),
-        }
+    /// A guarded statement's outcome as the user reads it.
+    fn answer<T>(&self, done: std::result::Result<T, Failure>, what: &str) -> Result<T> {
+        done.map_err(|f| f.into_error(&self.target, what, |e| self.sql_error(e, what)))
     }
 
     pub(super) async fn first<T: FromRow + Send + 'static>(
@@ -484,7 +448,6 @@ impl Controller {
         sql: &str,
         what: &str,
     ) -> Result<Option<T>> {
-        self.usable(what)?;
         let conn = &mut self.conn;
         let outcome = async {
             let mut result = conn.query_iter(sql).await?;
@@ -492,19 +455,18 @@ impl Controller {
             result.drop_result().await?;
             Ok::<_, MyError>(rows.into_iter().next())
         };
-        let done = tokio::time::timeout(STATEMENT_TIMEOUT, outcome).await;
-        self.completed(done, what)
+        let done = self.guard.run(outcome).await;
+        self.answer(done, what)
     }
 
     pub(super) async fn exec(&mut self, sql: &str, what: &str) -> Result<u64> {
-        self.usable(what)?;
         let conn = &mut self.conn;
         let sent = async {
             conn.query_drop(sql).await?;
             Ok::<_, MyError>(conn.affected_rows())
         };
-        let done = tokio::time::timeout(STATEMENT_TIMEOUT, sent).await;
-        self.completed(done, what)
+        let done = self.guard.run(sent).await;
+        self.answer(done, what)
     }
 
     fn parse_yes_no(&self, value: &str, name: &str, what: &str) -> Result<bool> {

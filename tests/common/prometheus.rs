@@ -222,6 +222,14 @@ impl Prometheus {
         self.api(&format!("/api/v1/query?query={}", url_encode(expr)))
     }
 
+    /// Instant query at `time` (Unix seconds).
+    pub fn query_at(&self, expr: &str, time: f64) -> Result<Value, String> {
+        self.api(&format!(
+            "/api/v1/query?query={}&time={time:.3}",
+            url_encode(expr)
+        ))
+    }
+
     /// Values of `label` on the series matching `selector` (what Grafana's
     /// `label_values(selector, label)` lists).
     pub fn label_values(&self, label: &str, selector: &str) -> Result<Vec<String>, String> {

@@ -103,7 +103,10 @@ impl Load {
         let thread = std::thread::spawn(move || {
             let (mut ok, mut failed, mut errors) = (0, 0, String::new());
             while !halt.load(Relaxed) {
-                let sql = "SELECT 1; SELECT COUNT(*) FROM information_schema.PLUGINS";
+                // No information_schema query here: MariaDB 10.11 crashed (SIGSEGV in
+                // ha_maria::drop_table freeing its Aria temporary table) twice under these
+                // tests' runtime performance_schema switches.
+                let sql = "SELECT 1; SELECT @@version, CONNECTION_ID()";
                 let out = cli::mariadb(&addr, &["-e", sql], None);
                 if out.status.success() {
                     ok += 1;
@@ -349,7 +352,10 @@ fn a_stopped_leader_is_taken_over_and_follows_when_it_resumes() {
         text.contains("another psprobe leads the schedule now")
             .then_some(text)
     });
-    assert!(!has_state_file(dirs[l].path(), &db), "{text}");
+    // It rejoins, finds the lock held, and leaves the snapshot to its successor.
+    poll("the old leader's state file to go", 20, || {
+        (!has_state_file(dirs[l].path(), &db)).then_some(())
+    });
     let before = led(0).map_or(0, |p| p.len());
     poll("4 more phases led by the survivor", 30, || {
         // Never two leaders, at any sample.

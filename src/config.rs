@@ -25,6 +25,10 @@ pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// mysqld's own connect_timeout default: a client that has not answered the greeting by then
 /// is not a client that is slow, it is one holding a slot.
 pub const DEFAULT_CLIENT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// A server behind a partition is given up after 4 times this (4 minutes): long enough for
+/// any network hiccup, short enough that clients do not hang for TCP's default 15 minutes or,
+/// waiting for an answer, forever.
+pub const DEFAULT_UPSTREAM_KEEPALIVE: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Args)]
 pub struct ProxyArgs {
@@ -62,6 +66,13 @@ pub struct ProxyArgs {
     /// connect_timeout). 0 = no limit [default: 10s].
     #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
     pub client_handshake_timeout: Option<Duration>,
+    /// Check an upstream connection that has been silent this long with TCP keepalives, one
+    /// every such interval; 3 unanswered, or data unacknowledged for 4 times as long, and the
+    /// server is given up: its client's connection is closed and a command waiting for an
+    /// answer counts as aborted. Without it, a partition leaves clients waiting for hours.
+    /// 0 = the system's TCP defaults [default: 60s].
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
+    pub upstream_keepalive: Option<Duration>,
     /// Most query shapes (digests) tracked individually; past it new shapes count as `other`
     /// [default: 5000].
     #[arg(long, value_name = "N")]
@@ -126,6 +137,7 @@ pub struct ProxyFile {
     pub listen_backlog: Option<u32>,
     pub max_connections: Option<usize>,
     pub client_handshake_timeout: Option<String>,
+    pub upstream_keepalive: Option<String>,
     pub max_digests: Option<usize>,
     pub metrics_top_digests: Option<usize>,
     pub digest_fold_digits: Option<bool>,
@@ -271,6 +283,15 @@ impl ProxyConfig {
             .unwrap_or(DEFAULT_CLIENT_HANDSHAKE_TIMEOUT),
         )
         .filter(|d| !d.is_zero());
+        let upstream_keepalive = Some(
+            duration_setting(
+                args.upstream_keepalive,
+                file.upstream_keepalive,
+                "upstream_keepalive",
+            )?
+            .unwrap_or(DEFAULT_UPSTREAM_KEEPALIVE),
+        )
+        .filter(|d| !d.is_zero());
         let listen_backlog = args
             .listen_backlog
             .or(file.listen_backlog)
@@ -401,6 +422,7 @@ impl ProxyConfig {
                 shutdown_grace,
                 max_connections,
                 client_handshake_timeout,
+                upstream_keepalive,
             },
             listen_backlog,
             max_digests,
@@ -564,6 +586,10 @@ mod tests {
             c.settings.client_handshake_timeout,
             Some(DEFAULT_CLIENT_HANDSHAKE_TIMEOUT)
         );
+        assert_eq!(
+            c.settings.upstream_keepalive,
+            Some(DEFAULT_UPSTREAM_KEEPALIVE)
+        );
     }
 
     #[test]
@@ -575,11 +601,17 @@ mod tests {
             "0",
             "--client-handshake-timeout",
             "0",
+            "--upstream-keepalive",
+            "0",
         ]))
         .unwrap();
         assert_eq!(c.listen_backlog, 100);
         assert_eq!(c.settings.max_connections, MaxConnections::Unlimited);
         assert_eq!(c.settings.client_handshake_timeout, None);
+        assert_eq!(
+            c.settings.upstream_keepalive, None,
+            "0: the system's defaults"
+        );
         let c = ProxyConfig::from_args(&args(&[
             "--max-connections",
             "7",
@@ -602,7 +634,7 @@ mod tests {
         let path = dir.path().join("psprobe.toml");
         std::fs::write(
             &path,
-            "[proxy]\nlisten = \"127.0.0.1:7000\"\nupstream = \"db.example:3307\"\nconnect_timeout = \"250ms\"\n",
+            "[proxy]\nlisten = \"127.0.0.1:7000\"\nupstream = \"db.example:3307\"\nconnect_timeout = \"250ms\"\nupstream_keepalive = \"15s\"\n",
         )
         .unwrap();
         let p = path.to_str().unwrap();
@@ -610,6 +642,7 @@ mod tests {
         assert_eq!(c.listen.port(), 7000);
         assert_eq!(c.settings.upstream, "db.example:3307");
         assert_eq!(c.settings.connect_timeout, Duration::from_millis(250));
+        assert_eq!(c.settings.upstream_keepalive, Some(Duration::from_secs(15)));
         let c =
             ProxyConfig::from_args(&args(&["--config", p, "--listen", "127.0.0.1:7001"])).unwrap();
         assert_eq!(c.listen.port(), 7001);

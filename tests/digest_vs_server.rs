@@ -9,22 +9,10 @@ mod common;
 
 use std::collections::BTreeMap;
 
+use common::digest_text::comparable;
 use common::mariadb::MariaDb;
 use common::probe::Probe;
 use common::sysbench;
-
-/// Compares statement texts across the two normalizations: the server quotes identifiers,
-/// spaces out operators, writes value lists as `(...)` and DISTINCT as its synonym DISTINCTROW;
-/// psprobe keeps the client's spacing and words and writes `(?+)`.
-fn comparable(text: &str) -> String {
-    text.to_lowercase()
-        .replace('`', "")
-        .replace("distinctrow", "distinct")
-        .replace("(?+)", "(...)")
-        .chars()
-        .filter(|c| !c.is_whitespace())
-        .collect()
-}
 
 struct Shape {
     count: u64,

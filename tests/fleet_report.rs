@@ -2,7 +2,8 @@
 //! every follower's phase log names the leader's scenario for every slot it shares with it;
 //! `psprobe report` merges the three logs (files, a directory, or `-`) into one analysis whose
 //! per-slot rates are the sums of the probes' rates; and a log of another run is refused with a
-//! message that says so.
+//! message that says so. The merged report's traffic section (every statement each probe
+//! relayed during the run, measured or not) equals, per digest, the server's own count.
 
 mod common;
 
@@ -10,7 +11,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::cli::{psprobe, run_with_timeout};
+use common::cli::{psprobe, run_with_timeout, PASSWORD, USER};
+use common::digest_text::comparable;
 use common::mariadb::MariaDb;
 use common::probe::Probe;
 use common::sysbench;
@@ -244,4 +246,117 @@ fn three_probes_one_schedule_one_merged_report() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("not from the same schedule"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "one clear line: {err}");
+}
+
+/// Three probes through a schedule that keeps the server's digest table on in every scenario
+/// (statement instruments and the statements_digest consumer stay enabled): one client at a
+/// time through each probe while scenarios switch every half second. The merged report's
+/// traffic section, per digest, equals the server's COUNT_STAR, though most of those statements
+/// ran outside any measured window (in settle time) or past the 20 digests a phase record
+/// lists. (One client at a time: under concurrency the server itself loses an occasional
+/// count.)
+#[test]
+fn merged_traffic_of_three_probes_equals_the_server_per_digest() {
+    let db = MariaDb::start_default();
+    // Three tables: 30 shapes, more than the 20 a phase record lists one by one.
+    let tables = ["--tables=3", "--table-size=1000"];
+    sysbench::run(&db.addr(), "oltp_read_write", "prepare", &tables);
+    let logs_dir = tempfile::tempdir().expect("tempdir");
+    let states: Vec<_> = (0..3)
+        .map(|_| tempfile::tempdir().expect("tempdir"))
+        .collect();
+    let logs: Vec<PathBuf> = (0..3)
+        .map(|i| logs_dir.path().join(format!("probe{i}.jsonl")))
+        .collect();
+    // No default database: the controllers' own statements stay out of the compared schema.
+    let dsn = format!("mysql://{USER}:{PASSWORD}@{}/", db.addr());
+    let mut probes: Vec<Probe> = (0..3)
+        .map(|i| {
+            let args = [
+                "--scenarios",
+                "pfson_conon_ins_sqlon,pfson_conon_inson",
+                "--phase",
+                "500ms",
+                "--settle",
+                "100ms",
+                "--duration",
+                "10m",
+                "--seed",
+                "5",
+                "--phase-log",
+                logs[i].to_str().unwrap(),
+                "--state-dir",
+                states[i].path().to_str().unwrap(),
+            ];
+            Probe::start_with_env(&db.addr(), &args, &[("PSPROBE_CONTROLLER_DSN", &dsn)])
+        })
+        .collect();
+    // Every probe is in the schedule (a segment recorded) before the counting starts.
+    for log in &logs {
+        poll("a phase record in every log", 30, || {
+            slots(log).keys().next().map(|_| ())
+        });
+    }
+    db.sql("TRUNCATE TABLE performance_schema.events_statements_summary_by_digest");
+    let mut sent = 0;
+    for (i, p) in probes.iter().enumerate() {
+        let events = format!("--events={}", 60 * (i + 1));
+        let mut opts = vec!["--threads=1", events.as_str(), "--time=0"];
+        opts.push("--db-ps-mode=disable");
+        opts.extend(tables);
+        let summary = sysbench::run(p.proxy_addr(), "oltp_read_write", "run", &opts);
+        assert_eq!(summary.ignored_errors, 0, "{}", summary.text);
+        sent += summary.total;
+    }
+    // Stopped, each probe ends its run: the leader restores the server, every one writes its
+    // traffic record.
+    for p in &mut probes {
+        p.signal(libc::SIGTERM);
+        let status = p.wait_exit(Duration::from_secs(60)).expect("probe exits");
+        assert!(status.success(), "{status:?}: {}", p.stderr_text());
+    }
+    let lost = db.sql("SHOW GLOBAL STATUS LIKE 'Performance_schema_digest_lost'");
+    assert_eq!(lost.trim(), "Performance_schema_digest_lost\t0");
+    let server: BTreeMap<String, u64> = db
+        .sql(
+            "SELECT DIGEST_TEXT, COUNT_STAR FROM performance_schema.events_statements_summary_by_digest \
+             WHERE SCHEMA_NAME = 'psprobe_test' AND DIGEST_TEXT IS NOT NULL",
+        )
+        .lines()
+        .map(|line| {
+            let (text, count) = line.rsplit_once('\t').expect("two columns");
+            (comparable(text), count.parse().expect("COUNT_STAR"))
+        })
+        .collect();
+
+    let paths: Vec<&str> = logs.iter().map(|l| l.to_str().unwrap()).collect();
+    let merged = report_json(&paths);
+    let traffic = &merged["traffic"];
+    assert_eq!(traffic["probes"], 3, "{traffic}");
+    assert_eq!(traffic["missing"], serde_json::json!([]));
+    let mut fleet: BTreeMap<String, u64> = BTreeMap::new();
+    for d in traffic["digests"].as_array().expect("digests") {
+        *fleet
+            .entry(comparable(d["text"].as_str().unwrap()))
+            .or_default() += d["count"].as_u64().unwrap();
+    }
+    assert!(server.len() >= 10, "{server:?}");
+    assert!(
+        fleet.len() > 20,
+        "more shapes than a phase record lists: {}",
+        fleet.len()
+    );
+    assert_eq!(fleet, server, "per shape: the merged report vs the server");
+    assert_eq!(traffic["statements"].as_u64(), Some(sent));
+    // The phase records alone hold only part of it (the measured windows).
+    let measured: u64 = logs
+        .iter()
+        .flat_map(|l| slots(l).into_values())
+        .map(|s| s.1)
+        .sum();
+    assert!(measured < sent, "measured {measured} of {sent}");
+    println!(
+        "merged traffic: {} shapes, {sent} statements = server; phase records measured {measured}",
+        fleet.len()
+    );
 }

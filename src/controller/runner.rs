@@ -28,7 +28,9 @@ use super::server::Controller;
 use super::snapshot::Snapshot;
 use super::stale::LastApplied;
 use super::timeline::{Timeline, TimelineConfig};
-use crate::phase_log::{histogram_layout, PhaseLog, PhaseRecord, RunRecord, PHASE_LOG_VERSION};
+use crate::phase_log::{
+    histogram_layout, traffic_between, PhaseLog, PhaseRecord, RunRecord, PHASE_LOG_VERSION,
+};
 
 /// Everything the controller runs with, validated by the config layer.
 pub struct ControllerSettings {
@@ -205,15 +207,44 @@ async fn resolve_left_behind(s: &ControllerSettings, ctl: &mut Controller) -> Re
     Ok(())
 }
 
-/// Runs until the schedule is done or `stop` turns true; restores the server either way.
+/// Runs until the schedule is done or `stop` turns true; restores the server either way. The
+/// phase log ends with what this probe relayed meanwhile (its traffic record), however the run
+/// ended.
 pub async fn run(
     settings: ControllerSettings,
     started: Started,
     observer: Arc<Observer>,
+    stop: watch::Receiver<bool>,
+) -> Result<()> {
+    let mut log = PhaseLog::open(&settings.phase_log).map_err(|e| ControllerError::Config {
+        path: settings.phase_log.clone(),
+        reason: e.to_string(),
+    })?;
+    let (from_ms, from) = (now_ms(), observer.digests.snapshot());
+    let result = run_schedule(&settings, started, &observer, stop, &mut log).await;
+    let traffic = traffic_between(&from, &observer.digests.snapshot(), from_ms, now_ms());
+    let written = log.append(&traffic).map_err(|e| ControllerError::Config {
+        path: log.path().to_path_buf(),
+        reason: e.to_string(),
+    });
+    match (result, written) {
+        (Err(e), Err(lost)) => {
+            tracing::warn!("{lost}");
+            Err(e)
+        }
+        (result, written) => result.and(written),
+    }
+}
+
+async fn run_schedule(
+    settings: &ControllerSettings,
+    started: Started,
+    observer: &Arc<Observer>,
     mut stop: watch::Receiver<bool>,
+    log: &mut PhaseLog,
 ) -> Result<()> {
     let Started { mut ctl, mut lead } = started;
-    let _active = ScheduleActive::set(&observer);
+    let _active = ScheduleActive::set(observer);
     let mut ids = Vec::new();
     for name in &settings.scenarios {
         ids.push(
@@ -226,12 +257,8 @@ pub async fn run(
                 })?,
         );
     }
-    let mut log = PhaseLog::open(&settings.phase_log).map_err(|e| ControllerError::Config {
-        path: settings.phase_log.clone(),
-        reason: e.to_string(),
-    })?;
     let mut tracker = PhaseTracker::new(
-        Arc::clone(&observer),
+        Arc::clone(observer),
         settings.on_phase.clone(),
         settings.mysqld_pid.clone(),
     );
@@ -246,18 +273,18 @@ pub async fn run(
                 vec![lead.connection_id(), ctl.connection_id()],
             )
             .await;
-            write_run_record(&mut log, &settings, "leader")?;
+            write_run_record(log, settings, "leader")?;
             let mut mode = ServerMode::Default;
             let result = lead_schedule(
                 start_at,
-                &settings,
+                settings,
                 Leading {
                     ctl: &mut ctl,
                     lead: &mut lead,
                     ids: &ids,
-                    observer: &observer,
+                    observer,
                     tracker: &mut tracker,
-                    log: &mut log,
+                    log,
                     stop: &mut stop,
                     mode: &mut mode,
                     heartbeat: &heartbeat,
@@ -283,7 +310,7 @@ pub async fn run(
             let restored = if matches!(result, Err(ControllerError::LostLead { .. })) {
                 Ok(())
             } else {
-                leave_as_found(&settings, &mut ctl, &mut lead, end_state, &mode).await
+                leave_as_found(settings, &mut ctl, &mut lead, end_state, &mode).await
             };
             drop(heartbeat);
             let lost = match (&result, &restored) {
@@ -298,12 +325,12 @@ pub async fn run(
                 tracing::warn!("{lost}");
                 observer.metrics.controller_lead_lost.inc();
                 tracker.abandon();
-                if !rejoin(&settings, &mut stop, &mut lead, &mut ctl).await {
+                if !rejoin(settings, &mut stop, &mut lead, &mut ctl).await {
                     return Err(lost_lead(&settings.dsn));
                 }
                 if lead.try_acquire().await? {
                     // Nobody took over: go on after the last slot this run published.
-                    start_at = resume_after(&settings, lead.read().await?.as_ref());
+                    start_at = resume_after(settings, lead.read().await?.as_ref());
                 } else {
                     // The leader that holds the lock resolved the server's copy of this run's
                     // snapshot when it took over: the state file is not this psprobe's to
@@ -319,17 +346,8 @@ pub async fn run(
             ctl.disconnect().await;
             return result.map(|_| ()).and(restored);
         }
-        write_run_record(&mut log, &settings, "follower")?;
-        match follow(
-            &mut lead,
-            &observer,
-            &mut tracker,
-            &mut log,
-            &mut stop,
-            &settings,
-        )
-        .await
-        {
+        write_run_record(log, settings, "follower")?;
+        match follow(&mut lead, observer, &mut tracker, log, &mut stop, settings).await {
             Ok(Some(at)) => start_at = at,
             Ok(None) => {
                 lead.release().await;
@@ -342,7 +360,7 @@ pub async fn run(
                 tracing::warn!("following: {e}; rejoining when the server answers");
                 tracker.abandon();
                 observer.scenarios.set_current(NO_SCENARIO);
-                if !rejoin(&settings, &mut stop, &mut lead, &mut ctl).await {
+                if !rejoin(settings, &mut stop, &mut lead, &mut ctl).await {
                     return Ok(());
                 }
             }

@@ -7,7 +7,9 @@
 //! - then `{"version":2,"kind":"phase",...}` per scenario and segment: the aggregates, per
 //!   command kind and per digest, of the scenario's measured windows in that segment (one slot
 //!   of a slow schedule, or every slot of a few seconds of a fast one), the measured time, the
-//!   cost of the switches and the statements binned by time since the switch.
+//!   cost of the switches and the statements binned by time since the switch;
+//! - `{"version":2,"kind":"traffic",...}` when the run ends: every command relayed during it,
+//!   per command kind and per digest, measured or not (traffic.rs).
 //!
 //! Version 1 logs (one record per phase, no segment fields) read as they always did: every new
 //! field is optional, and a record without `measured_ms` measured from `measure_from_ms` to
@@ -27,9 +29,11 @@ use serde::{Deserialize, Serialize};
 
 mod block_order;
 mod naming;
+mod traffic;
 
 pub use block_order::block_order;
 pub use naming::{twin_name, SUFFIX};
+pub use traffic::{traffic_between, TrafficRecord, TRAFFIC};
 
 use crate::protocol::CommandKind;
 use crate::stats::histogram::{BUCKET_FACTOR, FIRST_BOUND_NS};
@@ -385,6 +389,8 @@ pub fn read_phases(path: &Path) -> std::io::Result<Vec<PhaseRecord>> {
 pub struct LogContents {
     pub runs: Vec<RunRecord>,
     pub phases: Vec<PhaseRecord>,
+    /// One per run that ended (a killed probe's run has none).
+    pub traffic: Vec<TrafficRecord>,
 }
 
 /// Reads the run and phase records of a phase log; lines that are not records (a torn last
@@ -401,6 +407,8 @@ pub fn parse_log(text: &str) -> LogContents {
             out.phases.extend(serde_json::from_str(line).ok());
         } else if line.contains("\"kind\":\"run\"") {
             out.runs.extend(serde_json::from_str(line).ok());
+        } else if line.contains("\"kind\":\"traffic\"") {
+            out.traffic.extend(serde_json::from_str(line).ok());
         }
     }
     out

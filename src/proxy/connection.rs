@@ -139,6 +139,11 @@ async fn connection_phase<S: EventSink>(
         }
     };
     let _ = server.set_nodelay(true);
+    if let Some(idle) = settings.upstream_keepalive {
+        if let Err(e) = upstream::keep_alive(&server, idle) {
+            tracing::debug!("upstream keepalive not set: {e}");
+        }
+    }
     live.upstream_connected();
     tracing::trace!(
         conn = live.id,

@@ -40,6 +40,9 @@ pub struct ProxySettings {
     /// A client that has not sent its handshake response this long after it connected is
     /// closed (slowloris). `None`: no limit.
     pub client_handshake_timeout: Option<Duration>,
+    /// Keepalive idle time and interval of upstream connections (see
+    /// [`upstream::keep_alive`]). `None`: the system's TCP defaults.
+    pub upstream_keepalive: Option<Duration>,
 }
 
 /// `--max-connections`.

@@ -24,6 +24,25 @@ pub async fn connect(upstream: &str, timeout: Duration) -> io::Result<TcpStream>
     }
 }
 
+/// Unanswered keepalive probes after which the kernel gives the connection up.
+const KEEPALIVE_PROBES: u32 = 3;
+
+/// Makes a dead path to the server end the connection within `4 × idle`, whichever side's
+/// data was in flight: keepalive probes after `idle` of silence, one per `idle`, catch a
+/// server that went quiet while psprobe waits for an answer (the query was acknowledged,
+/// the answer is lost); `TCP_USER_TIMEOUT` catches psprobe's own data left unacknowledged
+/// (the query never arrived). The kernel answers probes for a server busy on a long query,
+/// so no live statement is cut.
+pub fn keep_alive(stream: &TcpStream, idle: Duration) -> io::Result<()> {
+    let socket = socket2::SockRef::from(stream);
+    let params = socket2::TcpKeepalive::new()
+        .with_time(idle)
+        .with_interval(idle)
+        .with_retries(KEEPALIVE_PROBES);
+    socket.set_tcp_keepalive(&params)?;
+    socket.set_tcp_user_timeout(Some(idle * (KEEPALIVE_PROBES + 1)))
+}
+
 /// The ERR packet sent in place of the server greeting when the upstream cannot be reached.
 /// Clients show it like a server-side refusal ("ERROR 1429 (HY000): psprobe could not ...").
 pub fn unreachable_packet(upstream: &str, cause: &io::Error) -> Vec<u8> {
@@ -45,6 +64,21 @@ pub async fn refuse_client(client: &mut TcpStream, upstream: &str, cause: &io::E
 mod tests {
     use super::*;
     use crate::protocol::response::parse_err_code;
+
+    #[tokio::test]
+    async fn keepalive_and_user_timeout_are_set() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let (stream, _) = tokio::join!(connect(&addr, Duration::from_secs(5)), listener.accept());
+        let stream = stream.unwrap();
+        keep_alive(&stream, Duration::from_secs(7)).unwrap();
+        let s = socket2::SockRef::from(&stream);
+        assert!(s.keepalive().unwrap());
+        assert_eq!(s.tcp_keepalive_time().unwrap(), Duration::from_secs(7));
+        assert_eq!(s.tcp_keepalive_interval().unwrap(), Duration::from_secs(7));
+        assert_eq!(s.tcp_keepalive_retries().unwrap(), KEEPALIVE_PROBES);
+        assert_eq!(s.tcp_user_timeout().unwrap(), Some(Duration::from_secs(28)));
+    }
 
     #[test]
     fn refusal_is_a_wellformed_err_packet() {

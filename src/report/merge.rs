@@ -270,8 +270,8 @@ mod tests {
         NamedLog {
             name: name.into(),
             contents: LogContents {
-                runs: Vec::new(),
                 phases,
+                ..LogContents::default()
             },
         }
     }

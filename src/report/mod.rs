@@ -9,6 +9,7 @@ mod merge;
 mod model;
 pub mod svg;
 mod text;
+mod traffic;
 
 use std::path::{Path, PathBuf};
 
@@ -141,12 +142,15 @@ fn read_logs(paths: &[PathBuf]) -> anyhow::Result<Vec<merge::NamedLog>> {
 }
 
 pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
-    let phases = merge::merge(read_logs(&args.phase_logs)?)?;
+    let logs = read_logs(&args.phase_logs)?;
+    let traffic = traffic::sum(&logs);
+    let phases = merge::merge(logs)?;
     let options = Options {
         level: args.confidence,
         ..Options::default()
     };
-    let report = report_at(&phases, args.baseline.as_deref(), &options)?;
+    let mut report = report_at(&phases, args.baseline.as_deref(), &options)?;
+    report.traffic = traffic;
     let text = render(&report, format_of(args))?;
     match &args.output {
         Some(path) => std::fs::write(path, text)

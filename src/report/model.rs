@@ -10,7 +10,7 @@ use crate::phase_log::PhaseRecord;
 use crate::stats::histogram::bucket_value_ns;
 
 /// Statements are what a workload issues: text queries and prepared executions.
-const STATEMENT_COMMANDS: [&str; 3] = ["query", "stmt_execute", "stmt_bulk_execute"];
+pub(super) const STATEMENT_COMMANDS: [&str; 3] = ["query", "stmt_execute", "stmt_bulk_execute"];
 
 #[derive(Debug, Serialize)]
 pub struct HeadlineRow {
@@ -102,6 +102,10 @@ pub struct Report {
     pub timeline: Vec<TimelineRow>,
     /// Phase logs of how many probes were summed slot by slot (1: one probe's log).
     pub probes: u64,
+    /// Every statement the probes relayed during the run, per digest (their logs' traffic
+    /// records summed); `None` when no log has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traffic: Option<super::traffic::Traffic>,
     /// Latency distribution per scenario: (latency ms, cumulative fraction) points.
     #[serde(skip)]
     pub distributions: Vec<(String, Vec<(f64, f64)>)>,
@@ -278,6 +282,7 @@ pub fn build(analysis: RunAnalysis, phases: &[PhaseRecord]) -> Report {
             .map(PhaseRecord::probes_merged)
             .max()
             .unwrap_or(1),
+        traffic: None,
         distributions: Vec::new(),
     };
     report.distributions = report

@@ -5,6 +5,7 @@ use std::fmt::Write;
 use crate::analysis::{Analysis, CarryoverProfile, Estimate};
 
 use super::model::{HeadlineRow, Interval, Report};
+use super::traffic::Traffic;
 
 fn opt(i: &Option<Interval>) -> String {
     i.as_ref()
@@ -273,6 +274,9 @@ pub fn markdown(r: &Report) -> String {
             d.added_ms_per_s
         );
     }
+    if let Some(t) = &r.traffic {
+        traffic(&mut s, t);
+    }
     const TIMELINE_ROWS: usize = 60;
     let _ = writeln!(s, "\n## Timeline\n");
     if r.timeline.len() > TIMELINE_ROWS {
@@ -299,6 +303,54 @@ pub fn markdown(r: &Report) -> String {
         );
     }
     s
+}
+
+/// The run's traffic: the exact counts, measured or not (the JSON has every digest).
+fn traffic(s: &mut String, t: &Traffic) {
+    const ROWS: usize = 15;
+    let probes = if t.probes == 1 {
+        "the probe".to_string()
+    } else {
+        format!("{} probes", t.probes)
+    };
+    let _ = writeln!(
+        s,
+        "\n## Traffic during the run\n\nEvery command {probes} relayed while taking part in the schedule, in every scenario and outside the measured windows too: {} statements ({} commands, {} errors) over {:.0} s, {} digests. These counts are exact: summed over a fleet they are what the server's statement digest table counts from the same clients.\n",
+        t.statements,
+        t.commands,
+        t.errors,
+        t.to_ms.saturating_sub(t.from_ms) as f64 / 1000.0,
+        t.digests.len()
+    );
+    for missing in &t.missing {
+        let _ = writeln!(
+            s,
+            "> warning: {} has no traffic record (its probe did not end its run: killed?); these counts leave out what it relayed.\n",
+            missing.display()
+        );
+    }
+    if t.digests.len() > ROWS {
+        let _ = writeln!(
+            s,
+            "The {ROWS} most frequent; `psprobe report --format json` has them all.\n"
+        );
+    }
+    let _ = writeln!(
+        s,
+        "| digest | statement | count | errors | mean ms |\n| --- | --- | ---: | ---: | ---: |"
+    );
+    for d in t.digests.iter().take(ROWS) {
+        let text: String = d.text.chars().take(80).collect();
+        let _ = writeln!(
+            s,
+            "| {} | `{}` | {} | {} | {:.3} |",
+            d.digest,
+            text.replace('|', "\\|").replace('`', "'"),
+            d.count,
+            d.errors,
+            d.mean_ms
+        );
+    }
 }
 
 pub fn csv(r: &Report) -> String {

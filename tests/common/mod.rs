@@ -7,6 +7,7 @@ pub mod cli;
 pub mod controller;
 pub mod counting_client;
 pub mod datadir;
+pub mod digest_text;
 pub mod faulty_link;
 pub mod mariadb;
 pub mod netns;

@@ -320,14 +320,15 @@ fn partition_a_leader_killed_on_a_host_that_never_returns_does_not_stop_the_sche
     println!("FIGURES partition: leader killed behind a cut link; takeover {takeover:?}");
 }
 
-/// A follower's host cut off from the server while clients run through it: every query the
-/// clients sent is answered or counted by psprobe exactly as the clients count it (TCP
-/// carries the stalled queries across a 12 s cut); the follower's controller gives up on its
-/// stalled poll, rejoins once the link is back, follows again and never leads; the leader is
-/// unaffected.
+/// A follower's host cut off from the server for 12 s while clients run through it, with
+/// `--upstream-keepalive 1s` (a dead path is given up after 4 s): the queries in flight at the
+/// cut are aborted, and psprobe counts them as the clients count them (answered and errors
+/// exactly; aborted at least one and at most what the clients lost), each under the scenario
+/// it started in (not `none`); the follower's controller gives up on its stalled poll,
+/// rejoins once the link is back, follows again and never leads; the leader is unaffected.
 #[test]
 fn partition_a_cut_off_follower_counts_exactly_and_rejoins() {
-    let spec = format!("{TWO} --phase 1s --settle 200ms --seed 3");
+    let spec = format!("{TWO} --phase 1s --settle 200ms --seed 3 --upstream-keepalive 1s");
     let Some(mut fleet) = Fleet::start("partition_follower_cut_off", &spec) else {
         return;
     };
@@ -390,8 +391,28 @@ fn partition_a_cut_off_follower_counts_exactly_and_rejoins() {
         "psprobe (answered, errors, aborted) {probe:?} vs client {client:?}"
     );
     assert!(
-        probe.2 <= client.lost,
-        "aborted {probe:?} vs client {client:?}"
+        probe.2 >= 1 && probe.2 <= client.lost,
+        "the cut aborts the queries in flight: aborted {probe:?} vs client {client:?}"
+    );
+    // Labelled as they were: each under the scenario in effect when it started.
+    let aborted_in = |scenario: &str| {
+        let labels = [
+            ("command", "query"),
+            ("outcome", "aborted"),
+            ("scenario", scenario),
+        ];
+        (after.get("psprobe_commands_total", &labels)
+            - before.get("psprobe_commands_total", &labels)) as u64
+    };
+    let labelled: u64 = ["pfson_conon_inson", "pfson_conoff_insoff"]
+        .iter()
+        .map(|s| aborted_in(s))
+        .sum();
+    assert_eq!(
+        labelled,
+        probe.2,
+        "aborted under the schedule's scenarios; none: {}",
+        aborted_in("none")
     );
     let m = fleet.probes[f].scrape();
     assert_eq!(m.get("psprobe_controller_lead_lost_total", &[]), 0.0);

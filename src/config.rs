@@ -17,18 +17,18 @@ use crate::proxy::limits::DEFAULT_LISTEN_BACKLOG;
 use crate::proxy::{MaxConnections, ProxySettings};
 use crate::stats::DEFAULT_MAX_DIGESTS;
 
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:6033";
-pub const DEFAULT_UPSTREAM: &str = "127.0.0.1:3306";
-pub const DEFAULT_METRICS: &str = "127.0.0.1:9898";
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:6033";
+pub(crate) const DEFAULT_UPSTREAM: &str = "127.0.0.1:3306";
+pub(crate) const DEFAULT_METRICS: &str = "127.0.0.1:9898";
+pub(crate) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// mysqld's own connect_timeout default: a client that has not answered the greeting by then
 /// is not a client that is slow, it is one holding a slot.
-pub const DEFAULT_CLIENT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_CLIENT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// A server behind a partition is given up after 4 times this (4 minutes): long enough for
 /// any network hiccup, short enough that clients do not hang for TCP's default 15 minutes or,
 /// waiting for an answer, forever.
-pub const DEFAULT_UPSTREAM_KEEPALIVE: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_UPSTREAM_KEEPALIVE: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Args)]
 pub struct ProxyArgs {
@@ -153,13 +153,15 @@ pub struct ProxyFile {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ConfigFile {
+pub(crate) struct ConfigFile {
     #[serde(default)]
     pub proxy: ProxyFile,
     /// Read by the controller (`psprobe ps`); one file can serve both.
     #[serde(default)]
     pub controller: Option<toml::Table>,
+    /// Accepted here so one file serves both; the controller's catalog reads them.
     #[serde(default)]
+    #[allow(dead_code)]
     pub scenario: Option<Vec<toml::Table>>,
     /// TLS options (`crate::tls::settings`).
     #[serde(default)]
@@ -235,12 +237,12 @@ impl std::fmt::Debug for AdminConfig {
     }
 }
 
-pub const ADMIN_PASSWORD_ENV: &str = "PSPROBE_ADMIN_PASSWORD";
+pub(crate) const ADMIN_PASSWORD_ENV: &str = "PSPROBE_ADMIN_PASSWORD";
 /// Smallest `admin_max_query_size`: what clients send on connect must fit.
-pub const MIN_ADMIN_QUERY_BYTES: usize = 4 << 10;
+pub(crate) const MIN_ADMIN_QUERY_BYTES: usize = 4 << 10;
 /// Largest `admin_max_query_size` (a MySQL packet holds 16 MiB; a statement this long is no
 /// question about psprobe's tables).
-pub const MAX_ADMIN_QUERY_BYTES: usize = 64 << 20;
+pub(crate) const MAX_ADMIN_QUERY_BYTES: usize = 64 << 20;
 
 impl ProxyConfig {
     pub fn from_args(args: &ProxyArgs) -> Result<Self, ConfigError> {
@@ -438,7 +440,7 @@ impl ProxyConfig {
 
 /// The TLS settings of `psprobe proxy`: flags, then the `[tls]` table. Generated files go to
 /// STATE_DIR/tls: --state-dir, else `[controller] state_dir`, else the XDG default.
-pub fn tls_settings(args: &ProxyArgs) -> Result<crate::tls::TlsSettings, ConfigError> {
+pub(crate) fn tls_settings(args: &ProxyArgs) -> Result<crate::tls::TlsSettings, ConfigError> {
     let file = match &args.config {
         Some(path) => load_file(path)?,
         None => ConfigFile::default(),
@@ -470,7 +472,7 @@ fn load_file(path: &Path) -> Result<ConfigFile, ConfigError> {
 }
 
 /// The config file's text, parsed; `path` only names it in errors.
-pub fn parse_file(text: &str, path: &Path) -> Result<ConfigFile, ConfigError> {
+pub(crate) fn parse_file(text: &str, path: &Path) -> Result<ConfigFile, ConfigError> {
     toml::from_str(text).map_err(|e| ConfigError::Parse {
         path: path.to_path_buf(),
         message: e.message().to_string(),
@@ -535,7 +537,7 @@ fn admin_query_size(value: &str) -> Result<usize, ConfigError> {
 }
 
 /// Parses a byte count: `65536`, `64k`, `64KiB`, `4M`, `4MiB`, `1G` (binary multiples).
-pub fn parse_size(setting: &'static str, value: &str) -> Result<usize, ConfigError> {
+pub(crate) fn parse_size(setting: &'static str, value: &str) -> Result<usize, ConfigError> {
     let bad = || ConfigError::Size {
         setting,
         value: value.to_string(),

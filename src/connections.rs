@@ -23,7 +23,7 @@ const MAX_NAME_LEN: usize = 64;
 /// Where a connection is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
-pub enum ConnectionPhase {
+pub(crate) enum ConnectionPhase {
     /// Accepted; psprobe is connecting to the upstream.
     Connecting = 0,
     /// Greeting and login in progress.
@@ -47,7 +47,7 @@ impl ConnectionPhase {
         }
     }
 
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             ConnectionPhase::Connecting => "connecting",
             ConnectionPhase::Handshake => "handshake",

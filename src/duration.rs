@@ -14,7 +14,10 @@ pub struct DurationError {
 }
 
 /// Parses `500ms`, `5s`, `2m`, `1h`, or a bare number of seconds.
-pub fn parse_duration(setting: &'static str, value: &str) -> Result<Duration, DurationError> {
+pub(crate) fn parse_duration(
+    setting: &'static str,
+    value: &str,
+) -> Result<Duration, DurationError> {
     let bad = || DurationError {
         setting,
         value: value.to_string(),
@@ -37,7 +40,7 @@ pub fn parse_duration(setting: &'static str, value: &str) -> Result<Duration, Du
 
 /// clap's value parser for `DURATION` flags, so they arrive typed; clap's error names the
 /// flag and quotes the value.
-pub fn duration_arg(value: &str) -> Result<Duration, String> {
+pub(crate) fn duration_arg(value: &str) -> Result<Duration, String> {
     parse_duration("value", value)
         .map_err(|_| "not a duration (examples: 5s, 500ms, 2m)".to_string())
 }

@@ -2,37 +2,41 @@
 //! performance_schema settings can be measured on live traffic.
 //!
 //! Data flows one way: bytes -> [`protocol`] -> [`session`] events -> [`metrics`].
-//! [`proxy`] is the tokio shell around the sans-I/O core.
+//! `proxy` (crate-private) is the tokio shell around the sans-I/O core.
 //!
 //! Must not: run anything at load; the runtime, logging and signals belong to the binary's
 //! entry points (`cli`, `app`, `runtime`).
+
+// Modules nothing outside the crate uses are `pub(crate)`, and so is every item in them that
+// is not reachable from outside: `pub` says "used by the binary, the tests or the benches".
+#![warn(unreachable_pub)]
 
 /// The sans-I/O core (its own crate, `psprobe-core`), under the paths the rest of psprobe uses.
 pub use psprobe_core::{digest, protocol, session};
 
 pub mod admin;
-pub mod analysis;
+pub(crate) mod analysis;
 pub mod app;
 pub mod cli;
-pub mod config;
-pub mod connections;
+pub(crate) mod config;
+pub(crate) mod connections;
 pub mod controller;
 pub mod demo;
 pub mod digest_cli;
-pub mod duration;
+pub(crate) mod duration;
 /// Fuzz targets shared by `fuzz/` (cargo-fuzz) and `tests/fuzz_corpus.rs`; not an API.
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod live;
-pub mod log_limit;
+pub(crate) mod live;
+pub(crate) mod log_limit;
 pub mod metrics;
 pub mod phase_log;
-pub mod private_fs;
-pub mod proxy;
+pub(crate) mod private_fs;
+pub(crate) mod proxy;
 pub mod record;
 pub mod report;
-pub mod runtime;
-pub mod secrets;
+pub(crate) mod runtime;
+pub(crate) mod secrets;
 pub mod stats;
-pub mod timestamp;
-pub mod tls;
+pub(crate) mod timestamp;
+pub(crate) mod tls;

@@ -14,7 +14,7 @@ use crate::admin::OverheadRow;
 use crate::analysis::{analyze_run, Options};
 use crate::phase_log::PhaseRecord;
 
-pub struct LiveResults {
+pub(crate) struct LiveResults {
     pub phases: Arc<RwLock<Vec<PhaseRecord>>>,
     pub overhead: Arc<RwLock<Vec<OverheadRow>>>,
     baseline: Option<String>,
@@ -30,7 +30,7 @@ fn gauge(registry: &Registry, name: &str, help: &str) -> prometheus::Result<Gaug
 }
 
 impl LiveResults {
-    pub fn new(registry: &Registry, baseline: Option<String>) -> prometheus::Result<Self> {
+    pub(crate) fn new(registry: &Registry, baseline: Option<String>) -> prometheus::Result<Self> {
         Ok(LiveResults {
             phases: Arc::default(),
             overhead: Arc::default(),
@@ -47,7 +47,7 @@ impl LiveResults {
 
     /// Adds a finished segment's records and refreshes the estimates (off the hot path: once
     /// per segment).
-    pub fn on_segment(&self, records: &[PhaseRecord]) {
+    pub(crate) fn on_segment(&self, records: &[PhaseRecord]) {
         let phases = {
             let mut all = self.phases.write().unwrap_or_else(|e| e.into_inner());
             all.extend_from_slice(records);

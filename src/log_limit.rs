@@ -9,7 +9,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 #[derive(Debug)]
-pub struct RateLimited {
+pub(crate) struct RateLimited {
     interval: Duration,
     state: Mutex<State>,
 }
@@ -23,7 +23,7 @@ struct State {
 }
 
 impl RateLimited {
-    pub const fn new(interval: Duration) -> Self {
+    pub(crate) const fn new(interval: Duration) -> Self {
         RateLimited {
             interval,
             state: Mutex::new(State {
@@ -33,21 +33,17 @@ impl RateLimited {
         }
     }
 
-    pub fn interval(&self) -> Duration {
-        self.interval
-    }
-
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// One occurrence now: `Some(n)` when it is to be logged (`n` occurrences were suppressed
     /// since the last line), `None` when it was only counted.
-    pub fn check(&self) -> Option<u64> {
+    pub(crate) fn check(&self) -> Option<u64> {
         self.check_at(Instant::now())
     }
 
-    pub fn check_at(&self, now: Instant) -> Option<u64> {
+    pub(crate) fn check_at(&self, now: Instant) -> Option<u64> {
         let mut state = self.lock();
         let due = state
             .last
@@ -63,7 +59,7 @@ impl RateLimited {
 
     /// The occurrences counted but not logged, once the interval since the last line has
     /// passed (they are then reported, and the interval starts again).
-    pub fn take_overdue(&self, now: Instant) -> Option<u64> {
+    pub(crate) fn take_overdue(&self, now: Instant) -> Option<u64> {
         let mut state = self.lock();
         let overdue = state.suppressed > 0
             && state

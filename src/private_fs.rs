@@ -11,16 +11,16 @@ use std::io;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::Path;
 
-pub const DIR_MODE: u32 = 0o700;
-pub const FILE_MODE: u32 = 0o600;
+pub(crate) const DIR_MODE: u32 = 0o700;
+pub(crate) const FILE_MODE: u32 = 0o600;
 
 /// `mkdir -p -m 0700 dir`: every directory it creates is 0700.
-pub fn create_dir_all(dir: &Path) -> io::Result<()> {
+pub(crate) fn create_dir_all(dir: &Path) -> io::Result<()> {
     DirBuilder::new().recursive(true).mode(DIR_MODE).create(dir)
 }
 
 /// Creates (or truncates) `path` for writing; 0600 when created.
-pub fn create(path: &Path) -> io::Result<File> {
+pub(crate) fn create(path: &Path) -> io::Result<File> {
     OpenOptions::new()
         .write(true)
         .create(true)
@@ -30,7 +30,7 @@ pub fn create(path: &Path) -> io::Result<File> {
 }
 
 /// Opens `path` for appending, creating it 0600 if it does not exist.
-pub fn append(path: &Path) -> io::Result<File> {
+pub(crate) fn append(path: &Path) -> io::Result<File> {
     OpenOptions::new()
         .create(true)
         .append(true)

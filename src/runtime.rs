@@ -9,7 +9,9 @@ use anyhow::Context;
 use tracing_subscriber::EnvFilter;
 
 /// Runs `f` to completion on a multi-threaded runtime (the proxy, the demo).
-pub fn block_on_multi_thread<T>(f: impl Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
+pub(crate) fn block_on_multi_thread<T>(
+    f: impl Future<Output = anyhow::Result<T>>,
+) -> anyhow::Result<T> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -18,7 +20,9 @@ pub fn block_on_multi_thread<T>(f: impl Future<Output = anyhow::Result<T>>) -> a
 }
 
 /// Runs `f` to completion on this thread (short-lived clients such as `psprobe ps`).
-pub fn block_on_current_thread<T>(f: impl Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
+pub(crate) fn block_on_current_thread<T>(
+    f: impl Future<Output = anyhow::Result<T>>,
+) -> anyhow::Result<T> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -27,7 +31,7 @@ pub fn block_on_current_thread<T>(f: impl Future<Output = anyhow::Result<T>>) ->
 }
 
 /// Logs to stderr through `filter` (RUST_LOG syntax; a bad one is the user's error to fix).
-pub fn init_logging(filter: &str) -> anyhow::Result<()> {
+pub(crate) fn init_logging(filter: &str) -> anyhow::Result<()> {
     let filter = EnvFilter::try_new(filter)
         .with_context(|| format!("log filter {filter:?} is not valid (try info or debug)"))?;
     install(filter);
@@ -35,7 +39,7 @@ pub fn init_logging(filter: &str) -> anyhow::Result<()> {
 }
 
 /// Logs to stderr through RUST_LOG when it is set, else through `default` (`None`: silent).
-pub fn init_logging_from_env(default: Option<&str>) {
+pub(crate) fn init_logging_from_env(default: Option<&str>) {
     let filter = match (EnvFilter::try_from_default_env(), default) {
         (Ok(filter), _) => filter,
         (Err(_), Some(default)) => EnvFilter::new(default),

@@ -27,7 +27,7 @@ pub enum SecretError {
 
 /// The first line of `path` (without its line end), which must not be empty. `what` names the
 /// secret in messages ("admin password").
-pub fn read_secret_file(path: &Path, what: &'static str) -> Result<String, SecretError> {
+pub(crate) fn read_secret_file(path: &Path, what: &'static str) -> Result<String, SecretError> {
     let text = std::fs::read_to_string(path).map_err(|source| SecretError::Read {
         what,
         path: path.to_path_buf(),
@@ -46,7 +46,7 @@ pub fn read_secret_file(path: &Path, what: &'static str) -> Result<String, Secre
 /// One warning line per file that holds a secret and that other users may read: the files of
 /// `--admin-password-file` and `--controller-dsn-file`, and the `--config` file when it has an
 /// `admin_password` or a `dsn`.
-pub fn exposed_secret_files(
+pub(crate) fn exposed_secret_files(
     admin_password_file: Option<&Path>,
     dsn_file: Option<&Path>,
     config: Option<&Path>,
@@ -80,14 +80,14 @@ pub fn exposed_secret_files(
 }
 
 /// The file's permission bits when group or others may read it.
-pub fn readable_by_others(path: &Path) -> Option<u32> {
+pub(crate) fn readable_by_others(path: &Path) -> Option<u32> {
     let mode = std::fs::metadata(path).ok()?.permissions().mode() & 0o777;
     (mode & 0o044 != 0).then_some(mode)
 }
 
 /// One warning line per argument of `args` (argv, program name first) that looks like it holds
 /// a password.
-pub fn argv_warnings(args: impl IntoIterator<Item = OsString>) -> Vec<String> {
+pub(crate) fn argv_warnings(args: impl IntoIterator<Item = OsString>) -> Vec<String> {
     args.into_iter()
         .enumerate()
         .skip(1)

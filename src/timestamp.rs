@@ -2,7 +2,7 @@
 //! seconds. A leaf: no I/O, no dependency on the rest of the crate.
 
 /// Seconds since the epoch as `YYYY-MM-DDTHH:MM:SSZ`.
-pub fn rfc3339(secs: u64) -> String {
+pub(crate) fn rfc3339(secs: u64) -> String {
     let days = (secs / 86_400) as i64;
     let rem = secs % 86_400;
     // Howard Hinnant's civil_from_days.

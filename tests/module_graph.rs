@@ -28,7 +28,7 @@ fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// `pub mod x;` / `mod x;` lines of the lib.rs in `src`.
+/// `pub mod x;` / `pub(crate) mod x;` / `mod x;` lines of the lib.rs in `src`.
 fn top_modules(src: &Path) -> Vec<String> {
     read(&src.join("lib.rs"))
         .lines()
@@ -36,6 +36,7 @@ fn top_modules(src: &Path) -> Vec<String> {
             let l = l.trim();
             let rest = l
                 .strip_prefix("pub mod ")
+                .or_else(|| l.strip_prefix("pub(crate) mod "))
                 .or_else(|| l.strip_prefix("mod "))?;
             rest.strip_suffix(';').map(str::to_string)
         })

@@ -17,7 +17,11 @@ const MIN_COVERAGE: f64 = 0.9;
 
 /// Analyses phase records of one design (see [`super::run::analyze_run`] for a whole log)
 /// with the default [`Options`] (95% intervals).
-pub fn analyze(phases: &[PhaseRecord], baseline: Option<&str>) -> Result<Analysis, AnalysisError> {
+#[cfg(test)]
+pub(crate) fn analyze(
+    phases: &[PhaseRecord],
+    baseline: Option<&str>,
+) -> Result<Analysis, AnalysisError> {
     analyze_with(phases, baseline, &Options::default())
 }
 
@@ -51,7 +55,7 @@ impl Series {
     }
 }
 
-pub fn analyze_with(
+pub(crate) fn analyze_with(
     phases: &[PhaseRecord],
     requested: Option<&str>,
     options: &Options,

@@ -15,7 +15,7 @@ use serde::Serialize;
 use super::estimate::AnalysisError;
 
 /// The seed study's scenarios with performance_schema ON, least instrumented first.
-pub const LEAST_INSTRUMENTED: [&str; 5] = [
+pub(crate) const LEAST_INSTRUMENTED: [&str; 5] = [
     "pfson_conoff_insoff",
     "pfson_conon_insoff",
     "pfson_conon_ins_sqlon",
@@ -24,7 +24,7 @@ pub const LEAST_INSTRUMENTED: [&str; 5] = [
 ];
 
 /// The scenario with performance_schema OFF.
-pub const PFSOFF: &str = "pfsoff";
+pub(crate) const PFSOFF: &str = "pfsoff";
 
 /// Why the baseline is the one it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -37,7 +37,7 @@ pub enum BaselineRule {
 }
 
 /// Picks the baseline among `scheduled` (in order of first appearance).
-pub fn select(
+pub(crate) fn select(
     scheduled: &[String],
     requested: Option<&str>,
 ) -> Result<(String, BaselineRule), AnalysisError> {

@@ -28,14 +28,19 @@ use super::rng::Rng;
 use super::stats_math::{ln_gamma, mean, normal_cdf, select_quantile, t_quantile};
 
 /// Resamples of the blocks (when not exhaustive).
-pub const DEFAULT_RESAMPLES: usize = 2000;
+pub(crate) const DEFAULT_RESAMPLES: usize = 2000;
 
 /// Up to this many blocks every distinct resample is enumerated (6435 for 8 blocks).
-pub const EXACT_MAX_BLOCKS: usize = 8;
+pub(crate) const EXACT_MAX_BLOCKS: usize = 8;
 
 /// Expanded-percentile bootstrap interval of the mean of `diffs` (one value per block) at
 /// confidence `level`; `None` when empty, no bounds with a single block.
-pub fn mean_interval(diffs: &[f64], level: f64, resamples: usize, seed: u64) -> Option<Interval> {
+pub(crate) fn mean_interval(
+    diffs: &[f64],
+    level: f64,
+    resamples: usize,
+    seed: u64,
+) -> Option<Interval> {
     let center = mean(diffs)?;
     let n = diffs.len();
     if n < 2 {
@@ -134,7 +139,7 @@ fn resampled_tails(diffs: &[f64], tail: f64, resamples: usize, seed: u64) -> (f6
 
 /// The interval reported for percentile ratios: the hull of the expanded-percentile bootstrap
 /// interval and the t interval (p-value: the larger of the two).
-pub fn percentile_interval(
+pub(crate) fn percentile_interval(
     diffs: &[f64],
     level: f64,
     resamples: usize,

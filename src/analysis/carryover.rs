@@ -27,11 +27,11 @@ use crate::phase_log::{BinRecord, PhaseRecord};
 use super::stats_math::{mean, sd, t_quantile};
 
 /// Deviations smaller than this (as a ratio) are not carryover worth excluding.
-pub const TOLERANCE: f64 = 0.01;
+pub(crate) const TOLERANCE: f64 = 0.01;
 /// Confidence of the per-bin intervals (several bins are tested: strict).
-pub const LEVEL: f64 = 0.99;
+pub(crate) const LEVEL: f64 = 0.99;
 /// Segments a bin needs before it is judged.
-pub const MIN_SEGMENTS: usize = 4;
+pub(crate) const MIN_SEGMENTS: usize = 4;
 /// Statements a bin needs in a segment to count there.
 const MIN_COUNT: u64 = 10;
 
@@ -156,7 +156,11 @@ type Segments = BTreeMap<u64, (BTreeMap<u16, Sums>, Sums)>;
 
 /// The profile of the fast records of a run, against `baseline`. `None` when no record has
 /// since-switch bins.
-pub fn profile(phases: &[PhaseRecord], baseline: &str, bin_ms: u64) -> Option<CarryoverProfile> {
+pub(crate) fn profile(
+    phases: &[PhaseRecord],
+    baseline: &str,
+    bin_ms: u64,
+) -> Option<CarryoverProfile> {
     let fast: Vec<&PhaseRecord> = phases
         .iter()
         .filter(|p| p.schedule() == "fast" && p.verified && !p.since_switch.is_empty())

@@ -191,7 +191,7 @@ impl Analysis {
 
 /// Knobs of the analysis; the defaults are what reports use.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Options {
+pub(crate) struct Options {
     /// Confidence level of the intervals.
     pub level: f64,
     /// Bootstrap resamples for the percentiles.
@@ -214,7 +214,7 @@ impl Default for Options {
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum AnalysisError {
+pub(crate) enum AnalysisError {
     #[error("the phase log holds no phases")]
     NoPhases,
     #[error("baseline {name:?} is not in the phase log (scenarios: {})", scheduled.join(", "))]

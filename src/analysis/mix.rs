@@ -22,7 +22,7 @@ use super::weighted_hist::{self, Hist};
 
 /// Latency of a scenario's phase and its baseline's phase, made comparable.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LatencyPair {
+pub(crate) struct LatencyPair {
     /// Mean latency (ns) of the scenario at the baseline's mix.
     pub scenario_mean_ns: f64,
     /// Mean latency (ns) of the baseline over the compared digests.
@@ -40,7 +40,7 @@ pub struct LatencyPair {
 
 impl LatencyPair {
     /// Log-ratio of the q-quantiles, when both sides have enough samples.
-    pub fn quantile_log_ratio(&self, q: f64) -> Option<f64> {
+    pub(crate) fn quantile_log_ratio(&self, q: f64) -> Option<f64> {
         if !weighted_hist::enough_for(self.scenario_samples, q)
             || !weighted_hist::enough_for(self.baseline_samples, q)
         {
@@ -51,7 +51,7 @@ impl LatencyPair {
         Some((s / b).ln())
     }
 
-    pub fn mean_log_ratio(&self) -> Option<f64> {
+    pub(crate) fn mean_log_ratio(&self) -> Option<f64> {
         (self.scenario_mean_ns > 0.0 && self.baseline_mean_ns > 0.0)
             .then(|| (self.scenario_mean_ns / self.baseline_mean_ns).ln())
     }
@@ -59,7 +59,7 @@ impl LatencyPair {
 
 /// Compares the latency of `scenario`'s phase with `baseline`'s (same block). `None` when there
 /// is nothing to compare (no timed statements, or no digest timed in both).
-pub fn latency_pair(baseline: &PhaseData, scenario: &PhaseData) -> Option<LatencyPair> {
+pub(crate) fn latency_pair(baseline: &PhaseData, scenario: &PhaseData) -> Option<LatencyPair> {
     if baseline.digests.is_empty() || scenario.digests.is_empty() {
         return unadjusted(baseline, scenario);
     }

@@ -22,27 +22,28 @@
 //! Must not: read files, print, or depend on the controller; it gets records, returns numbers.
 
 mod analyze;
-pub mod baseline;
-pub mod bootstrap;
-pub mod carryover;
-pub mod estimate;
-pub mod mix;
-pub mod paired;
-pub mod phase_data;
-pub mod rng;
-pub mod run;
-pub mod stats_math;
-pub mod weighted_hist;
+pub(crate) mod baseline;
+pub(crate) mod bootstrap;
+pub(crate) mod carryover;
+pub(crate) mod estimate;
+pub(crate) mod mix;
+pub(crate) mod paired;
+pub(crate) mod phase_data;
+pub(crate) mod rng;
+pub(crate) mod run;
+pub(crate) mod stats_math;
+pub(crate) mod weighted_hist;
 
 #[cfg(test)]
-pub mod sim_fast;
+pub(crate) mod sim_fast;
 #[cfg(test)]
 mod synth;
 #[cfg(test)]
 mod tests;
 
-pub use analyze::{analyze, analyze_with};
-pub use baseline::BaselineRule;
-pub use carryover::CarryoverProfile;
-pub use estimate::{Analysis, AnalysisError, Drift, Estimate, Method, Metric, Options, Scale};
-pub use run::{analyze_run, RunAnalysis, StartupComparison, SwitchSummary};
+#[cfg(test)]
+pub(crate) use analyze::analyze;
+pub(crate) use analyze::analyze_with;
+pub(crate) use carryover::CarryoverProfile;
+pub(crate) use estimate::{Analysis, Estimate, Metric, Options};
+pub(crate) use run::{analyze_run, RunAnalysis};

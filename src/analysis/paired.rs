@@ -23,19 +23,19 @@ use super::phase_data::{Collected, PhaseData};
 use super::stats_math::{mean, newey_west_se, ols_slope, sd, t_quantile, t_two_sided_p};
 
 /// Below this many pairs a comparison's own variance is not trusted alone.
-pub const MIN_OWN_PAIRS: usize = 6;
+pub(crate) const MIN_OWN_PAIRS: usize = 6;
 
 /// A noise estimate shared by the comparisons of one run and metric: the variance of the
 /// per-block differences around each comparison's own mean, and its degrees of freedom.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Pooled {
+pub(crate) struct Pooled {
     pub variance: f64,
     pub df: f64,
 }
 
 /// Pools the residual variance of several comparisons' differences (`None` without any
 /// degree of freedom).
-pub fn pooled(series: &[&[f64]]) -> Option<Pooled> {
+pub(crate) fn pooled(series: &[&[f64]]) -> Option<Pooled> {
     let (mut ss, mut df) = (0.0, 0.0);
     for xs in series.iter().filter(|xs| xs.len() >= 2) {
         let m = mean(xs)?;
@@ -49,7 +49,7 @@ pub fn pooled(series: &[&[f64]]) -> Option<Pooled> {
 }
 
 /// The blocks in which both `scenario` and `baseline` have a usable phase, with the phases.
-pub fn pair_blocks<'a>(
+pub(crate) fn pair_blocks<'a>(
     data: &'a Collected,
     blocks: &BTreeSet<u64>,
     baseline: &str,
@@ -63,7 +63,7 @@ pub fn pair_blocks<'a>(
 
 /// A central value with its interval (on the scale the differences were taken on).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Interval {
+pub(crate) struct Interval {
     pub center: f64,
     /// `None` with fewer than two differences.
     pub bounds: Option<(f64, f64)>,
@@ -73,13 +73,13 @@ pub struct Interval {
 
 impl Interval {
     /// The interval excludes zero.
-    pub fn significant(&self) -> bool {
+    pub(crate) fn significant(&self) -> bool {
         self.bounds.is_some_and(|(lo, hi)| lo > 0.0 || hi < 0.0)
     }
 }
 
 /// Student's t interval of the mean difference at confidence `level`; `None` when empty.
-pub fn t_interval(diffs: &[f64], level: f64) -> Option<Interval> {
+pub(crate) fn t_interval(diffs: &[f64], level: f64) -> Option<Interval> {
     let center = mean(diffs)?;
     let n = diffs.len();
     let Some(s) = sd(diffs) else {
@@ -121,7 +121,7 @@ fn with_se(center: f64, n: usize, se: f64, df: f64, level: f64) -> Interval {
 /// larger of the plain and the Newey–West standard error; below [`MIN_OWN_PAIRS`] pairs the
 /// variance is at least the pooled one (and the pooled degrees of freedom are used when it is
 /// the larger). `None` when empty; no bounds with a single difference and nothing pooled.
-pub fn robust_interval(diffs: &[f64], level: f64, pool: Option<Pooled>) -> Option<Interval> {
+pub(crate) fn robust_interval(diffs: &[f64], level: f64, pool: Option<Pooled>) -> Option<Interval> {
     let center = mean(diffs)?;
     let n = diffs.len();
     let own = sd(diffs).map(|s| (s * s, (n - 1) as f64));
@@ -145,7 +145,7 @@ pub fn robust_interval(diffs: &[f64], level: f64, pool: Option<Pooled>) -> Optio
 
 /// A trend of the paired differences over blocks.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Trend {
+pub(crate) struct Trend {
     /// Change of the difference per block.
     pub slope: f64,
     pub bounds: (f64, f64),
@@ -154,13 +154,13 @@ pub struct Trend {
 }
 
 impl Trend {
-    pub fn flagged(&self) -> bool {
+    pub(crate) fn flagged(&self) -> bool {
         self.bounds.0 > 0.0 || self.bounds.1 < 0.0
     }
 }
 
 /// Slope of `ys` over `xs` with its t interval at `level`; `None` below three points.
-pub fn trend(xs: &[f64], ys: &[f64], level: f64) -> Option<Trend> {
+pub(crate) fn trend(xs: &[f64], ys: &[f64], level: f64) -> Option<Trend> {
     let (slope, se, df) = ols_slope(xs, ys)?;
     let half = t_quantile(0.5 + level / 2.0, df) * se;
     let p_value = if se > 0.0 {

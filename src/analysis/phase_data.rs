@@ -26,25 +26,25 @@ use crate::phase_log::{Aggregate, PhaseRecord, PHASE_LOG_VERSION};
 use super::weighted_hist::{self, Hist};
 
 /// Command labels counted as statements.
-pub const STATEMENT_COMMANDS: [&str; 3] = ["query", "stmt_execute", "stmt_bulk_execute"];
+pub(crate) const STATEMENT_COMMANDS: [&str; 3] = ["query", "stmt_execute", "stmt_bulk_execute"];
 
 /// Latency aggregates of one digest in one phase.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct DigestData {
+pub(crate) struct DigestData {
     pub timed: u64,
     pub latency_sum_ns: f64,
     pub histogram: Hist,
 }
 
 impl DigestData {
-    pub fn mean_ns(&self) -> Option<f64> {
+    pub(crate) fn mean_ns(&self) -> Option<f64> {
         (self.timed > 0).then(|| self.latency_sum_ns / self.timed as f64)
     }
 }
 
 /// One scenario's numbers in one block.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct PhaseData {
+pub(crate) struct PhaseData {
     pub scenario: String,
     pub block: u64,
     pub window_s: f64,
@@ -64,33 +64,26 @@ pub struct PhaseData {
 
 impl PhaseData {
     /// Statements per second.
-    pub fn throughput(&self) -> Option<f64> {
+    pub(crate) fn throughput(&self) -> Option<f64> {
         (self.window_s > 0.0).then(|| self.statements as f64 / self.window_s)
     }
 
-    pub fn mean_latency_ns(&self) -> Option<f64> {
+    pub(crate) fn mean_latency_ns(&self) -> Option<f64> {
         (self.timed > 0).then(|| self.latency_sum_ns / self.timed as f64)
     }
 
     /// Server CPU ms per statement.
-    pub fn cpu_per_statement(&self) -> Option<f64> {
+    pub(crate) fn cpu_per_statement(&self) -> Option<f64> {
         let cpu = self.server_cpu_ms?;
         (self.statements > 0 && cpu > 0.0).then(|| cpu / self.statements as f64)
     }
 
-    pub fn error_rate(&self) -> Option<f64> {
+    pub(crate) fn error_rate(&self) -> Option<f64> {
         (self.statements > 0).then(|| self.errors as f64 / self.statements as f64)
     }
 
-    /// The q-quantile of statement latency, when enough statements were timed.
-    pub fn quantile_ns(&self, q: f64) -> Option<f64> {
-        weighted_hist::enough_for(weighted_hist::total(&self.histogram), q)
-            .then(|| self.raw_quantile_ns(q))
-            .flatten()
-    }
-
     /// The q-quantile read from the buckets (within 2.5%), clamped to the exact min and max.
-    pub fn raw_quantile_ns(&self, q: f64) -> Option<f64> {
+    pub(crate) fn raw_quantile_ns(&self, q: f64) -> Option<f64> {
         let v = weighted_hist::quantile_ns(&self.histogram, q)?;
         let v = self.max_ns.map_or(v, |m| v.min(m));
         Some(self.min_ns.map_or(v, |m| v.max(m)))
@@ -153,7 +146,7 @@ fn digest_key(agg: &Aggregate) -> String {
 
 /// The phase log, reduced.
 #[derive(Debug, Clone, Default)]
-pub struct Collected {
+pub(crate) struct Collected {
     /// Scenarios in order of first appearance (usable or not).
     pub scheduled: Vec<String>,
     /// One entry per (scenario, block) with at least one usable record, sorted by block, then
@@ -165,13 +158,13 @@ pub struct Collected {
 }
 
 impl Collected {
-    pub fn get(&self, scenario: &str, block: u64) -> Option<&PhaseData> {
+    pub(crate) fn get(&self, scenario: &str, block: u64) -> Option<&PhaseData> {
         self.phases
             .iter()
             .find(|p| p.block == block && p.scenario == scenario)
     }
 
-    pub fn blocks(&self) -> BTreeSet<u64> {
+    pub(crate) fn blocks(&self) -> BTreeSet<u64> {
         self.phases.iter().map(|p| p.block).collect()
     }
 }
@@ -190,7 +183,7 @@ struct Window {
 }
 
 /// Reduces phase records to one [`PhaseData`] per (scenario, block).
-pub fn collect(records: &[PhaseRecord]) -> Collected {
+pub(crate) fn collect(records: &[PhaseRecord]) -> Collected {
     let mut out = Collected::default();
     let (mut unverified, mut empty, mut newer, mut unsettled) = (0, 0, 0, 0);
     let mut windows: BTreeMap<(String, u64, u64), Window> = BTreeMap::new();
@@ -341,7 +334,7 @@ mod tests {
         assert_eq!(p.error_rate(), Some(150.0 / 1500.0));
         assert_eq!(p.mean_latency_ns(), Some(2_000_000.0));
         assert_eq!(weighted_hist::total(&p.histogram), 1500.0);
-        assert!(p.quantile_ns(0.99).is_some());
+        assert!(p.raw_quantile_ns(0.99).is_some());
         assert_eq!(p.digests.len(), 2);
         assert_eq!(p.digests["bb"].mean_ns(), Some(2_000_000.0));
         assert!(c.warnings.is_empty(), "{:?}", c.warnings);
@@ -370,15 +363,5 @@ mod tests {
         assert_eq!(p.digests["aa"].timed, 3000);
         assert_eq!(c.warnings.len(), 3, "{:?}", c.warnings);
         assert!(c.get("b", 0).is_none());
-    }
-
-    #[test]
-    fn quantiles_need_enough_samples() {
-        let mut r = record("a", 0, 0, 10_000, 20_000);
-        r.commands = vec![agg(Some("query"), None, 50)];
-        let c = collect(&[r]);
-        let p = c.get("a", 0).unwrap();
-        assert!(p.quantile_ns(0.5).is_some());
-        assert!(p.quantile_ns(0.95).is_none());
     }
 }

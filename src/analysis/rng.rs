@@ -3,7 +3,7 @@
 //! analysis is reproducible.
 
 #[derive(Debug, Clone)]
-pub struct Rng {
+pub(crate) struct Rng {
     s: [u64; 4],
 }
 
@@ -16,14 +16,14 @@ fn splitmix64(state: &mut u64) -> u64 {
 }
 
 impl Rng {
-    pub fn new(seed: u64) -> Self {
+    pub(crate) fn new(seed: u64) -> Self {
         let mut state = seed;
         Rng {
             s: std::array::from_fn(|_| splitmix64(&mut state)),
         }
     }
 
-    pub fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         let result = self.s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
         let t = self.s[1] << 17;
         self.s[2] ^= self.s[0];
@@ -35,18 +35,20 @@ impl Rng {
         result
     }
 
-    /// Uniform in [0, 1).
-    pub fn uniform(&mut self) -> f64 {
+    /// Uniform in [0, 1) (the simulations' draws; the analysis itself only resamples).
+    #[cfg(test)]
+    pub(crate) fn uniform(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
 
     /// Uniform integer in [0, n), n > 0 (Lemire's multiply-shift; the bias is < n / 2^64).
-    pub fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         ((u128::from(self.next_u64()) * n as u128) >> 64) as usize
     }
 
     /// Standard normal (Box-Muller; one of the pair is dropped, simplicity over speed).
-    pub fn normal(&mut self) -> f64 {
+    #[cfg(test)]
+    pub(crate) fn normal(&mut self) -> f64 {
         let u1 = 1.0 - self.uniform(); // (0, 1]
         let u2 = self.uniform();
         (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
@@ -54,7 +56,7 @@ impl Rng {
 }
 
 /// A stable 64-bit hash (FNV-1a) of text, to derive per-comparison seeds.
-pub fn seed_of(parts: &[&str]) -> u64 {
+pub(crate) fn seed_of(parts: &[&str]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for part in parts {
         for b in part.bytes().chain([0xff]) {

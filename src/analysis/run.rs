@@ -80,7 +80,7 @@ impl RunAnalysis {
 
 /// Analyses a phase log of either version. `baseline` applies to the fast design (the slow
 /// one compares with pfsoff, else with its runtime reference).
-pub fn analyze_run(
+pub(crate) fn analyze_run(
     phases: &[PhaseRecord],
     baseline: Option<&str>,
     options: &Options,

@@ -16,7 +16,7 @@ use super::rng::Rng;
 const TICK_S: f64 = 0.01;
 
 #[derive(Debug, Clone)]
-pub struct Host {
+pub(crate) struct Host {
     /// Mean statements per second.
     pub rate: f64,
     /// Stationary log sd of the host factor.
@@ -46,7 +46,7 @@ impl Default for Host {
 }
 
 #[derive(Debug, Clone)]
-pub struct Schedule {
+pub(crate) struct Schedule {
     pub slot_s: f64,
     pub switch_s: f64,
     pub settle_s: f64,
@@ -69,7 +69,7 @@ impl Default for Schedule {
 }
 
 /// The host's noise over time: AR(1) in logs, with bursts.
-pub struct Noise {
+pub(crate) struct Noise {
     x: f64,
     phi: f64,
     innovation: f64,
@@ -78,7 +78,7 @@ pub struct Noise {
 }
 
 impl Noise {
-    pub fn new(host: &Host, rng: &mut Rng) -> Self {
+    pub(crate) fn new(host: &Host, rng: &mut Rng) -> Self {
         let phi = host.rho_1s.powf(TICK_S);
         Noise {
             x: host.sd * rng.normal(),
@@ -90,7 +90,7 @@ impl Noise {
     }
 
     /// The host's speed factor for the next tick.
-    pub fn step(&mut self, rng: &mut Rng) -> f64 {
+    pub(crate) fn step(&mut self, rng: &mut Rng) -> f64 {
         self.x = self.phi * self.x + self.innovation * rng.normal();
         if self.burst_left > 0.0 {
             self.burst_left -= TICK_S;
@@ -112,7 +112,12 @@ fn poisson_ish(rng: &mut Rng, mean: f64) -> f64 {
 
 /// One run: `effects[i]` multiplies scenario `i`'s throughput (its latency divides by it).
 /// Returns the segment records, scenario names `s0`, `s1`, ...
-pub fn run(rng: &mut Rng, host: &Host, schedule: &Schedule, effects: &[f64]) -> Vec<PhaseRecord> {
+pub(crate) fn run(
+    rng: &mut Rng,
+    host: &Host,
+    schedule: &Schedule,
+    effects: &[f64],
+) -> Vec<PhaseRecord> {
     let mut noise = Noise::new(host, rng);
     let k = effects.len();
     let ticks = |s: f64| (s / TICK_S).round() as usize;

@@ -4,12 +4,12 @@
 //! quantiles are exact to ~1e-10 for any degrees of freedom, not just a table's.
 
 /// Arithmetic mean, `None` when empty.
-pub fn mean(xs: &[f64]) -> Option<f64> {
+pub(crate) fn mean(xs: &[f64]) -> Option<f64> {
     (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
 }
 
 /// Sample standard deviation (n - 1 denominator), `None` below two values.
-pub fn sd(xs: &[f64]) -> Option<f64> {
+pub(crate) fn sd(xs: &[f64]) -> Option<f64> {
     if xs.len() < 2 {
         return None;
     }
@@ -21,7 +21,7 @@ pub fn sd(xs: &[f64]) -> Option<f64> {
 /// Standard error of the mean of a series that may be autocorrelated: Newey–West (Bartlett
 /// kernel) with the usual automatic lag `floor(4 (n/100)^(2/9))`, at least 1. `None` below
 /// three values.
-pub fn newey_west_se(xs: &[f64]) -> Option<f64> {
+pub(crate) fn newey_west_se(xs: &[f64]) -> Option<f64> {
     let n = xs.len();
     if n < 3 {
         return None;
@@ -44,7 +44,7 @@ pub fn newey_west_se(xs: &[f64]) -> Option<f64> {
 }
 
 /// ln Γ(x) for x > 0 (Lanczos, g = 7, 9 terms; ~1e-15 relative).
-pub fn ln_gamma(x: f64) -> f64 {
+pub(crate) fn ln_gamma(x: f64) -> f64 {
     const G: f64 = 7.0;
     const C: [f64; 9] = [
         0.999_999_999_999_809_9,
@@ -116,7 +116,7 @@ fn beta_cf(a: f64, b: f64, x: f64) -> f64 {
 }
 
 /// Regularized incomplete beta function I_x(a, b).
-pub fn inc_beta(a: f64, b: f64, x: f64) -> f64 {
+pub(crate) fn inc_beta(a: f64, b: f64, x: f64) -> f64 {
     if x <= 0.0 {
         return 0.0;
     }
@@ -136,7 +136,7 @@ pub fn inc_beta(a: f64, b: f64, x: f64) -> f64 {
 const T_AS_NORMAL_DF: f64 = 1e7;
 
 /// P(T ≤ t) for Student's t with `df` degrees of freedom (df = ∞ allowed).
-pub fn t_cdf(t: f64, df: f64) -> f64 {
+pub(crate) fn t_cdf(t: f64, df: f64) -> f64 {
     if df.is_infinite() || df > T_AS_NORMAL_DF {
         return normal_cdf(t);
     }
@@ -150,7 +150,7 @@ pub fn t_cdf(t: f64, df: f64) -> f64 {
 }
 
 /// The p-quantile of Student's t with `df` degrees of freedom (df = ∞ allowed).
-pub fn t_quantile(p: f64, df: f64) -> f64 {
+pub(crate) fn t_quantile(p: f64, df: f64) -> f64 {
     assert!(p > 0.0 && p < 1.0, "t quantile of p = {p}");
     assert!(df > 0.0, "t quantile with df = {df}");
     if df.is_infinite() || df > T_AS_NORMAL_DF {
@@ -214,7 +214,7 @@ fn t_quantile_bisect(p: f64, df: f64) -> f64 {
 }
 
 /// Two-sided p-value of a t statistic.
-pub fn t_two_sided_p(t: f64, df: f64) -> f64 {
+pub(crate) fn t_two_sided_p(t: f64, df: f64) -> f64 {
     (2.0 * (1.0 - t_cdf(t.abs(), df))).clamp(0.0, 1.0)
 }
 
@@ -239,12 +239,12 @@ fn erfc(x: f64) -> f64 {
 }
 
 /// Standard normal CDF.
-pub fn normal_cdf(x: f64) -> f64 {
+pub(crate) fn normal_cdf(x: f64) -> f64 {
     0.5 * erfc(-x / std::f64::consts::SQRT_2)
 }
 
 /// Standard normal quantile (Acklam's rational approximation, relative error < 1.2e-9).
-pub fn normal_quantile(p: f64) -> f64 {
+pub(crate) fn normal_quantile(p: f64) -> f64 {
     assert!(p > 0.0 && p < 1.0, "normal quantile of p = {p}");
     const A: [f64; 6] = [
         -3.969_683_028_665_376e1,
@@ -293,8 +293,9 @@ pub fn normal_quantile(p: f64) -> f64 {
 }
 
 /// Quantile of sorted values with linear interpolation between order statistics
-/// (type 7, as R's default).
-pub fn sorted_quantile(sorted: &[f64], p: f64) -> Option<f64> {
+/// (type 7, as R's default). The reference the selection below is tested against.
+#[cfg(test)]
+pub(crate) fn sorted_quantile(sorted: &[f64], p: f64) -> Option<f64> {
     if sorted.is_empty() {
         return None;
     }
@@ -306,7 +307,7 @@ pub fn sorted_quantile(sorted: &[f64], p: f64) -> Option<f64> {
 
 /// The same quantile as [`sorted_quantile`] of unsorted values, by selection (linear time;
 /// reorders `values`).
-pub fn select_quantile(values: &mut [f64], p: f64) -> Option<f64> {
+pub(crate) fn select_quantile(values: &mut [f64], p: f64) -> Option<f64> {
     if values.is_empty() {
         return None;
     }
@@ -320,7 +321,7 @@ pub fn select_quantile(values: &mut [f64], p: f64) -> Option<f64> {
 
 /// Ordinary least squares of `ys` on `xs`: slope, its standard error and the residual degrees
 /// of freedom. `None` below three points or when every x is equal.
-pub fn ols_slope(xs: &[f64], ys: &[f64]) -> Option<(f64, f64, f64)> {
+pub(crate) fn ols_slope(xs: &[f64], ys: &[f64]) -> Option<(f64, f64, f64)> {
     let n = xs.len();
     if n < 3 || ys.len() != n {
         return None;

@@ -13,7 +13,7 @@ const WITHIN_DIGEST_SIGMA: f64 = 0.3;
 
 /// A digest of the workload: median latency and share of the statements.
 #[derive(Debug, Clone)]
-pub struct Digest {
+pub(super) struct Digest {
     pub id: &'static str,
     pub median_ns: f64,
     pub share: f64,
@@ -21,7 +21,7 @@ pub struct Digest {
 
 /// One scenario's true behaviour, relative to the workload's base.
 #[derive(Debug, Clone)]
-pub struct Arm {
+pub(super) struct Arm {
     pub name: &'static str,
     pub throughput_factor: f64,
     pub latency_factor: f64,
@@ -31,7 +31,7 @@ pub struct Arm {
 }
 
 impl Arm {
-    pub fn new(name: &'static str) -> Self {
+    pub(super) fn new(name: &'static str) -> Self {
         Arm {
             name,
             throughput_factor: 1.0,
@@ -41,29 +41,29 @@ impl Arm {
         }
     }
 
-    pub fn throughput(mut self, factor: f64) -> Self {
+    pub(super) fn throughput(mut self, factor: f64) -> Self {
         self.throughput_factor = factor;
         self
     }
 
-    pub fn latency(mut self, factor: f64) -> Self {
+    pub(super) fn latency(mut self, factor: f64) -> Self {
         self.latency_factor = factor;
         self
     }
 
-    pub fn errors(mut self, rate: f64) -> Self {
+    pub(super) fn errors(mut self, rate: f64) -> Self {
         self.error_rate = rate;
         self
     }
 
-    pub fn mix(mut self, mix: Vec<Digest>) -> Self {
+    pub(super) fn mix(mut self, mix: Vec<Digest>) -> Self {
         self.mix = mix;
         self
     }
 }
 
 /// A fast (1 ms) and a slow (10 ms) digest, `fast_share` of the statements fast.
-pub fn two_digests(fast_share: f64) -> Vec<Digest> {
+pub(super) fn two_digests(fast_share: f64) -> Vec<Digest> {
     vec![
         Digest {
             id: "00000000000000f1",
@@ -79,7 +79,7 @@ pub fn two_digests(fast_share: f64) -> Vec<Digest> {
 }
 
 #[derive(Debug, Clone)]
-pub struct Sim {
+pub(super) struct Sim {
     pub blocks: u64,
     /// Phase-to-phase noise (log sd ≈ coefficient of variation) of throughput and latency.
     pub cv: f64,
@@ -148,7 +148,7 @@ fn aggregate(
 }
 
 /// A phase log of `sim.blocks` blocks, each running every arm once, in shuffled order.
-pub fn simulate(rng: &mut Rng, sim: &Sim, arms: &[Arm]) -> Vec<PhaseRecord> {
+pub(super) fn simulate(rng: &mut Rng, sim: &Sim, arms: &[Arm]) -> Vec<PhaseRecord> {
     let mut out = Vec::new();
     let mut phase = 0;
     let mut clock = 0;

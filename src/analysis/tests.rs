@@ -1,5 +1,7 @@
 //! Acceptance tests of the estimators on synthetic phase logs (see `synth`).
 
+use super::baseline::BaselineRule;
+use super::estimate::{AnalysisError, Method, Scale};
 use super::rng::Rng;
 use super::synth::{simulate, two_digests, Arm, Sim};
 use super::*;

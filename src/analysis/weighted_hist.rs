@@ -9,7 +9,7 @@ use crate::stats::histogram::{BUCKET_FACTOR, FIRST_BOUND_NS};
 
 /// Weights (counts, or reweighted counts) of a dense range of buckets.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Hist {
+pub(crate) struct Hist {
     /// Bucket index of `weights[0]`.
     first: u16,
     weights: Vec<f64>,
@@ -17,7 +17,7 @@ pub struct Hist {
 }
 
 impl Hist {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Hist::default()
     }
 
@@ -36,14 +36,14 @@ impl Hist {
         }
     }
 
-    pub fn add_bucket(&mut self, bucket: u16, weight: f64) {
+    pub(crate) fn add_bucket(&mut self, bucket: u16, weight: f64) {
         self.cover(bucket, bucket);
         self.weights[usize::from(bucket - self.first)] += weight;
         self.total += weight;
     }
 
     /// (bucket, weight) of the non-empty buckets, in bucket order.
-    pub fn iter(&self) -> impl Iterator<Item = (u16, f64)> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (u16, f64)> + '_ {
         self.weights
             .iter()
             .enumerate()
@@ -54,10 +54,10 @@ impl Hist {
 
 /// A quantile is read only when at least this many samples lie above it (n·(1 − q) ≥ 5: p50
 /// needs 10 samples, p95 100, p99 500); below that a phase's tail is a handful of queries.
-pub const MIN_TAIL_SAMPLES: f64 = 5.0;
+pub(crate) const MIN_TAIL_SAMPLES: f64 = 5.0;
 
 /// Adds `buckets` (`[bucket, count]` as in the phase log), each count times `weight`.
-pub fn add(hist: &mut Hist, buckets: &[(u16, u64)], weight: f64) {
+pub(crate) fn add(hist: &mut Hist, buckets: &[(u16, u64)], weight: f64) {
     let lo = buckets.iter().map(|b| b.0).min();
     let hi = buckets.iter().map(|b| b.0).max();
     if let (Some(lo), Some(hi)) = (lo, hi) {
@@ -69,7 +69,7 @@ pub fn add(hist: &mut Hist, buckets: &[(u16, u64)], weight: f64) {
 }
 
 /// Adds every bucket of `other`, times `weight`.
-pub fn merge(hist: &mut Hist, other: &Hist, weight: f64) {
+pub(crate) fn merge(hist: &mut Hist, other: &Hist, weight: f64) {
     if other.weights.is_empty() {
         return;
     }
@@ -81,17 +81,17 @@ pub fn merge(hist: &mut Hist, other: &Hist, weight: f64) {
     hist.total += other.total * weight;
 }
 
-pub fn total(hist: &Hist) -> f64 {
+pub(crate) fn total(hist: &Hist) -> f64 {
     hist.total
 }
 
 /// Whether `samples` samples are enough to read the q-quantile.
-pub fn enough_for(samples: f64, q: f64) -> bool {
+pub(crate) fn enough_for(samples: f64, q: f64) -> bool {
     samples * (1.0 - q) >= MIN_TAIL_SAMPLES
 }
 
 /// The q-quantile (0 < q < 1) in nanoseconds, `None` when the histogram is empty.
-pub fn quantile_ns(hist: &Hist, q: f64) -> Option<f64> {
+pub(crate) fn quantile_ns(hist: &Hist, q: f64) -> Option<f64> {
     if hist.total <= 0.0 {
         return None;
     }

@@ -22,16 +22,16 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// MySQL error codes the controller explains.
 pub(super) mod code {
-    pub const DBACCESS_DENIED: u16 = 1044;
-    pub const ACCESS_DENIED: u16 = 1045;
-    pub const TABLEACCESS_DENIED: u16 = 1142;
-    pub const COLUMNACCESS_DENIED: u16 = 1143;
-    pub const UNKNOWN_SYSTEM_VARIABLE: u16 = 1193;
-    pub const SPECIFIC_ACCESS_DENIED: u16 = 1227;
-    pub const ACCESS_DENIED_NO_PASSWORD: u16 = 1698;
+    pub(crate) const DBACCESS_DENIED: u16 = 1044;
+    pub(crate) const ACCESS_DENIED: u16 = 1045;
+    pub(crate) const TABLEACCESS_DENIED: u16 = 1142;
+    pub(crate) const COLUMNACCESS_DENIED: u16 = 1143;
+    pub(crate) const UNKNOWN_SYSTEM_VARIABLE: u16 = 1193;
+    pub(crate) const SPECIFIC_ACCESS_DENIED: u16 = 1227;
+    pub(crate) const ACCESS_DENIED_NO_PASSWORD: u16 = 1698;
 
     /// The account may log in but lacks a privilege on what it touched.
-    pub fn is_missing_privilege(code: u16) -> bool {
+    pub(crate) fn is_missing_privilege(code: u16) -> bool {
         matches!(
             code,
             TABLEACCESS_DENIED | COLUMNACCESS_DENIED | SPECIFIC_ACCESS_DENIED | DBACCESS_DENIED

@@ -58,7 +58,7 @@ impl<'a> Input<'a> {
 }
 
 /// `data` split into chunks whose lengths cycle through `cuts` (one chunk when empty).
-pub fn chunks<'a>(data: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
+pub(super) fn chunks<'a>(data: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
     if cuts.is_empty() {
         return vec![data];
     }
@@ -77,10 +77,10 @@ pub fn chunks<'a>(data: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
 
 /// An in-memory reader handing out `pieces` one read at a time (as a socket would), then end
 /// of file. Never pending.
-pub struct Pieces<'a>(std::collections::VecDeque<&'a [u8]>);
+pub(super) struct Pieces<'a>(std::collections::VecDeque<&'a [u8]>);
 
 impl<'a> Pieces<'a> {
-    pub fn new(pieces: &[&'a [u8]]) -> Self {
+    pub(super) fn new(pieces: &[&'a [u8]]) -> Self {
         Pieces(pieces.iter().copied().filter(|p| !p.is_empty()).collect())
     }
 }
@@ -104,7 +104,7 @@ impl tokio::io::AsyncRead for Pieces<'_> {
 }
 
 /// Polls a future over [`Pieces`] to its end (it never waits on anything).
-pub fn poll_once<F: std::future::Future>(fut: F) -> F::Output {
+pub(super) fn poll_once<F: std::future::Future>(fut: F) -> F::Output {
     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
     let mut fut = std::pin::pin!(fut);
     match fut.as_mut().poll(&mut cx) {

@@ -76,7 +76,7 @@ impl EventSink for Checked<'_> {
 /// Tag bit 0: 0 client bytes, 1 server bytes; bits 1-2: 1 the proxy terminated TLS before
 /// this chunk, 2 the proxy gave up observing before it; bits 3-7: milliseconds since the
 /// previous chunk.
-pub fn session(data: &[u8]) {
+pub(super) fn session(data: &[u8]) {
     let mut input = Input::new(data);
     let start = Instant::now();
     let mut now = start;

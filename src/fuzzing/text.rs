@@ -20,7 +20,7 @@ use crate::duration::parse_duration;
 
 /// The fingerprinter (both styles, with and without digit folding, a small or the default
 /// length cap) and the statement splitter of `psprobe digest`.
-pub fn digest(data: &[u8]) {
+pub(super) fn digest(data: &[u8]) {
     let mut input = Input::new(data);
     let flags = input.byte();
     let opts = FingerprintOptions {
@@ -59,7 +59,7 @@ pub fn digest(data: &[u8]) {
 /// opensrv hands it over, so only UTF-8 gets there) for the dialect translation. Set: they are
 /// what a client sends to the admin port, through the command rewriter, whose COM_QUERY
 /// texts then go to the translation.
-pub fn admin_sql(data: &[u8]) {
+pub(super) fn admin_sql(data: &[u8]) {
     let mut input = Input::new(data);
     let flags = input.byte();
     if flags & 1 == 0 {
@@ -159,7 +159,7 @@ fn setup_state() -> &'static SetupState {
 /// A config file (any bytes, as text) through every reader of it: the proxy's `[proxy]` and
 /// `[tls]` tables, the controller's `[controller]` table and DSN, and the `[[scenario]]`
 /// tables, each scenario then planned against a server's rows.
-pub fn config(data: &[u8]) {
+pub(super) fn config(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
     let path = Path::new("fuzz.toml");
     if let Ok(file) = parse_file(&text, path) {
@@ -195,7 +195,7 @@ pub fn config(data: &[u8]) {
 }
 
 /// A phase log (any bytes, as text) read and turned into the report `psprobe report` prints.
-pub fn phase_log(data: &[u8]) {
+pub(super) fn phase_log(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
     let log = crate::phase_log::parse_log(&text);
     let baseline = log.phases.first().map(|p| p.scenario.clone());

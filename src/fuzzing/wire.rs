@@ -41,7 +41,7 @@ fn deframe(capture: usize, pieces: &[&[u8]]) -> (Vec<Packet>, bool) {
 
 /// The de-framer: the same packets whatever the chunk boundaries, and a break consumes
 /// exactly the bytes of the packets delivered.
-pub fn frame(data: &[u8]) {
+pub(super) fn frame(data: &[u8]) {
     let mut input = Input::new(data);
     let capture = CAPTURE_LIMITS[usize::from(input.byte()) % CAPTURE_LIMITS.len()];
     let stop_after = usize::from(input.byte());
@@ -89,7 +89,7 @@ fn read_handshake_packets(pieces: &[&[u8]]) {
 
 /// The handshake parsers (greeting, handshake response, change-user, connect attributes,
 /// auth switch) on one payload, and the proxy's connection-phase packet reader on the stream.
-pub fn handshake(data: &[u8]) {
+pub(super) fn handshake(data: &[u8]) {
     let mut input = Input::new(data);
     let caps = input.u64();
     let cuts = input.cuts();
@@ -126,7 +126,7 @@ const SHAPES: [ResponseShape; 9] = [
 
 /// The command parsers (query text with attributes, binary values, execute header) on one
 /// body, and a response reader of a chosen shape on a sequence of server packets.
-pub fn command(data: &[u8]) {
+pub(super) fn command(data: &[u8]) {
     let mut input = Input::new(data);
     let column_type = input.byte();
     let shape = SHAPES[usize::from(input.byte()) % SHAPES.len()];
@@ -193,7 +193,7 @@ fn decompress(algorithm: Algorithm, pieces: &[&[u8]]) -> (Vec<u8>, bool, bool) {
 
 /// The compressed-protocol decoder (zlib or zstd frames): what it emits and whether it fails
 /// does not depend on the chunk boundaries, and it never emits more than the frames declare.
-pub fn compress(data: &[u8]) {
+pub(super) fn compress(data: &[u8]) {
     let mut input = Input::new(data);
     let algorithm = if input.byte() % 2 == 0 {
         Algorithm::Zlib

@@ -45,7 +45,7 @@ struct ScenarioSeries {
 }
 
 /// Distinct error codes exported individually; the rest are counted under `code="other"`.
-pub const MAX_ERROR_CODES: usize = 100;
+pub(super) const MAX_ERROR_CODES: usize = 100;
 
 pub struct ProxyMetrics {
     registry: Registry,

@@ -32,20 +32,20 @@ use super::relay::{Side, Watch};
 use crate::protocol::frame::encode_packet;
 
 /// The client leg after the connection phase.
-pub enum ClientLeg {
+pub(crate) enum ClientLeg {
     Plain(TcpStream),
     Tls(Box<server::TlsStream<TcpStream>>),
 }
 
 /// The server leg after the connection phase.
-pub enum ServerLeg {
+pub(crate) enum ServerLeg {
     Plain(TcpStream),
     Tls(Box<client::TlsStream<TcpStream>>),
 }
 
 /// Streams ready for the relay, and bytes read from them that the relay must still forward
 /// (and observe) first.
-pub struct Established {
+pub(crate) struct Established {
     pub client: ClientLeg,
     pub server: ServerLeg,
     pub client_rest: Vec<u8>,
@@ -53,7 +53,7 @@ pub struct Established {
 }
 
 /// What a connection needs to know here.
-pub struct Ctx<'a> {
+pub(crate) struct Ctx<'a> {
     pub tls: &'a TlsRuntime,
     pub peer: SocketAddr,
     pub upstream: &'a str,
@@ -88,7 +88,7 @@ async fn send<W: AsyncWrite + Unpin>(to: &mut W, bytes: &[u8]) -> io::Result<()>
 }
 
 /// Runs the connection phase as far as psprobe needs to; `None` when the connection is over.
-pub async fn run<S: EventSink>(
+pub(crate) async fn run<S: EventSink>(
     mut client: TcpStream,
     mut server: TcpStream,
     watch: &mut Watch<'_, S>,

@@ -12,15 +12,15 @@ use crate::protocol::frame::encode_packet;
 use crate::protocol::response::encode_err;
 
 /// Listen backlog asked for by default; the kernel caps it at net.core.somaxconn.
-pub const DEFAULT_LISTEN_BACKLOG: u32 = 4096;
+pub(crate) const DEFAULT_LISTEN_BACKLOG: u32 = 4096;
 /// File descriptors kept out of the connection budget: listeners, metrics scrapes, admin,
 /// controller, log and state files, and clients being refused.
-pub const RESERVED_FDS: u64 = 64;
+pub(crate) const RESERVED_FDS: u64 = 64;
 /// ER_CON_COUNT_ERROR, what mysqld answers past its max_connections.
-pub const ER_CON_COUNT_ERROR: u16 = 1040;
+pub(crate) const ER_CON_COUNT_ERROR: u16 = 1040;
 
 /// Binds `addr` with SO_REUSEADDR (as std does) and the given listen backlog.
-pub fn bind_listener(addr: SocketAddr, backlog: u32) -> io::Result<TcpListener> {
+pub(crate) fn bind_listener(addr: SocketAddr, backlog: u32) -> io::Result<TcpListener> {
     let socket = if addr.is_ipv4() {
         TcpSocket::new_v4()?
     } else {
@@ -45,7 +45,7 @@ fn fd_limits() -> Option<(u64, u64)> {
 /// Raises the soft file-descriptor limit to the hard one (as nginx's and Go's runtimes do):
 /// distributions start processes at a soft 1024, which 500 clients (two descriptors each)
 /// would exhaust. Returns the soft limit in effect afterwards.
-pub fn raise_fd_limit() -> Option<u64> {
+pub(crate) fn raise_fd_limit() -> Option<u64> {
     let (soft, hard) = fd_limits()?;
     if soft < hard {
         let raised = libc::rlimit {
@@ -62,7 +62,7 @@ pub fn raise_fd_limit() -> Option<u64> {
 
 /// The default `--max-connections`: what the file-descriptor limit carries (two descriptors
 /// per client: its own and the upstream's), less a reserve. `None`: no limit.
-pub fn default_max_connections() -> Option<usize> {
+pub(crate) fn default_max_connections() -> Option<usize> {
     let (soft, _) = fd_limits()?;
     if soft == libc::RLIM_INFINITY {
         return None;
@@ -72,7 +72,7 @@ pub fn default_max_connections() -> Option<usize> {
 }
 
 /// True for the errors that mean "no file descriptor (or kernel memory) left".
-pub fn is_out_of_fds(e: &io::Error) -> bool {
+pub(crate) fn is_out_of_fds(e: &io::Error) -> bool {
     matches!(
         e.raw_os_error(),
         Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
@@ -80,13 +80,13 @@ pub fn is_out_of_fds(e: &io::Error) -> bool {
 }
 
 /// ERR 1040 as mysqld sends it in place of the greeting: sequence id 0, SQL state 08004.
-pub fn too_many_connections_packet(message: &str) -> Vec<u8> {
+pub(crate) fn too_many_connections_packet(message: &str) -> Vec<u8> {
     encode_packet(0, &encode_err(ER_CON_COUNT_ERROR, b"08004", message))
 }
 
 /// Tells a client it cannot be served, then closes. Bounded: a client that does not read
 /// still gets closed (the packet fits in any socket buffer; the timeout is for safety).
-pub async fn refuse(client: &mut TcpStream, message: &str) {
+pub(crate) async fn refuse(client: &mut TcpStream, message: &str) {
     let packet = too_many_connections_packet(message);
     let write = async {
         client.write_all(&packet).await?;

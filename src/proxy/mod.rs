@@ -4,13 +4,13 @@
 //! sends; parsing errors end observation of that connection, never its relay.
 
 mod connection;
-pub mod handshake;
-pub mod limits;
-pub mod packet_io;
-pub mod relay;
+pub(crate) mod handshake;
+pub(crate) mod limits;
+pub(crate) mod packet_io;
+pub(crate) mod relay;
 mod reload;
 pub(crate) mod throttle;
-pub mod upstream;
+pub(crate) mod upstream;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -24,7 +24,7 @@ use crate::metrics::Refusal;
 use crate::record::Observer;
 use crate::tls::TlsRuntime;
 
-pub use reload::reload_on_sighup;
+pub(crate) use reload::reload_on_sighup;
 use throttle::{more, Throttle};
 
 /// What the proxy needs to run, validated by the config layer.
@@ -90,7 +90,7 @@ pub(crate) struct Shared {
 
 /// Accepts connections until `stop` resolves, then lets open connections finish for up to
 /// `shutdown_grace` before closing them.
-pub async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     settings: ProxySettings,
     observer: Arc<Observer>,

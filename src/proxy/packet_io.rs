@@ -11,18 +11,18 @@ use crate::protocol::response::encode_err;
 
 /// Connection-phase packets are small (greeting, handshake response with attributes, auth
 /// data); a larger one ends packet-level handling and the bytes are relayed as they are.
-pub const MAX_HANDSHAKE_PACKET: usize = 1 << 20;
+pub(crate) const MAX_HANDSHAKE_PACKET: usize = 1 << 20;
 
 /// Most bytes one read asks for (a packet's header, then the rest of it, in steps of this).
 const READ_CHUNK: usize = 4096;
 
 /// Server error 1043 "Bad handshake", SQL state 08S01: what psprobe answers when it cannot set
 /// up a connection the way it was asked to.
-pub const ER_HANDSHAKE_ERROR: u16 = 1043;
+pub(crate) const ER_HANDSHAKE_ERROR: u16 = 1043;
 
 /// What a read ended with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Got {
+pub(crate) enum Got {
     Packet,
     /// The peer closed (the buffer keeps what came before).
     Eof,
@@ -32,26 +32,26 @@ pub enum Got {
 
 /// One packet being read.
 #[derive(Debug, Default)]
-pub struct PacketBuf {
+pub(crate) struct PacketBuf {
     buf: Vec<u8>,
 }
 
 impl PacketBuf {
     /// Header and payload of the packet read (or what has arrived of it).
-    pub fn bytes(&self) -> &[u8] {
+    pub(crate) fn bytes(&self) -> &[u8] {
         &self.buf
     }
 
-    pub fn payload(&self) -> &[u8] {
+    pub(crate) fn payload(&self) -> &[u8] {
         self.buf.get(HEADER_LEN..).unwrap_or(&[])
     }
 
-    pub fn seq(&self) -> u8 {
+    pub(crate) fn seq(&self) -> u8 {
         self.buf.get(3).copied().unwrap_or(0)
     }
 
     /// Hands the bytes over and starts empty for the next packet.
-    pub fn take(&mut self) -> Vec<u8> {
+    pub(crate) fn take(&mut self) -> Vec<u8> {
         std::mem::take(&mut self.buf)
     }
 
@@ -69,7 +69,10 @@ impl PacketBuf {
     /// Reads until the buffer holds one whole packet. Straight into the buffer, never through
     /// an array on the future: every byte of this future is held by each connection waiting
     /// in its handshake.
-    pub async fn read_packet<R: AsyncRead + Unpin>(&mut self, from: &mut R) -> io::Result<Got> {
+    pub(crate) async fn read_packet<R: AsyncRead + Unpin>(
+        &mut self,
+        from: &mut R,
+    ) -> io::Result<Got> {
         loop {
             let need = match self.wanted() {
                 Ok(need) => need,
@@ -92,7 +95,7 @@ impl PacketBuf {
 }
 
 /// ERR 1043 with psprobe's message, as the packet `seq`.
-pub fn handshake_error(seq: u8, message: &str) -> Vec<u8> {
+pub(crate) fn handshake_error(seq: u8, message: &str) -> Vec<u8> {
     encode_packet(seq, &encode_err(ER_HANDSHAKE_ERROR, b"08S01", message))
 }
 

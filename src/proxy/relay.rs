@@ -32,7 +32,7 @@ use crate::metrics::{Direction, ProxyMetrics, TlsCarriage};
 use crate::session::{EventSink, Phase, Session};
 
 /// Bytes read per direction at a time.
-pub const RELAY_BUFFER: usize = 32 * 1024;
+pub(crate) const RELAY_BUFFER: usize = 32 * 1024;
 
 thread_local! {
     /// Where every relay on this thread reads into. Only used inside one synchronous poll
@@ -75,7 +75,7 @@ impl Pending {
 
 /// How a relayed connection ended.
 #[derive(Debug, PartialEq, Eq)]
-pub enum RelayEnd {
+pub(crate) enum RelayEnd {
     ClientClosed,
     ServerClosed,
     Shutdown,
@@ -83,7 +83,7 @@ pub enum RelayEnd {
 
 /// Which way a direction carries bytes.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Side {
+pub(crate) enum Side {
     Client,
     Server,
 }
@@ -95,7 +95,7 @@ enum Step {
 }
 
 /// What the relay (and the connection phase before it) tells the session and the metrics.
-pub struct Watch<'a, S> {
+pub(crate) struct Watch<'a, S> {
     pub session: &'a mut Session,
     pub sink: &'a mut S,
     pub metrics: &'a ProxyMetrics,
@@ -107,7 +107,11 @@ pub struct Watch<'a, S> {
 }
 
 impl<'a, S: EventSink> Watch<'a, S> {
-    pub fn new(session: &'a mut Session, sink: &'a mut S, metrics: &'a ProxyMetrics) -> Self {
+    pub(crate) fn new(
+        session: &'a mut Session,
+        sink: &'a mut S,
+        metrics: &'a ProxyMetrics,
+    ) -> Self {
         Watch {
             session,
             sink,
@@ -118,7 +122,7 @@ impl<'a, S: EventSink> Watch<'a, S> {
     }
 
     /// Counts and parses a chunk that came from `side` at `now`.
-    pub fn observe(&mut self, side: Side, chunk: &[u8], now: Instant) {
+    pub(crate) fn observe(&mut self, side: Side, chunk: &[u8], now: Instant) {
         let metrics = self.metrics;
         let scenario = metrics.scenarios().current();
         let direction = match side {
@@ -152,7 +156,7 @@ impl<'a, S: EventSink> Watch<'a, S> {
     }
 
     /// Counts the connection's carriage now (if not yet): compression as far as it is known.
-    pub fn count_carriage(&mut self) {
+    pub(crate) fn count_carriage(&mut self) {
         if let Some(tls) = self.carriage.take() {
             let compression = match tls {
                 TlsCarriage::Passthrough => None,
@@ -175,7 +179,7 @@ struct Relay<'a, 'w, C, U, S> {
 }
 
 /// Relays until either side closes or fails, or `shutdown` turns true.
-pub async fn relay<C, U, S>(
+pub(crate) async fn relay<C, U, S>(
     client: &mut C,
     server: &mut U,
     watch: &mut Watch<'_, S>,

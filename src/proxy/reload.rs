@@ -8,7 +8,7 @@ use crate::record::Observer;
 use crate::tls::TlsRuntime;
 
 /// Reloads on every SIGHUP until the task is aborted.
-pub async fn reload_on_sighup(tls: Arc<TlsRuntime>, observer: Arc<Observer>) {
+pub(crate) async fn reload_on_sighup(tls: Arc<TlsRuntime>, observer: Arc<Observer>) {
     use tokio::signal::unix::{signal, SignalKind};
     let Some(acceptor) = &tls.acceptor else {
         return;

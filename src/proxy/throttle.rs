@@ -5,7 +5,7 @@
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-pub struct Throttle {
+pub(crate) struct Throttle {
     every: Duration,
     state: Mutex<State>,
 }
@@ -17,7 +17,7 @@ struct State {
 }
 
 impl Throttle {
-    pub const fn new(every: Duration) -> Self {
+    pub(crate) const fn new(every: Duration) -> Self {
         Throttle {
             every,
             state: Mutex::new(State {
@@ -29,7 +29,7 @@ impl Throttle {
 
     /// `Some(events left out since the last line)` when a line may be written at `now`;
     /// `None` (and the event is counted as left out) otherwise.
-    pub fn allow(&self, now: Instant) -> Option<u64> {
+    pub(crate) fn allow(&self, now: Instant) -> Option<u64> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let due = state
             .last
@@ -45,7 +45,7 @@ impl Throttle {
 }
 
 /// " (N more like it since the last line)" when lines were left out.
-pub fn more(suppressed: u64) -> String {
+pub(crate) fn more(suppressed: u64) -> String {
     if suppressed == 0 {
         String::new()
     } else {

@@ -12,9 +12,9 @@ use crate::protocol::response::encode_err;
 /// Server error 1429 "Unable to connect to foreign data source". Client-side codes such as 2003
 /// ("Can't connect to MySQL server") would fit better, but libmariadb rejects an error packet
 /// carrying a code of the client range (2000-2999) as "malformed packet" and drops the text.
-pub const ER_CONNECT_TO_FOREIGN_DATA_SOURCE: u16 = 1429;
+pub(crate) const ER_CONNECT_TO_FOREIGN_DATA_SOURCE: u16 = 1429;
 
-pub async fn connect(upstream: &str, timeout: Duration) -> io::Result<TcpStream> {
+pub(crate) async fn connect(upstream: &str, timeout: Duration) -> io::Result<TcpStream> {
     match tokio::time::timeout(timeout, TcpStream::connect(upstream)).await {
         Ok(result) => result,
         Err(_) => Err(io::Error::new(
@@ -33,7 +33,7 @@ const KEEPALIVE_PROBES: u32 = 3;
 /// the answer is lost); `TCP_USER_TIMEOUT` catches psprobe's own data left unacknowledged
 /// (the query never arrived). The kernel answers probes for a server busy on a long query,
 /// so no live statement is cut.
-pub fn keep_alive(stream: &TcpStream, idle: Duration) -> io::Result<()> {
+pub(crate) fn keep_alive(stream: &TcpStream, idle: Duration) -> io::Result<()> {
     let socket = socket2::SockRef::from(stream);
     let params = socket2::TcpKeepalive::new()
         .with_time(idle)
@@ -45,7 +45,7 @@ pub fn keep_alive(stream: &TcpStream, idle: Duration) -> io::Result<()> {
 
 /// The ERR packet sent in place of the server greeting when the upstream cannot be reached.
 /// Clients show it like a server-side refusal ("ERROR 1429 (HY000): psprobe could not ...").
-pub fn unreachable_packet(upstream: &str, cause: &io::Error) -> Vec<u8> {
+pub(crate) fn unreachable_packet(upstream: &str, cause: &io::Error) -> Vec<u8> {
     let message = format!("psprobe could not connect to upstream {upstream}: {cause}");
     encode_packet(
         0,
@@ -53,7 +53,7 @@ pub fn unreachable_packet(upstream: &str, cause: &io::Error) -> Vec<u8> {
     )
 }
 
-pub async fn refuse_client(client: &mut TcpStream, upstream: &str, cause: &io::Error) {
+pub(crate) async fn refuse_client(client: &mut TcpStream, upstream: &str, cause: &io::Error) {
     let packet = unreachable_packet(upstream, cause);
     if client.write_all(&packet).await.is_ok() {
         let _ = client.shutdown().await;

@@ -172,7 +172,7 @@ fn throughput_chart(r: &Report) -> String {
     )
 }
 
-pub fn html(r: &Report) -> String {
+pub(super) fn html(r: &Report) -> String {
     let charts: String = r
         .analysis
         .analyses()

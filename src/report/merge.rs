@@ -15,16 +15,16 @@ use std::path::{Path, PathBuf};
 use crate::phase_log::{Aggregate, BinRecord, LogContents, PhaseRecord};
 
 /// Clock difference tolerated between probes for the same slot.
-pub const MAX_SKEW_MS: u64 = 10_000;
+pub(super) const MAX_SKEW_MS: u64 = 10_000;
 
 /// One phase log as read, with where it came from (for messages).
-pub struct NamedLog {
+pub(super) struct NamedLog {
     pub name: PathBuf,
     pub contents: LogContents,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
-pub enum MergeError {
+pub(super) enum MergeError {
     #[error("{0} holds no phase records: is it a psprobe phase log (--phase-log)?")]
     Empty(PathBuf),
     #[error(
@@ -64,7 +64,7 @@ fn key(p: &PhaseRecord) -> SlotKey {
 }
 
 /// The phases of one log, or of several logs of one schedule summed slot by slot.
-pub fn merge(logs: Vec<NamedLog>) -> Result<Vec<PhaseRecord>, MergeError> {
+pub(super) fn merge(logs: Vec<NamedLog>) -> Result<Vec<PhaseRecord>, MergeError> {
     for log in &logs {
         if log.contents.phases.is_empty() {
             return Err(MergeError::Empty(log.name.clone()));

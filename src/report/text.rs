@@ -13,13 +13,13 @@ fn opt(i: &Option<Interval>) -> String {
 }
 
 /// A confidence level as people write it: 0.95 → "95", 0.999 → "99.9".
-pub fn level_percent(level: f64) -> String {
+pub(super) fn level_percent(level: f64) -> String {
     let p = format!("{:.3}", level * 100.0);
     p.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// What a design is, in a heading.
-pub fn design_title(schedule: &str) -> &'static str {
+pub(super) fn design_title(schedule: &str) -> &'static str {
     if schedule == "slow" {
         "Scenarios entered by a server restart (slow blocks)"
     } else {
@@ -191,7 +191,7 @@ fn carryover(s: &mut String, p: &CarryoverProfile) {
     }
 }
 
-pub fn markdown(r: &Report) -> String {
+pub(super) fn markdown(r: &Report) -> String {
     let a = &r.analysis;
     let mut s = String::new();
     let _ = writeln!(s, "# performance_schema overhead\n");
@@ -353,7 +353,7 @@ fn traffic(s: &mut String, t: &Traffic) {
     }
 }
 
-pub fn csv(r: &Report) -> String {
+pub(super) fn csv(r: &Report) -> String {
     let mut s = String::from("schedule,scenario,metric,baseline,ratio,ci_low,ci_high,significant,n_blocks,baseline_value,scenario_value\n");
     for e in r.analysis.estimates() {
         let f = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
@@ -376,6 +376,6 @@ pub fn csv(r: &Report) -> String {
     s
 }
 
-pub fn json(r: &Report) -> anyhow::Result<String> {
+pub(super) fn json(r: &Report) -> anyhow::Result<String> {
     Ok(serde_json::to_string_pretty(r)?)
 }

@@ -40,7 +40,7 @@ pub struct TrafficDigest {
 }
 
 /// The sums of every traffic record of `logs`; `None` when no log has one.
-pub fn sum(logs: &[NamedLog]) -> Option<Traffic> {
+pub(super) fn sum(logs: &[NamedLog]) -> Option<Traffic> {
     let records: Vec<_> = logs.iter().flat_map(|l| &l.contents.traffic).collect();
     if records.is_empty() {
         return None;

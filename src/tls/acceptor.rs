@@ -18,7 +18,7 @@ use super::{provider, TlsError};
 const SESSION_CACHE: usize = 1024;
 
 /// The server configuration, replaceable.
-pub struct Acceptor {
+pub(crate) struct Acceptor {
     source: CertSource,
     names: Vec<String>,
     current: RwLock<Arc<ServerConfig>>,
@@ -36,7 +36,7 @@ impl std::fmt::Debug for Acceptor {
 
 impl Acceptor {
     /// Loads (or makes) the certificate; `names` are the names a generated one must cover.
-    pub fn load(source: CertSource, names: Vec<String>) -> Result<Acceptor, TlsError> {
+    pub(crate) fn load(source: CertSource, names: Vec<String>) -> Result<Acceptor, TlsError> {
         let (config, ca_path) = build(&source, &names)?;
         Ok(Acceptor {
             source,
@@ -47,12 +47,12 @@ impl Acceptor {
     }
 
     /// The configuration for a handshake starting now.
-    pub fn config(&self) -> Arc<ServerConfig> {
+    pub(crate) fn config(&self) -> Arc<ServerConfig> {
         Arc::clone(&self.current.read().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Reads the certificate files again; on error the current configuration stays.
-    pub fn reload(&self) -> Result<(), TlsError> {
+    pub(crate) fn reload(&self) -> Result<(), TlsError> {
         let (config, _) = build(&self.source, &self.names)?;
         *self.current.write().unwrap_or_else(|e| e.into_inner()) = config;
         Ok(())
@@ -67,6 +67,10 @@ fn build(
         CertSource::Files { cert, key } => (certs::load_pem(cert, key)?, None),
         CertSource::Generated { dir } => {
             let made = certs::ensure_generated(dir, names)?;
+            if made.made_ca {
+                // Clients that verify psprobe trust this file: copies of an older one are stale.
+                tracing::info!("TLS: made a new CA, {}", made.ca.display());
+            }
             (certs::load_pem(&made.cert, &made.key)?, Some(made.ca))
         }
     };

@@ -23,10 +23,10 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 use super::TlsError;
 
-pub const CA_FILE: &str = "ca.pem";
-pub const CA_KEY_FILE: &str = "ca-key.pem";
-pub const CERT_FILE: &str = "server-cert.pem";
-pub const KEY_FILE: &str = "server-key.pem";
+pub(crate) const CA_FILE: &str = "ca.pem";
+pub(crate) const CA_KEY_FILE: &str = "ca-key.pem";
+pub(crate) const CERT_FILE: &str = "server-cert.pem";
+pub(crate) const KEY_FILE: &str = "server-key.pem";
 const NAMES_FILE: &str = "server-names.txt";
 const LOCK_FILE: &str = ".lock";
 /// A lock older than this was left by a process that died while holding it.
@@ -35,7 +35,7 @@ const LOCK_WAIT: Duration = Duration::from_secs(10);
 const CA_COMMON_NAME: &str = "psprobe local CA";
 
 /// A certificate chain (leaf first) and its key.
-pub struct CertChain {
+pub(crate) struct CertChain {
     pub chain: Vec<CertificateDer<'static>>,
     pub key: PrivateKeyDer<'static>,
 }
@@ -49,7 +49,7 @@ impl std::fmt::Debug for CertChain {
 }
 
 /// Reads a PEM chain and key.
-pub fn load_pem(cert: &Path, key: &Path) -> Result<CertChain, TlsError> {
+pub(crate) fn load_pem(cert: &Path, key: &Path) -> Result<CertChain, TlsError> {
     let text = fs::read(cert).map_err(|source| TlsError::Read {
         what: "certificate",
         path: cert.to_path_buf(),
@@ -90,7 +90,7 @@ pub fn load_pem(cert: &Path, key: &Path) -> Result<CertChain, TlsError> {
 
 /// The names psprobe's generated certificate covers: loopback, the host name, and the listen
 /// address when it is a specific one.
-pub fn default_names(listen: std::net::IpAddr) -> Vec<String> {
+pub(crate) fn default_names(listen: std::net::IpAddr) -> Vec<String> {
     let mut names = vec!["localhost".to_string(), "127.0.0.1".into(), "::1".into()];
     if let Ok(host) = fs::read_to_string("/proc/sys/kernel/hostname") {
         let host = host.trim();
@@ -108,7 +108,7 @@ pub fn default_names(listen: std::net::IpAddr) -> Vec<String> {
 
 /// Paths of a generated set.
 #[derive(Debug, Clone)]
-pub struct Generated {
+pub(crate) struct Generated {
     pub ca: PathBuf,
     pub cert: PathBuf,
     pub key: PathBuf,
@@ -117,7 +117,7 @@ pub struct Generated {
 }
 
 /// Makes sure `dir` holds a CA and a leaf covering `names`; makes what is missing.
-pub fn ensure_generated(dir: &Path, names: &[String]) -> Result<Generated, TlsError> {
+pub(crate) fn ensure_generated(dir: &Path, names: &[String]) -> Result<Generated, TlsError> {
     fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)

@@ -6,23 +6,23 @@
 //! Must not: log key material or passwords, or accept a server certificate that
 //! `--server-tls-verify` says to refuse.
 
-pub mod acceptor;
-pub mod certs;
-pub mod failure;
-pub mod settings;
-pub mod upstream;
+pub(crate) mod acceptor;
+pub(crate) mod certs;
+pub(crate) mod failure;
+pub(crate) mod settings;
+pub(crate) mod upstream;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use rustls::pki_types::ServerName;
 
-pub use acceptor::Acceptor;
-pub use failure::{Cause, Leg};
-pub use settings::{ClientTls, ServerTls, ServerVerify, TlsArgs, TlsFile, TlsSettings};
+pub(crate) use acceptor::Acceptor;
+pub(crate) use failure::{Cause, Leg};
+pub(crate) use settings::{ClientTls, ServerTls, ServerVerify, TlsArgs, TlsFile, TlsSettings};
 
 #[derive(Debug, thiserror::Error)]
-pub enum TlsError {
+pub(crate) enum TlsError {
     #[error("cannot read the {what} {path}: {source}")]
     Read {
         what: &'static str,
@@ -54,7 +54,7 @@ pub enum TlsError {
 /// are small, so a query costs one record each way on each leg, and AES-128 is the cheapest
 /// of the suites every client offers (for psprobe, and for the server when it follows the
 /// client's order). The other suites stay available.
-pub fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+pub(crate) fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     use rustls::CipherSuite as C;
     let mut provider = rustls::crypto::ring::default_provider();
     let rank = |s: &rustls::SupportedCipherSuite| match s.suite() {
@@ -69,7 +69,7 @@ pub fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 }
 
 /// Everything a connection needs for TLS, built once at start.
-pub struct TlsRuntime {
+pub(crate) struct TlsRuntime {
     pub settings: TlsSettings,
     /// psprobe's server side; `None` with `--client-tls passthrough`.
     pub acceptor: Option<Acceptor>,
@@ -91,7 +91,7 @@ impl std::fmt::Debug for TlsRuntime {
 impl TlsRuntime {
     /// Loads or makes certificates and checks every file named, so that a bad setting stops
     /// psprobe at start rather than failing clients later.
-    pub fn load(
+    pub(crate) fn load(
         settings: TlsSettings,
         upstream: &str,
         listen: std::net::IpAddr,
@@ -119,7 +119,7 @@ impl TlsRuntime {
     }
 
     /// No termination, no certificates: TLS clients are forwarded verbatim.
-    pub fn passthrough(upstream: &str) -> TlsRuntime {
+    pub(crate) fn passthrough(upstream: &str) -> TlsRuntime {
         let config = upstream::client_config(ServerVerify::Skip, None)
             .map(|c| tokio_rustls::TlsConnector::from(Arc::new(c)))
             .ok();

@@ -65,7 +65,7 @@ impl ServerTls {
 
 /// Bound on each TLS handshake (client leg and server leg): a peer that stalls mid-handshake
 /// is dropped after this long. Matches mysqld's default connect_timeout.
-pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Default, Args)]
 pub struct TlsArgs {

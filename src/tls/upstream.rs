@@ -18,7 +18,10 @@ use super::{provider, TlsError};
 
 /// The client configuration for upstream legs. Sessions are resumed (rustls keeps them in
 /// memory), which saves the server a full handshake per new connection.
-pub fn client_config(verify: ServerVerify, ca: Option<&Path>) -> Result<ClientConfig, TlsError> {
+pub(crate) fn client_config(
+    verify: ServerVerify,
+    ca: Option<&Path>,
+) -> Result<ClientConfig, TlsError> {
     let provider = provider();
     let verifier: Arc<dyn ServerCertVerifier> = match (verify, ca) {
         (ServerVerify::Skip, _) => Arc::new(NoCheck(Arc::clone(&provider))),
@@ -53,7 +56,7 @@ pub fn client_config(verify: ServerVerify, ca: Option<&Path>) -> Result<ClientCo
 
 /// The name the server's certificate is checked against (verify_identity) and sent as SNI
 /// when it is a DNS name.
-pub fn server_name(upstream: &str) -> ServerName<'static> {
+pub(crate) fn server_name(upstream: &str) -> ServerName<'static> {
     let host = upstream
         .rsplit_once(':')
         .map_or(upstream, |(host, _)| host)

@@ -7,6 +7,10 @@
 //! snapshot (rows + server identity) ◄──► state file (JSON, atomic)
 //! ```
 //!
+//! The scheduled run: `runner.rs` carries out what `role.rs` (a state machine with no I/O,
+//! unit-tested on every path between leading, following, restoring and rejoining) decides
+//! next; `lead.rs` runs the slots of a `timeline.rs` (pure) as leader, `follow.rs` follows.
+//!
 //! Async API for the scheduler: [`Controller::connect`], [`Controller::apply`],
 //! [`Controller::verify`], [`Controller::snapshot`], [`Controller::restore`].
 //!
@@ -28,6 +32,7 @@ pub mod paths;
 pub mod pattern;
 pub mod phase_tracker;
 pub mod restart;
+mod role;
 pub mod runner;
 pub mod scenario;
 pub mod schedule_args;

@@ -24,6 +24,7 @@ use super::leadership::{Leadership, PhaseRow};
 use super::left_behind::{self, Hint, Mode, Outcome, Rights};
 use super::phase_tracker::PhaseTracker;
 use super::restart::{restart_server, wait_ready};
+use super::role::{Action, Event, Finish, FollowEnd, LeadEnd, Rejoin, RestoreEnd, Roles};
 use super::server::Controller;
 use super::snapshot::Snapshot;
 use super::stale::LastApplied;
@@ -236,6 +237,8 @@ pub async fn run(
     }
 }
 
+/// Carries out the [`Roles`] machine's actions (lead, restore, rejoin, follow) until it
+/// finishes.
 async fn run_schedule(
     settings: &ControllerSettings,
     started: Started,
@@ -262,110 +265,151 @@ async fn run_schedule(
         settings.on_phase.clone(),
         settings.mysqld_pid.clone(),
     );
-    // (fast block, phase) to start from: after a takeover, the ones after the last seen.
-    let mut start_at = (0u64, 0u64);
+    let mut roles = Roles::default();
+    let mut action = roles.start();
+    // What the last lead and its restore ended with (returned when the runner finishes), and
+    // what the server was left running with.
+    let mut led: Result<bool> = Ok(true);
+    let mut restored: Result<()> = Ok(());
+    let mut mode = ServerMode::Default;
+    // The leader's beat lives from its lead to the end of its restore.
+    let mut heartbeat: Option<Heartbeat> = None;
+    let mut follow_error: Option<ControllerError> = None;
     loop {
-        if lead.try_acquire().await? {
-            observer.metrics.controller_leader.set(1);
-            let heartbeat = Heartbeat::start(
-                &settings.dsn,
-                &settings.identity,
-                vec![lead.connection_id(), ctl.connection_id()],
-            )
-            .await;
-            write_run_record(log, settings, "leader")?;
-            let mut mode = ServerMode::Default;
-            let result = lead_schedule(
-                start_at,
-                settings,
-                Leading {
-                    ctl: &mut ctl,
-                    lead: &mut lead,
-                    ids: &ids,
-                    observer,
-                    tracker: &mut tracker,
-                    log,
-                    stop: &mut stop,
-                    mode: &mut mode,
-                    heartbeat: &heartbeat,
-                },
-            )
-            .await;
-            observer.scenarios.set_current(NO_SCENARIO);
-            observer.metrics.controller_leader.set(0);
-            if matches!(result, Err(ControllerError::StaleSnapshot { .. })) {
-                // Nothing was changed: the server, the snapshot and the phase row (what the
-                // operator's `ps restore` judges by) stay as they are.
-                lead.release().await;
-                ctl.disconnect().await;
-                return result.map(|_| ());
+        let event = match action {
+            Action::TryLead => Event::LockTaken(lead.try_acquire().await?),
+            Action::Lead(start_at) => {
+                observer.metrics.controller_leader.set(1);
+                let beat = Heartbeat::start(
+                    &settings.dsn,
+                    &settings.identity,
+                    vec![lead.connection_id(), ctl.connection_id()],
+                )
+                .await;
+                write_run_record(log, settings, "leader")?;
+                mode = ServerMode::Default;
+                restored = Ok(());
+                led = lead_schedule(
+                    start_at,
+                    settings,
+                    Leading {
+                        ctl: &mut ctl,
+                        lead: &mut lead,
+                        ids: &ids,
+                        observer,
+                        tracker: &mut tracker,
+                        log: &mut *log,
+                        stop: &mut stop,
+                        mode: &mut mode,
+                        heartbeat: &beat,
+                    },
+                )
+                .await;
+                heartbeat = Some(beat);
+                observer.scenarios.set_current(NO_SCENARIO);
+                observer.metrics.controller_leader.set(0);
+                Event::LeadEnded(match &led {
+                    Ok(true) => LeadEnd::Completed,
+                    Ok(false) => LeadEnd::Stopped,
+                    Err(ControllerError::StaleSnapshot { .. }) => LeadEnd::StaleSnapshot,
+                    Err(ControllerError::LostLead { .. }) => LeadEnd::LostLead,
+                    Err(_) => LeadEnd::Failed,
+                })
             }
-            // "done" tells followers the schedule is complete (nothing to take over); "idle"
-            // (stopped early) lets one of them take over and run its own schedule.
-            let end_state = if matches!(result, Ok(true)) {
-                "done"
-            } else {
-                "idle"
-            };
-            let restored = if matches!(result, Err(ControllerError::LostLead { .. })) {
-                Ok(())
-            } else {
-                leave_as_found(settings, &mut ctl, &mut lead, end_state, &mode).await
-            };
-            drop(heartbeat);
-            let lost = match (&result, &restored) {
-                (Err(e @ ControllerError::LostLead { .. }), _)
-                | (_, Err(e @ ControllerError::LostLead { .. })) => Some(e.to_string()),
-                _ => None,
-            };
-            if let Some(lost) = lost {
-                // Possibly taken over: change nothing until the server answers again, then
-                // lead again if the lock is free (restoring what this run left, as any new
-                // leader does), or follow the psprobe that holds it.
-                tracing::warn!("{lost}");
-                observer.metrics.controller_lead_lost.inc();
-                tracker.abandon();
-                if !rejoin(settings, &mut stop, &mut lead, &mut ctl).await {
-                    return Err(lost_lead(&settings.dsn));
+            Action::Restore(end_state) => {
+                restored =
+                    leave_as_found(settings, &mut ctl, &mut lead, end_state.as_str(), &mode).await;
+                heartbeat = None;
+                Event::RestoreEnded(match &restored {
+                    Ok(()) => RestoreEnd::Restored,
+                    Err(ControllerError::LostLead { .. }) => RestoreEnd::LostLead,
+                    Err(_) => {
+                        observer.metrics.controller_restore_failures.inc();
+                        RestoreEnd::Failed
+                    }
+                })
+            }
+            Action::Rejoin(why) => {
+                heartbeat = None;
+                if why == Rejoin::LostLead {
+                    // Possibly taken over: change nothing until the server answers again,
+                    // then lead again if the lock is free (restoring what this run left, as
+                    // any new leader does), or follow the psprobe that holds it.
+                    tracing::warn!("{}", lost_message(&led, &restored, &settings.dsn));
+                    observer.metrics.controller_lead_lost.inc();
+                    tracker.abandon();
                 }
+                Event::Rejoined(rejoin(settings, &mut stop, &mut lead, &mut ctl).await)
+            }
+            Action::Reclaim => {
                 if lead.try_acquire().await? {
                     // Nobody took over: go on after the last slot this run published.
-                    start_at = resume_after(settings, lead.read().await?.as_ref());
+                    let last = lead.read().await?;
+                    Event::Reclaimed(Some(resume_after(settings, last.as_ref())))
                 } else {
                     // The leader that holds the lock resolved the server's copy of this run's
                     // snapshot when it took over: the state file is not this psprobe's to
                     // restore any more.
                     Snapshot::remove(&settings.state_file)?;
-                }
-                continue;
-            }
-            if restored.is_err() {
-                observer.metrics.controller_restore_failures.inc();
-            }
-            lead.release().await;
-            ctl.disconnect().await;
-            return result.map(|_| ()).and(restored);
-        }
-        write_run_record(log, settings, "follower")?;
-        match follow(&mut lead, observer, &mut tracker, log, &mut stop, settings).await {
-            Ok(Some(at)) => start_at = at,
-            Ok(None) => {
-                lead.release().await;
-                ctl.disconnect().await;
-                return Ok(());
-            }
-            Err(e @ (ControllerError::Connection { .. } | ControllerError::Unreachable { .. })) => {
-                // Cut off from the server: stop labelling (nothing is known of the slots now)
-                // and follow again once it answers.
-                tracing::warn!("following: {e}; rejoining when the server answers");
-                tracker.abandon();
-                observer.scenarios.set_current(NO_SCENARIO);
-                if !rejoin(settings, &mut stop, &mut lead, &mut ctl).await {
-                    return Ok(());
+                    Event::Reclaimed(None)
                 }
             }
-            Err(e) => return Err(e),
-        }
+            Action::Follow => {
+                write_run_record(log, settings, "follower")?;
+                let followed =
+                    follow(&mut lead, observer, &mut tracker, log, &mut stop, settings).await;
+                Event::FollowEnded(match followed {
+                    Ok(Some(at)) => FollowEnd::LeaderGone(at),
+                    Ok(None) => FollowEnd::Ended,
+                    Err(
+                        e @ (ControllerError::Connection { .. }
+                        | ControllerError::Unreachable { .. }),
+                    ) => {
+                        // Cut off from the server: stop labelling (nothing is known of the
+                        // slots now) and follow again once it answers.
+                        tracing::warn!("following: {e}; rejoining when the server answers");
+                        tracker.abandon();
+                        observer.scenarios.set_current(NO_SCENARIO);
+                        FollowEnd::Cut
+                    }
+                    Err(e) => {
+                        follow_error = Some(e);
+                        FollowEnd::Failed
+                    }
+                })
+            }
+            Action::Finish(how) => {
+                drop(heartbeat);
+                return match how {
+                    Finish::Led => {
+                        lead.release().await;
+                        ctl.disconnect().await;
+                        led.map(|_| ()).and(restored)
+                    }
+                    Finish::Followed => {
+                        lead.release().await;
+                        ctl.disconnect().await;
+                        Ok(())
+                    }
+                    Finish::FollowFailed => match follow_error {
+                        Some(e) => Err(e),
+                        None => Ok(()),
+                    },
+                    Finish::LostLead => Err(lost_lead(&settings.dsn)),
+                    Finish::StoppedRejoining => Ok(()),
+                };
+            }
+        };
+        action = roles.next(event);
+    }
+}
+
+/// The warning of a leader that lost the lead: the error that said so.
+fn lost_message(led: &Result<bool>, restored: &Result<()>, dsn: &ControllerDsn) -> String {
+    match (led, restored) {
+        (Err(e @ ControllerError::LostLead { .. }), _)
+        | (_, Err(e @ ControllerError::LostLead { .. })) => e.to_string(),
+        _ => lost_lead(dsn).to_string(),
     }
 }
 

@@ -67,10 +67,6 @@ fn build(
         CertSource::Files { cert, key } => (certs::load_pem(cert, key)?, None),
         CertSource::Generated { dir } => {
             let made = certs::ensure_generated(dir, names)?;
-            if made.made_ca {
-                // Clients that verify psprobe trust this file: copies of an older one are stale.
-                tracing::info!("TLS: made a new CA, {}", made.ca.display());
-            }
             (certs::load_pem(&made.cert, &made.key)?, Some(made.ca))
         }
     };

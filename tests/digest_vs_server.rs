@@ -163,16 +163,8 @@ fn three_probes_summed_match_the_server() {
     sysbench::run(&db.addr(), "oltp_read_write", "prepare", &tables);
     let probes: Vec<Probe> = (0..3).map(|_| Probe::start(&db.addr(), &[])).collect();
     db.sql("TRUNCATE TABLE performance_schema.events_statements_summary_by_digest");
-    let mut sent = 0;
-    for (i, p) in probes.iter().enumerate() {
-        let events = format!("--events={}", 60 * (i + 1));
-        let mut opts = vec!["--threads=1", events.as_str(), "--time=0"];
-        opts.push("--db-ps-mode=disable");
-        opts.extend(tables);
-        let summary = sysbench::run(p.proxy_addr(), "oltp_read_write", "run", &opts);
-        assert_eq!(summary.ignored_errors, 0, "{}", summary.text);
-        sent += summary.total;
-    }
+    let addrs: Vec<&str> = probes.iter().map(Probe::proxy_addr).collect();
+    let sent = sysbench::read_write_in_turn(&addrs, &tables);
     let server = server_digests(&db);
     let lost = db.sql("SHOW GLOBAL STATUS LIKE 'Performance_schema_digest_lost'");
     assert_eq!(lost.trim(), "Performance_schema_digest_lost\t0");

@@ -75,6 +75,54 @@ fn report_json(args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).expect("JSON report")
 }
 
+/// Three probes in front of `db`, one schedule of `scenarios` (500 ms slots, 100 ms settle),
+/// each with its own phase log in one directory and its own state directory.
+struct Fleet {
+    probes: Vec<Probe>,
+    logs: Vec<PathBuf>,
+    dir: tempfile::TempDir,
+    _states: Vec<tempfile::TempDir>,
+}
+
+impl Fleet {
+    fn start(db: &MariaDb, dsn: &str, scenarios: &str, duration: &str, seed: &str) -> Fleet {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let states: Vec<_> = (0..3)
+            .map(|_| tempfile::tempdir().expect("tempdir"))
+            .collect();
+        let logs: Vec<PathBuf> = (0..3)
+            .map(|i| dir.path().join(format!("probe{i}.jsonl")))
+            .collect();
+        let probes = (0..3)
+            .map(|i| {
+                let args = [
+                    "--scenarios",
+                    scenarios,
+                    "--phase",
+                    "500ms",
+                    "--settle",
+                    "100ms",
+                    "--duration",
+                    duration,
+                    "--seed",
+                    seed,
+                    "--phase-log",
+                    logs[i].to_str().unwrap(),
+                    "--state-dir",
+                    states[i].path().to_str().unwrap(),
+                ];
+                Probe::start_with_env(&db.addr(), &args, &[("PSPROBE_CONTROLLER_DSN", dsn)])
+            })
+            .collect();
+        Fleet {
+            probes,
+            logs,
+            dir,
+            _states: states,
+        }
+    }
+}
+
 #[test]
 fn three_probes_one_schedule_one_merged_report() {
     let db = MariaDb::start_default();
@@ -84,35 +132,14 @@ fn three_probes_one_schedule_one_merged_report() {
         "prepare",
         &["--tables=1", "--table-size=1000"],
     );
-    let logs_dir = tempfile::tempdir().expect("tempdir");
-    let states: Vec<_> = (0..3)
-        .map(|_| tempfile::tempdir().expect("tempdir"))
-        .collect();
-    let logs: Vec<PathBuf> = (0..3)
-        .map(|i| logs_dir.path().join(format!("probe{i}.jsonl")))
-        .collect();
-    let dsn = db.dsn();
-    let probes: Vec<Probe> = (0..3)
-        .map(|i| {
-            let args = [
-                "--scenarios",
-                "pfson_conoff_insoff,pfson_conon_inson",
-                "--phase",
-                "500ms",
-                "--settle",
-                "100ms",
-                "--duration",
-                "8s",
-                "--seed",
-                "3",
-                "--phase-log",
-                logs[i].to_str().unwrap(),
-                "--state-dir",
-                states[i].path().to_str().unwrap(),
-            ];
-            Probe::start_with_env(&db.addr(), &args, &[("PSPROBE_CONTROLLER_DSN", &dsn)])
-        })
-        .collect();
+    let fleet = Fleet::start(
+        &db,
+        &db.dsn(),
+        "pfson_conoff_insoff,pfson_conon_inson",
+        "8s",
+        "3",
+    );
+    let (probes, logs, logs_dir) = (&fleet.probes[..], &fleet.logs[..], &fleet.dir);
     let leader = poll("exactly one leader", 15, || {
         let leading: Vec<usize> = (0..3)
             .filter(|&i| probes[i].scrape().get("psprobe_controller_leader", &[]) == 1.0)
@@ -122,7 +149,7 @@ fn three_probes_one_schedule_one_merged_report() {
 
     // Load through every probe at once, longer than the schedule.
     std::thread::scope(|s| {
-        for p in &probes {
+        for p in probes {
             let addr = p.proxy_addr().to_string();
             s.spawn(move || {
                 let summary = sysbench::run(
@@ -140,7 +167,7 @@ fn three_probes_one_schedule_one_merged_report() {
             });
         }
     });
-    for p in &probes {
+    for p in probes {
         poll("the schedule to end", 30, || {
             (p.scrape().get("psprobe_controller_schedule_active", &[]) == 0.0).then_some(())
         });
@@ -261,36 +288,16 @@ fn merged_traffic_of_three_probes_equals_the_server_per_digest() {
     // Three tables: 30 shapes, more than the 20 a phase record lists one by one.
     let tables = ["--tables=3", "--table-size=1000"];
     sysbench::run(&db.addr(), "oltp_read_write", "prepare", &tables);
-    let logs_dir = tempfile::tempdir().expect("tempdir");
-    let states: Vec<_> = (0..3)
-        .map(|_| tempfile::tempdir().expect("tempdir"))
-        .collect();
-    let logs: Vec<PathBuf> = (0..3)
-        .map(|i| logs_dir.path().join(format!("probe{i}.jsonl")))
-        .collect();
     // No default database: the controllers' own statements stay out of the compared schema.
     let dsn = format!("mysql://{USER}:{PASSWORD}@{}/", db.addr());
-    let mut probes: Vec<Probe> = (0..3)
-        .map(|i| {
-            let args = [
-                "--scenarios",
-                "pfson_conon_ins_sqlon,pfson_conon_inson",
-                "--phase",
-                "500ms",
-                "--settle",
-                "100ms",
-                "--duration",
-                "10m",
-                "--seed",
-                "5",
-                "--phase-log",
-                logs[i].to_str().unwrap(),
-                "--state-dir",
-                states[i].path().to_str().unwrap(),
-            ];
-            Probe::start_with_env(&db.addr(), &args, &[("PSPROBE_CONTROLLER_DSN", &dsn)])
-        })
-        .collect();
+    let mut fleet = Fleet::start(
+        &db,
+        &dsn,
+        "pfson_conon_ins_sqlon,pfson_conon_inson",
+        "10m",
+        "5",
+    );
+    let logs = fleet.logs.clone();
     // Every probe is in the schedule (a segment recorded) before the counting starts.
     for log in &logs {
         poll("a phase record in every log", 30, || {
@@ -298,19 +305,11 @@ fn merged_traffic_of_three_probes_equals_the_server_per_digest() {
         });
     }
     db.sql("TRUNCATE TABLE performance_schema.events_statements_summary_by_digest");
-    let mut sent = 0;
-    for (i, p) in probes.iter().enumerate() {
-        let events = format!("--events={}", 60 * (i + 1));
-        let mut opts = vec!["--threads=1", events.as_str(), "--time=0"];
-        opts.push("--db-ps-mode=disable");
-        opts.extend(tables);
-        let summary = sysbench::run(p.proxy_addr(), "oltp_read_write", "run", &opts);
-        assert_eq!(summary.ignored_errors, 0, "{}", summary.text);
-        sent += summary.total;
-    }
+    let addrs: Vec<&str> = fleet.probes.iter().map(Probe::proxy_addr).collect();
+    let sent = sysbench::read_write_in_turn(&addrs, &tables);
     // Stopped, each probe ends its run: the leader restores the server, every one writes its
     // traffic record.
-    for p in &mut probes {
+    for p in &mut fleet.probes {
         p.signal(libc::SIGTERM);
         let status = p.wait_exit(Duration::from_secs(60)).expect("probe exits");
         assert!(status.success(), "{status:?}: {}", p.stderr_text());

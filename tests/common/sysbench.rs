@@ -86,3 +86,21 @@ pub fn parse_summary(text: &str) -> Summary {
         text: text.to_string(),
     }
 }
+
+/// oltp_read_write through each address in turn (60, 120, 180, ... transactions), one client
+/// thread, text protocol: the load a server's digest table counts exactly (under concurrency
+/// performance_schema itself loses an occasional count; MariaDB records no digest for
+/// COM_STMT_EXECUTE). Returns the statements sysbench counted.
+pub fn read_write_in_turn(addrs: &[&str], tables: &[&str]) -> u64 {
+    let mut sent = 0;
+    for (i, addr) in addrs.iter().enumerate() {
+        let events = format!("--events={}", 60 * (i + 1));
+        let mut opts = vec!["--threads=1", events.as_str(), "--time=0"];
+        opts.push("--db-ps-mode=disable");
+        opts.extend(tables);
+        let summary = run(addr, "oltp_read_write", "run", &opts);
+        assert_eq!(summary.ignored_errors, 0, "{}", summary.text);
+        sent += summary.total;
+    }
+    sent
+}

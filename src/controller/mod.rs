@@ -1,5 +1,17 @@
-//! The performance_schema controller: scenarios, applying and verifying them on a live server,
-//! snapshot and restore of the setup tables.
+//! The performance_schema controller, in three jobs:
+//!
+//! - `model/`: what a scenario is and what the setup tables hold (catalog, scenarios, rows,
+//!   patterns, snapshots, versions, the proof of what was last applied); no I/O.
+//! - `client/`: the MySQL client layer (apply, verify, snapshot, restore, the fast switch,
+//!   what a dead run left, the leadership lock and heartbeat, statement timeouts, the restart
+//!   hook).
+//! - `schedule/`: the scheduled run: `role.rs` (a state machine without I/O, unit-tested on
+//!   every path between leading, following, restoring and rejoining) decides what comes next,
+//!   `runner.rs` carries it out, `lead.rs` runs the slots of a `timeline.rs` (pure) as leader,
+//!   `follow.rs` follows.
+//!
+//! Beside them: `psprobe ps` (`cli`, `show`), the schedule's flags (`schedule_args`), paths and
+//! errors.
 //!
 //! ```text
 //! catalog (scenarios) ──plan(rows now)──► statements + expected rows ──► server.rs applies,
@@ -7,45 +19,44 @@
 //! snapshot (rows + server identity) ◄──► state file (JSON, atomic)
 //! ```
 //!
-//! The scheduled run: `runner.rs` carries out what `role.rs` (a state machine with no I/O,
-//! unit-tested on every path between leading, following, restoring and rejoining) decides
-//! next; `lead.rs` runs the slots of a `timeline.rs` (pure) as leader, `follow.rs` follows.
-//!
-//! Async API for the scheduler: [`Controller::connect`], [`Controller::apply`],
-//! [`Controller::verify`], [`Controller::snapshot`], [`Controller::restore`].
-//!
 //! Must not: touch the relay's hot path (it publishes the scenario in effect through `stats`,
 //! read with one atomic load), or leave a server changed: every path out restores or says how.
 
-pub mod catalog;
+mod client;
+mod model;
+mod schedule;
+
+// Each module under its old path (`controller::server`, ...): callers name what they use, not
+// which job's folder it sits in.
+pub use client::dsn;
+pub use client::fast_switch;
+pub use client::heartbeat;
+pub use client::leadership;
+pub use client::left_behind;
+pub use client::restart;
+pub use client::server;
+pub use client::server_cpu;
+pub use client::statement;
+pub use model::catalog;
+pub use model::file;
+pub use model::pattern;
+pub use model::scenario;
+pub use model::setup_tables;
+pub use model::snapshot;
+pub use model::stale;
+pub use model::startup;
+pub use model::version;
+pub use schedule::follow;
+pub use schedule::lead;
+pub use schedule::phase_tracker;
+pub use schedule::runner;
+pub use schedule::timeline;
+
 pub mod cli;
-pub mod dsn;
 pub mod error;
-pub mod fast_switch;
-pub mod file;
-pub mod follow;
-pub mod heartbeat;
-pub mod lead;
-pub mod leadership;
-pub mod left_behind;
 pub mod paths;
-pub mod pattern;
-pub mod phase_tracker;
-pub mod restart;
-mod role;
-pub mod runner;
-pub mod scenario;
 pub mod schedule_args;
-pub mod server;
-pub mod server_cpu;
-pub mod setup_tables;
 pub mod show;
-pub mod snapshot;
-pub mod stale;
-pub mod startup;
-pub mod statement;
-pub mod timeline;
-pub mod version;
 
 pub use catalog::Catalog;
 pub use dsn::{ControllerDsn, DSN_ENV};

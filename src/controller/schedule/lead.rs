@@ -20,18 +20,18 @@ use crate::record::Observer;
 use crate::stats::since_switch::BIN_MS;
 use crate::stats::{Current, ScenarioId, SlotState};
 
-use super::error::{ControllerError, Result};
-use super::fast_switch::Switcher;
-use super::heartbeat::{Heartbeat, BEAT, FENCE_AFTER};
-use super::leadership::{Leadership, PhaseRow};
 use super::phase_tracker::{PhaseTracker, SlotStart};
-use super::restart::{restart_server, wait_ready};
 use super::runner::{now_ms, ControllerSettings};
-use super::scenario::Settings;
-use super::server::Controller;
-use super::snapshot::Snapshot;
-use super::startup;
 use super::timeline::{Progress, Step, Timeline};
+use crate::controller::error::{ControllerError, Result};
+use crate::controller::fast_switch::Switcher;
+use crate::controller::heartbeat::{Heartbeat, BEAT, FENCE_AFTER};
+use crate::controller::leadership::{Leadership, PhaseRow};
+use crate::controller::restart::{restart_server, wait_ready};
+use crate::controller::scenario::Settings;
+use crate::controller::server::Controller;
+use crate::controller::snapshot::Snapshot;
+use crate::controller::startup;
 use crate::phase_log::{PhaseLog, PhaseRecord, FAST, SLOW};
 
 /// Not measured before each switch: statements started there would be slowed by it.

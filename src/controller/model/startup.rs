@@ -4,9 +4,9 @@
 //! understate what they cost; the restart hook runs the server with the options here (`{opts}`
 //! in `--restart-cmd`) and the report compares the two.
 
-use super::error::{ControllerError, Result};
 use super::pattern::{NamePattern, Selection};
 use super::scenario::{InstrumentRule, Scenario, Settings};
+use crate::controller::error::{ControllerError, Result};
 
 pub use crate::phase_log::{twin_name, SUFFIX};
 

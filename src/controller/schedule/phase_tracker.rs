@@ -12,9 +12,9 @@ use crate::record::Observer;
 use crate::stats::since_switch::{BINS, BIN_MS};
 use crate::stats::{ScenarioId, StoreSnapshot};
 
-use super::error::{ControllerError, Result};
 use super::runner::{now_ms, PhaseHook};
-use super::server_cpu::{cpu_ms, PidSource};
+use crate::controller::error::{ControllerError, Result};
+use crate::controller::server_cpu::{cpu_ms, PidSource};
 use crate::phase_log::{
     listed_digests, window_aggregates, BinRecord, PhaseLog, PhaseRecord, SwitchCost,
     PHASE_LOG_VERSION,

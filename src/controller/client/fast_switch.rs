@@ -13,11 +13,11 @@
 
 use std::collections::HashMap;
 
-use super::error::Result;
-use super::scenario::{Scenario, Settings};
 use super::server::Controller;
-use super::setup_tables::{CONSUMERS, INSTRUMENTS};
-use super::snapshot::Snapshot;
+use crate::controller::error::Result;
+use crate::controller::scenario::{Scenario, Settings};
+use crate::controller::setup_tables::{CONSUMERS, INSTRUMENTS};
+use crate::controller::snapshot::Snapshot;
 
 /// One row: `count:sum of CRC32(name=enabled[/timed])` for each setup table.
 fn checksum_sql() -> String {

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
-use super::error::{ControllerError, Result};
+use crate::controller::error::{ControllerError, Result};
 
 pub struct PsConfig {
     pub path: PathBuf,

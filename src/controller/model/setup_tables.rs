@@ -258,11 +258,16 @@ fn push_batched(out: &mut Vec<String>, table: &str, set: &str, names: &[&str]) {
 mod yes_no {
     use serde::{de::Error, Deserialize, Deserializer, Serializer};
 
-    pub(super) fn serialize<S: Serializer>(v: &bool, s: S) -> Result<S::Ok, S::Error> {
+    pub(in crate::controller) fn serialize<S: Serializer>(
+        v: &bool,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
         s.serialize_str(super::yes_no(*v))
     }
 
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    pub(in crate::controller) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<bool, D::Error> {
         match String::deserialize(d)?.as_str() {
             "YES" => Ok(true),
             "NO" => Ok(false),
@@ -276,14 +281,19 @@ mod yes_no {
 mod yes_no_null {
     use serde::{de::Error, Deserialize, Deserializer, Serializer};
 
-    pub(super) fn serialize<S: Serializer>(v: &Option<bool>, s: S) -> Result<S::Ok, S::Error> {
+    pub(in crate::controller) fn serialize<S: Serializer>(
+        v: &Option<bool>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
         match v {
             Some(b) => s.serialize_str(super::yes_no(*b)),
             None => s.serialize_none(),
         }
     }
 
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
+    pub(in crate::controller) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<bool>, D::Error> {
         match Option::<String>::deserialize(d)?.as_deref() {
             None => Ok(None),
             Some("YES") => Ok(Some(true)),

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use mysql_async::Error as MyError;
 
-use super::error::ControllerError;
+use crate::controller::error::ControllerError;
 
 /// A statement that takes longer has failed.
 pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(10);

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::process::Command;
 
-use super::error::{ControllerError, Result};
+use crate::controller::error::{ControllerError, Result};
 
 pub async fn restart_server(
     command: &str,

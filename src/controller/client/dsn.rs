@@ -7,7 +7,7 @@ use std::path::Path;
 
 use mysql_async::{Opts, UrlError};
 
-use super::error::{ControllerError, Result};
+use crate::controller::error::{ControllerError, Result};
 
 /// Environment variable holding the controller DSN.
 pub const DSN_ENV: &str = "PSPROBE_CONTROLLER_DSN";

@@ -13,22 +13,22 @@ use crate::record::Observer;
 use crate::stats::since_switch::BIN_MS;
 use crate::stats::NO_SCENARIO;
 
-use super::catalog::Catalog;
-use super::dsn::ControllerDsn;
-use super::error::{ControllerError, Result};
-use super::fast_switch::Switcher;
 use super::follow::Follower;
-use super::heartbeat::{Heartbeat, STALE_AFTER};
 use super::lead::{Leader, ServerMode};
-use super::leadership::{Leadership, PhaseRow};
-use super::left_behind::{self, Hint, Mode, Outcome, Rights};
 use super::phase_tracker::PhaseTracker;
-use super::restart::{restart_server, wait_ready};
 use super::role::{Action, Event, Finish, FollowEnd, LeadEnd, Rejoin, RestoreEnd, Roles};
-use super::server::Controller;
-use super::snapshot::Snapshot;
-use super::stale::LastApplied;
 use super::timeline::{Timeline, TimelineConfig};
+use crate::controller::catalog::Catalog;
+use crate::controller::dsn::ControllerDsn;
+use crate::controller::error::{ControllerError, Result};
+use crate::controller::fast_switch::Switcher;
+use crate::controller::heartbeat::{Heartbeat, STALE_AFTER};
+use crate::controller::leadership::{Leadership, PhaseRow};
+use crate::controller::left_behind::{self, Hint, Mode, Outcome, Rights};
+use crate::controller::restart::{restart_server, wait_ready};
+use crate::controller::server::Controller;
+use crate::controller::snapshot::Snapshot;
+use crate::controller::stale::LastApplied;
 use crate::phase_log::{
     histogram_layout, traffic_between, PhaseLog, PhaseRecord, RunRecord, PHASE_LOG_VERSION,
 };
@@ -68,7 +68,7 @@ pub struct ControllerSettings {
     /// Called with each segment's records once they are written (live estimates, admin).
     pub on_phase: Option<PhaseHook>,
     /// mysqld's pid on this host, to record its CPU time per slot.
-    pub mysqld_pid: Option<super::server_cpu::PidSource>,
+    pub mysqld_pid: Option<crate::controller::server_cpu::PidSource>,
 }
 
 /// Receives each segment's records (one per scenario) once they are written.

@@ -6,11 +6,11 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use super::error::{ControllerError, Result};
 use super::pattern::{NamePattern, Selection};
 use super::setup_tables::{
     compare, ConsumerRow, InstrumentRow, SetupState, CONSUMERS, INSTRUMENTS,
 };
+use crate::controller::error::{ControllerError, Result};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InstrumentRule {

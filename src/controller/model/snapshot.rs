@@ -9,8 +9,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use super::error::{ControllerError, Result};
 use super::setup_tables::SetupState;
+use crate::controller::error::{ControllerError, Result};
 use crate::timestamp::rfc3339;
 
 /// Bumped whenever the file's shape changes incompatibly.

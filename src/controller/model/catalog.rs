@@ -5,9 +5,9 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::error::{ControllerError, Result};
 use super::pattern::Selection;
 use super::scenario::{InstrumentRule, Scenario, Settings, Source};
+use crate::controller::error::{ControllerError, Result};
 
 /// The consumers the study's `pfson_conon_ins_sqlon` (DAS performance insight) turns on.
 pub const SQLON_CONSUMERS: [&str; 5] = [

@@ -11,10 +11,10 @@
 use std::fmt;
 
 use super::catalog::Catalog;
-use super::leadership::PhaseRow;
 use super::scenario::Settings;
 use super::setup_tables::{compare, Mismatch, SetupState};
 use super::snapshot::{ServerIdentity, Snapshot};
+use crate::controller::leadership::PhaseRow;
 
 /// What psprobe last did to the server on top of the snapshot.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,19 +9,19 @@ use mysql_async::prelude::{FromRow, Queryable};
 use mysql_async::{Conn, Error as MyError};
 
 use super::dsn::ControllerDsn;
-use super::error::{ControllerError, Result};
-use super::scenario::{Scenario, Settings};
-use super::setup_tables::{
+use super::statement::{Failure, StatementGuard, STATEMENT_TIMEOUT};
+use crate::controller::error::{ControllerError, Result};
+use crate::controller::scenario::{Scenario, Settings};
+use crate::controller::setup_tables::{
     compare, ConsumerRow, InstrumentRow, Mismatch, SetupState, CONSUMERS, INSTRUMENTS,
 };
-use super::snapshot::{ServerIdentity, Snapshot};
-use super::statement::{Failure, StatementGuard, STATEMENT_TIMEOUT};
-use super::version::ServerVersion;
+use crate::controller::snapshot::{ServerIdentity, Snapshot};
+use crate::controller::version::ServerVersion;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// MySQL error codes the controller explains.
-pub(super) mod code {
+pub(in crate::controller) mod code {
     pub(crate) const DBACCESS_DENIED: u16 = 1044;
     pub(crate) const ACCESS_DENIED: u16 = 1045;
     pub(crate) const TABLEACCESS_DENIED: u16 = 1142;
@@ -424,7 +424,7 @@ impl Controller {
         done.map_err(|f| f.into_error(&self.target, what, |e| self.sql_error(e, what)))
     }
 
-    pub(super) async fn first<T: FromRow + Send + 'static>(
+    pub(in crate::controller) async fn first<T: FromRow + Send + 'static>(
         &mut self,
         sql: &str,
         what: &str,
@@ -443,7 +443,7 @@ impl Controller {
 
     /// Runs several `;`-separated statements in one round trip and returns the first row of
     /// the first result set (statements after it only have to succeed).
-    pub(super) async fn batch_first_row<T: FromRow + Send + 'static>(
+    pub(in crate::controller) async fn batch_first_row<T: FromRow + Send + 'static>(
         &mut self,
         sql: &str,
         what: &str,
@@ -459,7 +459,7 @@ impl Controller {
         self.answer(done, what)
     }
 
-    pub(super) async fn exec(&mut self, sql: &str, what: &str) -> Result<u64> {
+    pub(in crate::controller) async fn exec(&mut self, sql: &str, what: &str) -> Result<u64> {
         let conn = &mut self.conn;
         let sent = async {
             conn.query_drop(sql).await?;

@@ -14,11 +14,11 @@ use tokio::sync::watch;
 use crate::record::Observer;
 use crate::stats::{Current, ScenarioId, SlotState, NO_SCENARIO};
 
-use super::error::Result;
-use super::heartbeat::STALE_AFTER;
-use super::leadership::{Leadership, LockPoll, PhaseRow};
 use super::phase_tracker::{PhaseTracker, SlotStart};
 use super::runner::now_ms;
+use crate::controller::error::Result;
+use crate::controller::heartbeat::STALE_AFTER;
+use crate::controller::leadership::{Leadership, LockPoll, PhaseRow};
 use crate::phase_log::{PhaseLog, FAST};
 
 /// How often a follower reads the leader's row and tries the lock, at most.

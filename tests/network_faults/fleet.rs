@@ -354,14 +354,24 @@ fn partition_a_cut_off_follower_counts_exactly_and_rejoins() {
     fleet.links[f].down();
     std::thread::sleep(Duration::from_secs(12)); // the outage itself
     fleet.links[f].up();
-    let back = Instant::now();
+    let (back, back_ms) = (Instant::now(), now_ms());
     let client = clients.join().expect("client thread");
-    let rejoined = poll("the follower to follow again", 40, || {
+    let first_phase = poll("the follower to follow again", 40, || {
         let log = fleet.records(f);
         let runs = roles(&log);
         let at = log.iter().rposition(|r| r["kind"] == "run")?;
         (runs.len() >= 2 && phases(&log[at..]) >= 1).then(|| back.elapsed())
     });
+    // Following again (its new run record) vs its first record (the end of the first segment
+    // it saw whole).
+    let log = fleet.records(f);
+    let started = log
+        .iter()
+        .rev()
+        .find(|r| r["kind"] == "run")
+        .and_then(|r| r["started_at_ms"].as_u64())
+        .expect("a run record");
+    let rejoined = Duration::from_millis(started.saturating_sub(back_ms));
     assert!(
         roles(&fleet.records(f)).iter().all(|r| r == "follower"),
         "the follower never led"
@@ -423,6 +433,7 @@ fn partition_a_cut_off_follower_counts_exactly_and_rejoins() {
     fleet.check_restored("after the fleet stopped");
     println!(
         "FIGURES partition: follower cut 12 s under 4 clients: {client:?}; psprobe (answered, \
-         errors, aborted) {probe:?}; following again {rejoined:?} after the link came back"
+         errors, aborted) {probe:?}; following again {rejoined:?} after the link came back, its \
+         first phase record {first_phase:?} after"
     );
 }

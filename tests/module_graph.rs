@@ -328,3 +328,20 @@ fn the_core_crate_depends_on_no_runtime() {
         );
     }
 }
+
+/// The shared harness (throwaway servers, sysbench) is std only: the demo, the tests and the
+/// benchmark can all use it without pulling anything in.
+#[test]
+fn the_harness_crate_depends_on_nothing() {
+    let graph = lock_graph();
+    assert!(
+        closure(&graph, "psprobe").contains("psprobe-harness"),
+        "psprobe uses the harness"
+    );
+    let harness = closure(&graph, "psprobe-harness");
+    assert_eq!(
+        harness,
+        BTreeSet::from(["psprobe-harness".to_string()]),
+        "psprobe-harness depends on more than std"
+    );
+}

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 
+use psprobe_harness::sysbench::{parse_summary, Connection};
+
 use super::throwaway::{DATABASE, PASSWORD, USER};
 
 pub struct Tables {
@@ -16,14 +18,18 @@ pub struct Tables {
 fn base(addr: &str, workload: &str, tables: &Tables) -> anyhow::Result<Command> {
     let (host, port) = addr
         .rsplit_once(':')
+        .and_then(|(h, p)| Some((h, p.parse().ok()?)))
         .with_context(|| format!("{addr} is not HOST:PORT"))?;
+    let connection = Connection {
+        host,
+        port,
+        user: USER,
+        password: PASSWORD,
+        database: DATABASE,
+    };
     let mut cmd = Command::new("sysbench");
     cmd.arg(workload)
-        .arg(format!("--mysql-host={host}"))
-        .arg(format!("--mysql-port={port}"))
-        .arg(format!("--mysql-user={USER}"))
-        .arg(format!("--mysql-password={PASSWORD}"))
-        .arg(format!("--mysql-db={DATABASE}"))
+        .args(connection.args())
         .arg(format!("--tables={}", tables.count))
         .arg(format!("--table-size={}", tables.size));
     Ok(cmd)
@@ -65,21 +71,9 @@ pub fn run_for(
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
-    summary_qps(&text)
+    parse_summary(&text)
+        .qps
         .with_context(|| format!("no queries-per-second line in sysbench's output:\n{text}"))
-}
-
-/// "    queries:                             1140048 (9119.14 per sec.)" → 9119.14.
-pub fn summary_qps(text: &str) -> Option<f64> {
-    let line = text
-        .lines()
-        .find(|l| l.trim_start().starts_with("queries:"))?;
-    line.split('(')
-        .nth(1)?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
 }
 
 /// sysbench in the background for as long as the schedule runs. A server restart (pfsoff)
@@ -196,15 +190,5 @@ impl Load {
 impl Drop for Load {
     fn drop(&mut self) {
         self.halt();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn summary_line() {
-        let text = "SQL statistics:\n    queries performed:\n        read: 1\n    queries:                             1140048 (9119.14 per sec.)\n";
-        assert_eq!(super::summary_qps(text), Some(9119.14));
-        assert_eq!(super::summary_qps("nothing"), None);
     }
 }

@@ -9,7 +9,8 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 
-const MARIADBD: &str = "/usr/sbin/mariadbd";
+use psprobe_harness::mariadb::{is_root, root_cli_args, MARIADBD};
+
 const INSTALL_DB: &str = "mariadb-install-db";
 pub const USER: &str = "psprobe_demo";
 pub const PASSWORD: &str = "psprobe-demo";
@@ -18,22 +19,6 @@ pub const DATABASE: &str = "sbtest";
 pub struct Throwaway {
     dir: tempfile::TempDir,
     port: u16,
-}
-
-fn free_port() -> anyhow::Result<u16> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").context("no free local port")?;
-    Ok(l.local_addr()?.port())
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .map(|v| v.split_whitespace().next() == Some("0"))
-        })
-        .unwrap_or(false)
 }
 
 fn control_script(dir: &Path, port: u16) -> String {
@@ -91,7 +76,7 @@ impl Throwaway {
             .prefix("psprobe-demo-")
             .tempdir()
             .context("cannot create a temporary directory")?;
-        let port = free_port()?;
+        let port = psprobe_harness::ports::free_port().context("no free local port")?;
         let mut install = Command::new(INSTALL_DB);
         install
             .arg("--no-defaults")
@@ -193,15 +178,7 @@ impl Throwaway {
     /// Runs SQL as root through the `mariadb` CLI.
     pub fn sql(&self, sql: &str) -> anyhow::Result<String> {
         let out = Command::new("mariadb")
-            .args([
-                "--no-defaults",
-                "--protocol=TCP",
-                "-h127.0.0.1",
-                "-uroot",
-                "-N",
-                "-B",
-            ])
-            .arg(format!("-P{}", self.port))
+            .args(root_cli_args(self.port))
             .args(["-e", sql])
             .output()
             .context("cannot run the mariadb CLI")?;

@@ -14,10 +14,7 @@ const INSTALL_DB: &str = "/usr/bin/mariadb-install-db";
 /// the redo log (install-db's default is 96M: twice the bytes to copy).
 pub const LOG_FILE_SIZE: &str = "--innodb-log-file-size=48M";
 
-pub fn is_root() -> bool {
-    // SAFETY: geteuid cannot fail and has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
+pub use psprobe_harness::mariadb::is_root;
 
 /// Every tempdir we make is named `psprobe-mariadb-<pid>-<kind>-XXXX`, so
 /// dirs left behind by a SIGKILLed test process (no Drop, no atexit) can be

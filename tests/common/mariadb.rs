@@ -6,14 +6,13 @@ use super::cli::{self, run_with_timeout, DATABASE, PASSWORD, USER};
 use super::datadir::{copy_dir, is_root, tempdir, template_datadir, LOG_FILE_SIZE};
 use super::netns::Netns;
 use std::fs::{self, OpenOptions};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tempfile::TempDir;
 
-const MARIADBD: &str = "/usr/sbin/mariadbd";
+use psprobe_harness::mariadb::{root_cli_args, MARIADBD};
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 const POLL: Duration = Duration::from_millis(50);
 const PORT_ATTEMPTS: usize = 3;
@@ -48,11 +47,9 @@ enum LaunchError {
     Failed(String),
 }
 
-/// Ask the kernel for a free port. Racy by nature (someone may grab it before
-/// mariadbd binds), hence the retry in `start`.
+/// A free loopback port (racy by nature: starting a server retries with another).
 fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    l.local_addr().expect("local_addr of probe listener").port()
+    psprobe_harness::ports::free_port().expect("a free port on 127.0.0.1")
 }
 
 fn tail(text: &str, lines: usize) -> String {
@@ -266,16 +263,7 @@ impl MariaDb {
     /// Run SQL as root over TCP; Err carries the client's stderr.
     pub fn try_sql(&self, query: &str) -> Result<String, String> {
         let mut cmd = self.command("mariadb");
-        cmd.args([
-            "--no-defaults",
-            "--protocol=TCP",
-            "-h127.0.0.1",
-            "-uroot",
-            "-N",
-            "-B",
-        ])
-        .arg(format!("-P{}", self.port))
-        .args(["-e", query]);
+        cmd.args(root_cli_args(self.port)).args(["-e", query]);
         let out = run_with_timeout(cmd, None, cli::CLI_TIMEOUT);
         if out.status.success() {
             Ok(String::from_utf8(out.stdout).expect("mariadb output is not UTF-8"))

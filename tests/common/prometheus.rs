@@ -7,7 +7,7 @@ use super::datadir::tempdir;
 use serde_json::Value;
 use std::fs::{self, File};
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -27,9 +27,9 @@ pub struct Prometheus {
     dir: TempDir,
 }
 
+/// A free loopback port (racy by nature: starting a server retries with another).
 fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    l.local_addr().expect("local_addr of probe listener").port()
+    psprobe_harness::ports::free_port().expect("a free port on 127.0.0.1")
 }
 
 fn tail(text: &str, lines: usize) -> String {

@@ -5,22 +5,11 @@ use std::process::Command;
 use std::time::Duration;
 
 use super::cli::{run_with_timeout, split_addr, DATABASE, PASSWORD, USER};
+use psprobe_harness::sysbench::Connection;
 
 const SYSBENCH_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// The numbers of sysbench's final report that tests compare against.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct Summary {
-    pub read: u64,
-    pub write: u64,
-    pub other: u64,
-    pub total: u64,
-    pub transactions: u64,
-    pub ignored_errors: u64,
-    pub reconnects: u64,
-    /// The whole stdout, for assertion messages and per-interval lines.
-    pub text: String,
-}
+pub use psprobe_harness::sysbench::{parse_summary, Summary};
 
 /// Runs `sysbench WORKLOAD COMMAND` against `addr` with the harness user, plus `extra` options.
 pub fn run(addr: &str, workload: &str, command: &str, extra: &[&str]) -> Summary {
@@ -46,12 +35,17 @@ pub fn run_cmd(
     extra: &[&str],
 ) -> Summary {
     let (host, port) = split_addr(addr);
+    let connection = Connection {
+        host,
+        port: port
+            .parse()
+            .unwrap_or_else(|_| panic!("port of {addr:?} is not a number")),
+        user: USER,
+        password: PASSWORD,
+        database: DATABASE,
+    };
     cmd.arg(workload)
-        .arg(format!("--mysql-host={host}"))
-        .arg(format!("--mysql-port={port}"))
-        .arg(format!("--mysql-user={USER}"))
-        .arg(format!("--mysql-password={PASSWORD}"))
-        .arg(format!("--mysql-db={DATABASE}"))
+        .args(connection.args())
         .args(extra)
         .arg(command);
     let out = run_with_timeout(cmd, None, SYSBENCH_TIMEOUT);
@@ -63,28 +57,6 @@ pub fn run_cmd(
         String::from_utf8_lossy(&out.stderr)
     );
     parse_summary(&text)
-}
-
-/// Reads the "SQL statistics" block of `sysbench ... run`.
-pub fn parse_summary(text: &str) -> Summary {
-    let field = |label: &str| -> u64 {
-        text.lines()
-            .find_map(|line| {
-                let rest = line.trim().strip_prefix(label)?;
-                rest.split_whitespace().next()?.parse().ok()
-            })
-            .unwrap_or(0)
-    };
-    Summary {
-        read: field("read:"),
-        write: field("write:"),
-        other: field("other:"),
-        total: field("total:"),
-        transactions: field("transactions:"),
-        ignored_errors: field("ignored errors:"),
-        reconnects: field("reconnects:"),
-        text: text.to_string(),
-    }
 }
 
 /// oltp_read_write through each address in turn (60, 120, 180, ... transactions), one client

@@ -8,7 +8,6 @@ use super::cli::{run_with_timeout, CLI_TIMEOUT, DATABASE, PASSWORD, USER};
 use super::datadir::{copy_dir, LOG_FILE_SIZE};
 use super::mariadb::{MariaDb, Options};
 use std::fs;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
@@ -156,9 +155,9 @@ fn ssl_args(ca: &Path, cert: &Path, key: &Path) -> Vec<String> {
     ]
 }
 
+/// A free loopback port (racy by nature: starting a server retries with another).
 fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    l.local_addr().expect("local addr").port()
+    psprobe_harness::ports::free_port().expect("a free port on 127.0.0.1")
 }
 
 /// A MariaDB 11.8 server running inside the Debian 13 tree. Its files live in the tree's /tmp.
@@ -338,16 +337,8 @@ impl ChrootDb {
     /// SQL as root with the host's client (it uses TLS: the server requires nothing else).
     pub fn try_sql(&self, query: &str) -> Result<String, String> {
         let mut cmd = Command::new("mariadb");
-        cmd.args([
-            "--no-defaults",
-            "--protocol=TCP",
-            "-h127.0.0.1",
-            "-uroot",
-            "-N",
-            "-B",
-        ])
-        .arg(format!("-P{}", self.port))
-        .args(["--connect-timeout=2", "-e", query]);
+        cmd.args(psprobe_harness::mariadb::root_cli_args(self.port))
+            .args(["--connect-timeout=2", "-e", query]);
         let out = run_with_timeout(cmd, None, CLI_TIMEOUT);
         if out.status.success() {
             Ok(String::from_utf8_lossy(&out.stdout).into_owned())

@@ -1,0 +1,13 @@
+//! What psprobe's demo (`psprobe demo`, `psprobe experiment`), its integration tests and its
+//! benchmark share to drive real components: a free loopback port, whether this process runs
+//! as root (mariadbd then needs `--user=root`), the `mariadb` CLI as root against a port, and
+//! sysbench's connection arguments and final summary.
+//!
+//! Must not: depend on psprobe, on a runtime, or on anything but std; hold policy (timeouts,
+//! retries, which workload): each caller keeps its own.
+
+#![deny(missing_docs)]
+
+pub mod mariadb;
+pub mod ports;
+pub mod sysbench;

@@ -29,6 +29,8 @@ pub(crate) const DEFAULT_CLIENT_HANDSHAKE_TIMEOUT: Duration = Duration::from_sec
 /// any network hiccup, short enough that clients do not hang for TCP's default 15 minutes or,
 /// waiting for an answer, forever.
 pub(crate) const DEFAULT_UPSTREAM_KEEPALIVE: Duration = Duration::from_secs(60);
+/// Linux's limit on TCP_KEEPIDLE and TCP_KEEPINTVL (seconds).
+const MAX_UPSTREAM_KEEPALIVE: Duration = Duration::from_secs(32_767);
 
 #[derive(Debug, Args)]
 pub struct ProxyArgs {
@@ -294,6 +296,16 @@ impl ProxyConfig {
             .unwrap_or(DEFAULT_UPSTREAM_KEEPALIVE),
         )
         .filter(|d| !d.is_zero());
+        if let Some(idle) = upstream_keepalive {
+            // The kernel takes whole seconds, at most 32767 (TCP_KEEPIDLE and TCP_KEEPINTVL).
+            if idle < Duration::from_secs(1) || idle > MAX_UPSTREAM_KEEPALIVE {
+                return Err(ConfigError::Invalid(format!(
+                    "upstream_keepalive must be 0 (off) or between 1s and {}s (the kernel's \
+                     limit), not {idle:?}",
+                    MAX_UPSTREAM_KEEPALIVE.as_secs()
+                )));
+            }
+        }
         let listen_backlog = args
             .listen_backlog
             .or(file.listen_backlog)
@@ -628,6 +640,13 @@ mod tests {
         );
         let e = ProxyConfig::from_args(&args(&["--listen-backlog", "0"])).unwrap_err();
         assert!(e.to_string().contains("somaxconn"), "{e}");
+        for bad in ["500ms", "10h"] {
+            let e = ProxyConfig::from_args(&args(&["--upstream-keepalive", bad])).unwrap_err();
+            assert!(
+                e.to_string().contains("between 1s and 32767s"),
+                "{bad}: {e}"
+            );
+        }
     }
 
     #[test]

@@ -9,25 +9,15 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::cli::{psprobe, run_with_timeout, PASSWORD, USER};
+use common::controller::poll;
 use common::digest_text::comparable;
 use common::mariadb::MariaDb;
 use common::probe::Probe;
 use common::sysbench;
 use serde_json::Value;
-
-fn poll<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "no {what} within {secs}s");
-        std::thread::sleep(Duration::from_millis(50)); // poll interval
-    }
-}
 
 fn records(log: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(log).unwrap_or_default();

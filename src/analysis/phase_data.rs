@@ -283,22 +283,7 @@ pub(crate) fn collect(records: &[PhaseRecord]) -> Collected {
 mod tests {
     use super::*;
 
-    pub(crate) fn agg(command: Option<&str>, digest: Option<&str>, count: u64) -> Aggregate {
-        Aggregate {
-            command: command.map(str::to_string),
-            digest: digest.map(str::to_string),
-            text: None,
-            count,
-            errors: count / 10,
-            rows_sent: 0,
-            rows_affected: 0,
-            timed: count,
-            latency_sum_ns: count * 2_000_000,
-            latency_min_ns: 0,
-            latency_max_ns: 0,
-            histogram: vec![(150, count)],
-        }
-    }
+    use crate::phase_log::test_aggregate as agg;
 
     fn record(scenario: &str, block: u64, phase: u64, from: u64, to: u64) -> PhaseRecord {
         PhaseRecord {

@@ -28,6 +28,9 @@ pub enum ControllerError {
     #[error("config file {path}: {reason}")]
     Config { path: PathBuf, reason: String },
 
+    #[error("{0}")]
+    PhaseLog(#[from] crate::phase_log::PhaseLogError),
+
     #[error("cannot connect to {target}: {reason}; is the server running, and are host and port in the controller DSN right?")]
     Unreachable { target: String, reason: String },
 

@@ -211,6 +211,26 @@ impl PhaseRecord {
     }
 }
 
+/// A test aggregate: `count` commands of 2 ms each (one histogram bucket), a tenth of them
+/// errors; a digest's text is `select DIGEST`.
+#[cfg(test)]
+pub(crate) fn test_aggregate(command: Option<&str>, digest: Option<&str>, count: u64) -> Aggregate {
+    Aggregate {
+        command: command.map(str::to_string),
+        digest: digest.map(str::to_string),
+        text: digest.map(|d| format!("select {d}")),
+        count,
+        errors: count / 10,
+        rows_sent: 0,
+        rows_affected: 0,
+        timed: count,
+        latency_sum_ns: count * 2_000_000,
+        latency_min_ns: 0,
+        latency_max_ns: 0,
+        histogram: vec![(150, count)],
+    }
+}
+
 fn aggregate(stats: &DigestStats) -> Aggregate {
     Aggregate {
         command: None,

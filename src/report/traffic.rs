@@ -106,24 +106,7 @@ pub(super) fn sum(logs: &[NamedLog]) -> Option<Traffic> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::phase_log::{parse_log, Aggregate, TrafficRecord};
-
-    fn agg(command: Option<&str>, digest: Option<&str>, count: u64) -> Aggregate {
-        Aggregate {
-            command: command.map(str::to_string),
-            digest: digest.map(str::to_string),
-            text: digest.map(|d| format!("select {d}")),
-            count,
-            errors: count / 10,
-            rows_sent: 0,
-            rows_affected: 0,
-            timed: count,
-            latency_sum_ns: count * 2_000_000,
-            latency_min_ns: 0,
-            latency_max_ns: 0,
-            histogram: Vec::new(),
-        }
-    }
+    use crate::phase_log::{parse_log, test_aggregate as agg, TrafficRecord};
 
     fn log(name: &str, records: &[TrafficRecord]) -> NamedLog {
         let text: Vec<String> = records

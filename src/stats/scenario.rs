@@ -131,6 +131,25 @@ impl Scenarios {
         });
     }
 
+    /// Publishes `id` in slot state `state`, in effect since `in_effect` (the leader's switch,
+    /// or when a follower read the leader's row).
+    pub fn publish_slot(&self, id: ScenarioId, state: SlotState, in_effect: Instant) {
+        self.publish(Current {
+            id,
+            state,
+            switched_at_ms: self.ms_since_base(in_effect),
+        });
+    }
+
+    /// From now on, commands are not measured (a switch or restart is coming, or a follower's
+    /// window ended); the scenario's label stays.
+    pub fn stop_measuring(&self) {
+        self.publish(Current {
+            state: SlotState::Switching,
+            ..self.now()
+        });
+    }
+
     pub fn publish(&self, c: Current) {
         let v =
             u64::from(c.id) | (c.state.bits() << 16) | ((c.switched_at_ms & SWITCHED_MASK) << 18);

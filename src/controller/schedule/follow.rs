@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use crate::record::Observer;
-use crate::stats::{Current, ScenarioId, SlotState, NO_SCENARIO};
+use crate::stats::{ScenarioId, SlotState, NO_SCENARIO};
 
 use super::phase_tracker::{PhaseTracker, SlotStart};
 use super::runner::now_ms;
@@ -58,23 +58,18 @@ fn stopped_early(window: &mut Option<Window>, stopped: Option<Instant>) {
 
 impl Follower<'_> {
     fn publish(&self, id: ScenarioId, state: SlotState, in_effect: Instant) {
-        let s = &self.observer.scenarios;
-        s.publish(Current {
-            id,
-            state,
-            switched_at_ms: s.ms_since_base(in_effect),
-        });
+        self.observer.scenarios.publish_slot(id, state, in_effect);
     }
 
     fn unmeasured(&mut self) {
-        stop_measuring(self.observer);
+        self.observer.scenarios.stop_measuring();
         self.tracker.slot_ended();
     }
 
     /// Ends the measured window at `at`, when commands stopped being measured (earlier than
     /// now if a slow poll held the loop up).
     fn unmeasured_at(&mut self, at: Instant) {
-        stop_measuring(self.observer);
+        self.observer.scenarios.stop_measuring();
         self.tracker.slot_ended_at(at);
     }
 
@@ -267,15 +262,6 @@ impl Follower<'_> {
     }
 }
 
-/// From now on, commands are not measured (the scenario's label stays).
-fn stop_measuring(observer: &Observer) {
-    let now = observer.scenarios.now();
-    observer.scenarios.publish(Current {
-        state: SlotState::Switching,
-        ..now
-    });
-}
-
 /// Awaits `statement`; if the measured window's `end` comes first, stops measuring then and
 /// goes on waiting. Returns the statement's output and when measuring was stopped, if it was.
 async fn on_time<T>(
@@ -290,7 +276,7 @@ async fn on_time<T>(
     tokio::select! {
         done = &mut statement => (done, None),
         () = tokio::time::sleep_until(tokio::time::Instant::from_std(end)) => {
-            stop_measuring(observer);
+            observer.scenarios.stop_measuring();
             let stopped = Instant::now();
             (statement.await, Some(stopped))
         }
@@ -315,11 +301,8 @@ mod tests {
     }
 
     fn measuring(o: &Observer) {
-        o.scenarios.publish(Current {
-            id: 1,
-            state: SlotState::Measuring,
-            switched_at_ms: 0,
-        });
+        o.scenarios
+            .publish_slot(1, SlotState::Measuring, o.scenarios.base());
     }
 
     #[tokio::test]

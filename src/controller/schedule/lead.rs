@@ -18,7 +18,7 @@ use tokio::sync::watch;
 use crate::analysis::{analyze_run, carryover, Options};
 use crate::record::Observer;
 use crate::stats::since_switch::BIN_MS;
-use crate::stats::{Current, ScenarioId, SlotState};
+use crate::stats::{ScenarioId, SlotState};
 
 use super::phase_tracker::{PhaseTracker, SlotStart};
 use super::runner::{now_ms, ControllerSettings};
@@ -211,21 +211,12 @@ impl Leader<'_> {
     }
 
     fn publish_state(&self, id: ScenarioId, state: SlotState, in_effect: Instant) {
-        let scenarios = &self.observer.scenarios;
-        scenarios.publish(Current {
-            id,
-            state,
-            switched_at_ms: scenarios.ms_since_base(in_effect),
-        });
+        self.observer.scenarios.publish_slot(id, state, in_effect);
     }
 
     /// Marks what starts from now on as not measured (a switch or restart is coming).
     fn unmeasured(&self) {
-        let now = self.observer.scenarios.now();
-        self.observer.scenarios.publish(Current {
-            state: SlotState::Switching,
-            ..now
-        });
+        self.observer.scenarios.stop_measuring();
     }
 
     async fn sleep_until(&mut self, at: Instant) -> std::result::Result<(), Stopped> {

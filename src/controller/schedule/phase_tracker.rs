@@ -13,7 +13,7 @@ use crate::stats::since_switch::{BINS, BIN_MS};
 use crate::stats::{ScenarioId, StoreSnapshot};
 
 use super::runner::{now_ms, PhaseHook};
-use crate::controller::error::{ControllerError, Result};
+use crate::controller::error::Result;
 use crate::controller::server_cpu::{cpu_ms, PidSource};
 use crate::phase_log::{
     listed_digests, window_aggregates, BinRecord, PhaseLog, PhaseRecord, SwitchCost,
@@ -288,10 +288,7 @@ impl PhaseTracker {
                 since_switch: bins(&segment.start, &end, t.id, &t.covered),
                 merged_from: None,
             };
-            log.append(&record).map_err(|e| ControllerError::Config {
-                path: log.path().to_path_buf(),
-                reason: e.to_string(),
-            })?;
+            log.append(&record)?;
             records.push(record);
         }
         if let Some(hook) = self.on_segment.as_ref().filter(|_| !records.is_empty()) {

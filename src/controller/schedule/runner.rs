@@ -217,17 +217,11 @@ pub async fn run(
     observer: Arc<Observer>,
     stop: watch::Receiver<bool>,
 ) -> Result<()> {
-    let mut log = PhaseLog::open(&settings.phase_log).map_err(|e| ControllerError::Config {
-        path: settings.phase_log.clone(),
-        reason: e.to_string(),
-    })?;
+    let mut log = PhaseLog::open(&settings.phase_log)?;
     let (from_ms, from) = (now_ms(), observer.digests.snapshot());
     let result = run_schedule(&settings, started, &observer, stop, &mut log).await;
     let traffic = traffic_between(&from, &observer.digests.snapshot(), from_ms, now_ms());
-    let written = log.append(&traffic).map_err(|e| ControllerError::Config {
-        path: log.path().to_path_buf(),
-        reason: e.to_string(),
-    });
+    let written = log.append(&traffic).map_err(ControllerError::from);
     match (result, written) {
         (Err(e), Err(lost)) => {
             tracing::warn!("{lost}");
@@ -504,10 +498,7 @@ fn write_run_record(log: &mut PhaseLog, s: &ControllerSettings, role: &str) -> R
         target_halfwidth_pct: s.target_halfwidth,
         bin_ms: Some(BIN_MS),
     };
-    log.append(&record).map_err(|e| ControllerError::Config {
-        path: log.path().to_path_buf(),
-        reason: e.to_string(),
-    })
+    Ok(log.append(&record)?)
 }
 
 /// The leader's borrowed state.

@@ -4,10 +4,11 @@
 //! and small; the point is that the benchmark keeps working.
 
 use std::io::Read;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use psprobe_harness::child::spawn_tied_with;
 
 /// The quick run takes ~30 s; the margin covers installing the `haproxy` package on a fresh
 /// machine (the script does that when it is missing) and a busy CI host.
@@ -32,23 +33,7 @@ fn run_script(out_dir: &Path) -> Finished {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    // SAFETY: prctl is async-signal-safe and allocates nothing.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGTERM as libc::c_ulong,
-                0,
-                0,
-                0,
-            ) != 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let mut child = cmd.spawn().expect("spawn scripts/bench.sh");
+    let mut child = spawn_tied_with(cmd, libc::SIGTERM).expect("spawn scripts/bench.sh");
     let drain = |mut r: Box<dyn Read + Send>| {
         std::thread::spawn(move || {
             let mut buf = Vec::new();

@@ -195,7 +195,7 @@ fn kill_and_restart_on_same_port_keeps_data() {
 
 #[test]
 fn server_outlives_the_thread_that_started_it() {
-    // PR_SET_PDEATHSIG fires when the forking *thread* exits; child.rs forks
+    // PR_SET_PDEATHSIG fires when the forking *thread* exits; psprobe_harness::child forks
     // from a process-lifetime thread so servers can be shared across tests.
     let db = std::thread::spawn(MariaDb::start_default)
         .join()

@@ -4,17 +4,16 @@
 use super::cli::run_with_timeout;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 use tempfile::TempDir;
 
-const INSTALL_DB: &str = "/usr/bin/mariadb-install-db";
 /// Used by install-db and mariadbd alike, so the first start need not resize
 /// the redo log (install-db's default is 96M: twice the bytes to copy).
 pub const LOG_FILE_SIZE: &str = "--innodb-log-file-size=48M";
 
 pub use psprobe_harness::mariadb::is_root;
+use psprobe_harness::server::Layout;
 
 /// Every tempdir we make is named `psprobe-mariadb-<pid>-<kind>-XXXX`, so
 /// dirs left behind by a SIGKILLed test process (no Drop, no atexit) can be
@@ -59,20 +58,9 @@ extern "C" fn remove_template() {
 /// One `mariadb-install-db` into a fresh tempdir, its temporary files kept inside it.
 fn install_template() -> Result<TempDir, String> {
     let dir = tempdir("template");
-    let tmp = dir.path().join("tmp");
-    fs::create_dir_all(&tmp).map_err(|e| format!("mkdir {}: {e}", tmp.display()))?;
-    let mut cmd = Command::new(INSTALL_DB);
-    cmd.arg("--no-defaults")
-        .arg(format!("--datadir={}", dir.path().join("data").display()))
-        .arg(format!("--tmpdir={}", tmp.display()))
-        .args([
-            "--auth-root-authentication-method=normal",
-            "--skip-test-db",
-            LOG_FILE_SIZE,
-        ]);
-    if is_root() {
-        cmd.arg("--user=root");
-    }
+    let cmd = Layout::new(dir.path())
+        .install_db(&[LOG_FILE_SIZE])
+        .map_err(|e| format!("prepare {}: {e}", dir.path().display()))?;
     let out = run_with_timeout(cmd, None, Duration::from_secs(300));
     if out.status.success() {
         Ok(dir)
@@ -103,7 +91,7 @@ pub fn template_datadir() -> PathBuf {
         unsafe { libc::atexit(remove_template) };
         dir
     });
-    dir.path().join("data")
+    Layout::new(dir.path()).datadir()
 }
 
 /// Recursive copy with std::fs only (no `cp` dependency, works for any path).

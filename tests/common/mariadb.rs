@@ -1,9 +1,8 @@
 //! A throwaway MariaDB server per test: own datadir, own TCP port, killed on
 //! drop (and by the kernel if the test process dies, see `child.rs`).
 
-use super::child::spawn_tied;
 use super::cli::{self, run_with_timeout, DATABASE, PASSWORD, USER};
-use super::datadir::{copy_dir, is_root, tempdir, template_datadir, LOG_FILE_SIZE};
+use super::datadir::{copy_dir, tempdir, template_datadir, LOG_FILE_SIZE};
 use super::netns::Netns;
 use std::fs::{self, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -12,7 +11,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tempfile::TempDir;
 
+use psprobe_harness::child::spawn_tied;
 use psprobe_harness::mariadb::{root_cli_args, MARIADBD};
+use psprobe_harness::server::{ping_args, Layout, ADMIN};
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 const POLL: Duration = Duration::from_millis(50);
 const PORT_ATTEMPTS: usize = 3;
@@ -86,7 +87,7 @@ impl MariaDb {
 
     fn start_on(netns: Option<Arc<Netns>>, opts: Options) -> Self {
         let dir = tempdir("server");
-        let datadir = dir.path().join("data");
+        let datadir = Layout::new(dir.path()).datadir();
         copy_dir(&template_datadir(), &datadir);
         let mut db = MariaDb {
             child: None,
@@ -117,20 +118,20 @@ impl MariaDb {
     /// Spawn mariadbd on `self.port` and wait until it answers as *this*
     /// server. On failure the child is killed and the new log lines returned.
     fn launch(&mut self) -> Result<(), LaunchError> {
-        let (d, root) = (self.datadir.clone(), self.dir.path().to_path_buf());
+        let layout = self.layout();
         let ps = if self.opts.performance_schema {
             "ON"
         } else {
             "OFF"
         };
-        let log_path = d.join("error.log");
+        let log_path = layout.error_log();
         let log_start = fs::metadata(&log_path)
             .map(|m| m.len() as usize)
             .unwrap_or(0);
         let console = OpenOptions::new()
             .create(true)
             .append(true)
-            .open(root.join("console.log"))
+            .open(layout.console_log())
             .expect("open console.log");
         let bind = if self.netns.is_some() {
             "0.0.0.0"
@@ -138,27 +139,14 @@ impl MariaDb {
             "127.0.0.1"
         };
         let mut cmd = self.command(MARIADBD);
-        cmd.arg("--no-defaults")
-            .arg(format!("--datadir={}", d.display()))
-            .arg(format!("--port={}", self.port))
-            .arg(format!("--bind-address={bind}"))
-            .arg(format!("--socket={}", d.join("mysqld.sock").display()))
-            .arg(format!(
-                "--pid-file={}",
-                root.join("mariadbd.pid").display()
-            ))
-            .arg(format!("--log-error={}", log_path.display()))
+        cmd.args(layout.mariadbd_args(self.port, bind))
             .arg(format!("--performance-schema={ps}"))
             .args([
-                "--max-allowed-packet=256M",
                 "--local-infile=1",
-                "--skip-log-bin",
+                "--innodb-buffer-pool-size=64M",
+                LOG_FILE_SIZE,
             ])
-            .args(["--innodb-buffer-pool-size=64M", LOG_FILE_SIZE]);
-        if is_root() {
-            cmd.arg("--user=root"); // mariadbd refuses to run as root otherwise
-        }
-        cmd.args(&self.opts.extra_args)
+            .args(&self.opts.extra_args)
             .stdin(Stdio::null())
             .stdout(console.try_clone().expect("dup console.log"))
             .stderr(console);
@@ -169,7 +157,7 @@ impl MariaDb {
             self.kill();
             let log = fs::read_to_string(&log_path).unwrap_or_default();
             let new = tail(log.get(log_start..).unwrap_or(&log), 40);
-            let console = fs::read_to_string(root.join("console.log")).unwrap_or_default();
+            let console = fs::read_to_string(layout.console_log()).unwrap_or_default();
             let msg = format!(
                 "{why}\n--- error.log ---\n{new}\n--- console ---\n{}",
                 tail(&console, 20)
@@ -207,6 +195,11 @@ impl MariaDb {
         }
     }
 
+    /// Where its files are (below the tempdir).
+    fn layout(&self) -> Layout {
+        Layout::new(self.dir.path())
+    }
+
     /// `program` run on the server's host.
     fn command(&self, program: &str) -> Command {
         match &self.netns {
@@ -216,16 +209,8 @@ impl MariaDb {
     }
 
     fn ping(&self) -> bool {
-        let mut cmd = self.command("mariadb-admin");
-        cmd.args([
-            "--no-defaults",
-            "--protocol=TCP",
-            "-h127.0.0.1",
-            "-uroot",
-            "--connect-timeout=2",
-        ])
-        .arg(format!("-P{}", self.port))
-        .arg("ping");
+        let mut cmd = self.command(ADMIN);
+        cmd.args(ping_args(self.port));
         run_with_timeout(cmd, None, Duration::from_secs(10))
             .status
             .success()
@@ -329,7 +314,7 @@ impl MariaDb {
 impl Drop for MariaDb {
     fn drop(&mut self) {
         if std::thread::panicking() {
-            let log = fs::read_to_string(self.datadir.join("error.log")).unwrap_or_default();
+            let log = fs::read_to_string(self.layout().error_log()).unwrap_or_default();
             eprintln!(
                 "--- mariadbd :{} error.log ---\n{}",
                 self.port,

@@ -2,7 +2,6 @@
 //! `mod common;` and uses only the parts it needs, hence the allow below.
 #![allow(dead_code)]
 
-pub mod child;
 pub mod cli;
 pub mod controller;
 pub mod counting_client;

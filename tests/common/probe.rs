@@ -1,9 +1,9 @@
 //! Runs the psprobe binary under test as a child process and talks to its
 //! metrics endpoint with a bare std TcpStream (no HTTP client dependency).
 
-use super::child::spawn_tied;
 use super::netns::Netns;
 use super::prom::Scrape;
+use psprobe_harness::child::spawn_tied;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, ExitStatus, Stdio};

@@ -2,8 +2,8 @@
 //! with its own config, TSDB directory and port; killed on drop (and by the kernel if the test
 //! process dies, see `child.rs`). Queried over its HTTP API with a bare std TcpStream.
 
-use super::child::spawn_tied;
 use super::datadir::tempdir;
+use psprobe_harness::child::spawn_tied;
 use serde_json::Value;
 use std::fs::{self, File};
 use std::io::{Read, Write};

@@ -3,10 +3,10 @@
 //! The server's certificate, key and CA are made here (rcgen: a CA with CA:TRUE, an X.509 v3
 //! leaf with subjectAltNames localhost and 127.0.0.1).
 
-use super::child::spawn_tied;
 use super::cli::{run_with_timeout, CLI_TIMEOUT, DATABASE, PASSWORD, USER};
 use super::datadir::{copy_dir, LOG_FILE_SIZE};
 use super::mariadb::{MariaDb, Options};
+use psprobe_harness::child::spawn_tied;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

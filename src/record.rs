@@ -39,6 +39,21 @@ pub struct Observer {
     pub connections: ConnectionTable,
 }
 
+#[cfg(test)]
+impl Observer {
+    /// A fresh observer (100 digests at most) for unit tests.
+    pub(crate) fn for_tests() -> Observer {
+        let scenarios: Arc<Scenarios> = Arc::default();
+        Observer {
+            metrics: ProxyMetrics::new(Arc::clone(&scenarios)).expect("metrics register"),
+            digests: Arc::new(DigestStore::new(100)),
+            scenarios,
+            fingerprint: Default::default(),
+            connections: Default::default(),
+        }
+    }
+}
+
 impl Exposition for Observer {
     fn render(&self) -> String {
         self.metrics.render()

@@ -285,19 +285,10 @@ async fn on_time<T>(
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::*;
 
     fn observer() -> Observer {
-        let scenarios: Arc<crate::stats::Scenarios> = Arc::default();
-        Observer {
-            metrics: crate::metrics::ProxyMetrics::new(Arc::clone(&scenarios)).unwrap(),
-            digests: Arc::new(crate::stats::DigestStore::new(100)),
-            scenarios,
-            fingerprint: Default::default(),
-            connections: Default::default(),
-        }
+        Observer::for_tests()
     }
 
     fn measuring(o: &Observer) {

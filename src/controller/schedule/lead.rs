@@ -20,17 +20,14 @@ use crate::record::Observer;
 use crate::stats::since_switch::BIN_MS;
 use crate::stats::{ScenarioId, SlotState};
 
+use super::lead_server::LeadServer;
 use super::phase_tracker::{PhaseTracker, SlotStart};
 use super::runner::{now_ms, ControllerSettings};
 use super::timeline::{Progress, Step, Timeline};
-use crate::controller::error::{ControllerError, Result};
-use crate::controller::fast_switch::Switcher;
-use crate::controller::heartbeat::{Heartbeat, BEAT, FENCE_AFTER};
-use crate::controller::leadership::{Leadership, PhaseRow};
-use crate::controller::restart::{restart_server, wait_ready};
+use crate::controller::error::Result;
+use crate::controller::heartbeat::FENCE_AFTER;
+use crate::controller::leadership::PhaseRow;
 use crate::controller::scenario::Settings;
-use crate::controller::server::Controller;
-use crate::controller::snapshot::Snapshot;
 use crate::controller::startup;
 use crate::phase_log::{PhaseLog, PhaseRecord, FAST, SLOW};
 
@@ -51,19 +48,17 @@ pub enum ServerMode {
     Startup(String),
 }
 
-pub struct Leader<'a> {
+/// The leader's slot loop: what it decides (which slot, how long, what counts) is here; what it
+/// asks of the server goes through `server`.
+pub(crate) struct Leader<'a, S: LeadServer> {
     pub s: &'a ControllerSettings,
-    pub ctl: &'a mut Controller,
-    pub lead: &'a mut Leadership,
+    pub server: S,
     pub ids: &'a [ScenarioId],
     pub observer: &'a Observer,
     pub tracker: &'a mut PhaseTracker,
     pub log: &'a mut PhaseLog,
     pub stop: &'a mut watch::Receiver<bool>,
     pub mode: &'a mut ServerMode,
-    pub heartbeat: &'a Heartbeat,
-    pub switcher: Switcher,
-    pub snapshot: Snapshot,
     pub settle: Duration,
     /// This run's fast records (settle choice, stopping rule).
     pub fast_records: Vec<PhaseRecord>,
@@ -79,9 +74,9 @@ pub struct Leader<'a> {
 /// A stop was requested (the step did not complete).
 struct Stopped;
 
-impl Leader<'_> {
+impl<S: LeadServer> Leader<'_, S> {
     /// Runs the timeline to its end (true) or until stopped (false).
-    pub async fn run(&mut self, mut timeline: Timeline) -> Result<bool> {
+    pub(crate) async fn run(&mut self, mut timeline: Timeline) -> Result<bool> {
         loop {
             let progress = Progress {
                 elapsed: self.started.elapsed(),
@@ -138,7 +133,7 @@ impl Leader<'_> {
     /// Checks the rows of the scenario in effect held, then writes the segment.
     async fn end_fast_segment(&mut self) -> Result<()> {
         if let Some(i) = self.last_fast {
-            if self.switcher.confirm(self.ctl).await? == Some(false) {
+            if self.server.confirm().await? == Some(false) {
                 self.tracker.unverify(self.ids[i]);
             }
         }
@@ -257,26 +252,6 @@ impl Leader<'_> {
         }
     }
 
-    /// Before any change: the lead still holds. A leader that could not beat recently asks
-    /// the server whether its lock connection still holds the lock; if not (or if the server
-    /// does not answer), a follower may have taken over, and this one changes nothing more.
-    async fn ensure_lead(&mut self) -> Result<()> {
-        if self.heartbeat.fresh() {
-            return Ok(());
-        }
-        // Beats have failed for a while: a server that does not answer at once is taken as
-        // lost (the connection is not used again).
-        let asked = tokio::time::timeout(BEAT, self.lead.holds_lock()).await;
-        match asked {
-            Ok(Ok(true)) => Ok(()),
-            _ => Err(self.lost_lead()),
-        }
-    }
-
-    fn lost_lead(&self) -> ControllerError {
-        super::runner::lost_lead(&self.s.dsn)
-    }
-
     /// Publishes a slow phase's row (fast slots publish theirs in the switch's batch).
     async fn publish_slow(
         &mut self,
@@ -295,7 +270,7 @@ impl Leader<'_> {
             settle_ms: settle.as_millis() as u64,
             measure_ms: measure.as_millis() as u64,
         };
-        self.lead.publish(&row).await
+        self.server.publish(&row).await
     }
 
     async fn fast_slot(
@@ -311,7 +286,7 @@ impl Leader<'_> {
         }
         let name = &self.s.scenarios[i];
         let scenario = self.s.catalog.get(name)?.clone();
-        self.ensure_lead().await?;
+        self.server.ensure_lead().await?;
         let t0 = Instant::now();
         let switched_at_ms = now_ms();
         self.unmeasured();
@@ -330,15 +305,7 @@ impl Leader<'_> {
             settle_ms: settle.as_millis() as u64,
             measure_ms: announced.as_millis() as u64,
         };
-        let publish = Leadership::publish_sql(&row);
-        let heartbeat = self.heartbeat;
-        let switch = self
-            .switcher
-            .switch(self.ctl, &scenario, &self.snapshot, Some(&publish));
-        let switched = tokio::select! {
-            switched = switch => switched?,
-            () = heartbeat.lost() => return Err(self.lost_lead()),
-        };
+        let switched = self.server.switch(&scenario, Some(&row)).await?;
         if switched.previous_held == Some(false) {
             if let Some(prev) = self.last_fast {
                 self.tracker.unverify(self.ids[prev]);
@@ -380,7 +347,7 @@ impl Leader<'_> {
 
     /// After a slow block: restart with the server's own options (unmeasured), settle.
     async fn back_to_default(&mut self) -> Result<std::result::Result<(), Stopped>> {
-        self.ensure_lead().await?;
+        self.server.ensure_lead().await?;
         self.unmeasured();
         self.restart(true, "").await?;
         *self.mode = ServerMode::Default;
@@ -390,32 +357,10 @@ impl Leader<'_> {
     }
 
     async fn restart(&mut self, ps: bool, opts: &str) -> Result<()> {
-        let command =
-            self.s
-                .restart_cmd
-                .as_deref()
-                .ok_or_else(|| ControllerError::NeedsRestart {
-                    name: "pfsoff".into(),
-                })?;
-        restart_server(command, ps, opts, self.s.restart_timeout).await?;
+        self.server.restart(ps, opts).await?;
+        // What the last fast slot's rows were is not known across a restart.
         self.last_fast = None;
-        *self.ctl = wait_ready(&self.s.dsn, ps, self.s.restart_timeout).await?;
-        *self.lead = Leadership::connect(&self.s.dsn).await?;
-        if !self.lead.try_acquire().await? {
-            return Err(ControllerError::Connection {
-                target: self.s.dsn.redacted(),
-                action: "keep the leader lock across the restart".into(),
-                reason: "another psprobe took it".into(),
-            });
-        }
-        self.switcher.forget();
-        self.heartbeat
-            .set_conns(vec![self.lead.connection_id(), self.ctl.connection_id()]);
-        // This run restarted the server itself: a later recovery must not take the new start
-        // time for someone else's restart.
-        self.snapshot.known_start_unix = self.ctl.info().identity.started_at_unix;
-        self.snapshot.save(&self.s.state_file)?;
-        self.lead.save_snapshot(&self.snapshot).await
+        Ok(())
     }
 
     async fn slow_phase(
@@ -426,30 +371,24 @@ impl Leader<'_> {
     ) -> Result<std::result::Result<(), Stopped>> {
         let name = self.s.scenarios[i].clone();
         let scenario = self.s.catalog.get(&name)?.clone();
-        self.ensure_lead().await?;
+        self.server.ensure_lead().await?;
         let t0 = Instant::now();
         let switched_at_ms = now_ms();
         self.unmeasured();
         let zero = Duration::ZERO;
         self.publish_slow(i, (block, phase), "switching", (zero, zero))
             .await?;
-        let consumers: Vec<String> = self
-            .snapshot
-            .state
-            .consumers
-            .iter()
-            .map(|c| c.name.clone())
-            .collect();
+        let consumers = self.server.consumers();
         let opts = startup::options(&scenario, &consumers)?.join(" ");
         self.restart(scenario.wants_ps(), &opts).await?;
         let verified = match &scenario.settings {
             Settings::PsOff => {
                 *self.mode = ServerMode::Off;
-                self.ctl.info().performance_schema == Some(false)
+                self.server.performance_schema() == Some(false)
             }
             Settings::Startup(twin) => {
                 *self.mode = ServerMode::Startup(name.clone());
-                let mismatches = self.ctl.verify(twin).await?;
+                let mismatches = self.server.verify(twin).await?;
                 if let Some(first) = mismatches.first() {
                     tracing::warn!(
                         "{name}: the server started with {opts} does not hold {}'s rows ({} rows \
@@ -462,9 +401,7 @@ impl Leader<'_> {
             }
             _ => {
                 *self.mode = ServerMode::Default;
-                self.switcher
-                    .switch(self.ctl, &scenario, &self.snapshot, None)
-                    .await?;
+                self.server.switch(&scenario, None).await?;
                 true
             }
         };
@@ -496,3 +433,7 @@ impl Leader<'_> {
         Ok(done)
     }
 }
+
+#[cfg(test)]
+#[path = "lead_tests.rs"]
+mod tests;

@@ -6,6 +6,7 @@
 
 pub mod follow;
 pub mod lead;
+pub(crate) mod lead_server;
 pub mod phase_tracker;
 pub(crate) mod role;
 pub mod runner;

@@ -334,14 +334,7 @@ mod tests {
     use crate::stats::{Current, Sample, SlotState, Tag};
 
     fn observer() -> Arc<Observer> {
-        let scenarios: Arc<crate::stats::Scenarios> = Arc::default();
-        Arc::new(Observer {
-            metrics: crate::metrics::ProxyMetrics::new(Arc::clone(&scenarios)).unwrap(),
-            digests: Arc::new(crate::stats::DigestStore::new(100)),
-            scenarios,
-            fingerprint: Default::default(),
-            connections: Default::default(),
-        })
+        Arc::new(Observer::for_tests())
     }
 
     fn start(scenario: &str, id: ScenarioId, phase: u64) -> SlotStart<'_> {

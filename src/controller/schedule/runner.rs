@@ -15,6 +15,7 @@ use crate::stats::NO_SCENARIO;
 
 use super::follow::Follower;
 use super::lead::{Leader, ServerMode};
+use super::lead_server::LiveServer;
 use super::phase_tracker::PhaseTracker;
 use super::role::{Action, Event, Finish, FollowEnd, LeadEnd, Rejoin, RestoreEnd, Roles};
 use super::timeline::{Timeline, TimelineConfig};
@@ -539,17 +540,20 @@ async fn lead_schedule(
     let timeline = Timeline::new(s.timeline(), first_block, first_phase);
     let mut leader = Leader {
         s,
-        ctl: l.ctl,
-        lead: l.lead,
+        server: LiveServer {
+            s,
+            ctl: l.ctl,
+            lead: l.lead,
+            heartbeat: l.heartbeat,
+            switcher: Switcher::default(),
+            snapshot,
+        },
         ids: l.ids,
         observer: l.observer,
         tracker: l.tracker,
         log: l.log,
         stop: l.stop,
         mode: l.mode,
-        heartbeat: l.heartbeat,
-        switcher: Switcher::default(),
-        snapshot,
         settle: s.settle.unwrap_or_else(|| initial_settle(s.phase)),
         fast_records: Vec::new(),
         precise: false,

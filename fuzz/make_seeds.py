@@ -26,7 +26,7 @@ def write(target, name, data):
 
 
 def recording(path):
-    """[(direction b'C'/b'S', bytes)] of a record_traffic.py file."""
+    """[(direction b'C'/b'S', bytes)] of a `psprobe-bench record-traffic` file."""
     data = open(path, "rb").read()
     out, i = [], 0
     while i + 5 <= len(data):

@@ -17,7 +17,10 @@
 #   options: --rounds N --seconds S --threads "1 16 64" --workloads "oltp_point_select ..."
 #            --out DIR   (env: BENCH_ROUNDS, BENCH_SECONDS, BENCH_THREADS, BENCH_WORKLOADS,
 #            BENCH_OUT, PSPROBE_BIN = a psprobe binary to use instead of building one,
+#            PSPROBE_BENCH_BIN = a psprobe-bench binary (the measuring and reporting steps,
+#            crates/psprobe-bench) to use instead of building one,
 #            BENCH_IDLE_CONNECTIONS = connections for --memory, default 10000,
+#            BENCH_TRAFFIC_DIR = where --record writes, default scripts/bench/traffic,
 #            BENCH_EXTRA_PSPROBE="NAME=BINARY ..." = more psprobe builds to run as extra targets
 #            in each round, e.g. to A/B a relay change against the same HAProxy and direct runs)
 set -euo pipefail
@@ -81,6 +84,14 @@ else
   [ -z "$(git -C "$repo" status --porcelain -- src Cargo.toml Cargo.lock 2>/dev/null)" ] ||
     psprobe_label="$psprobe_label with uncommitted changes"
 fi
+# The steps that measure, record and report (one subcommand each; `psprobe-bench --help`).
+if [ -n "${PSPROBE_BENCH_BIN:-}" ]; then
+  bench="$PSPROBE_BENCH_BIN"
+else
+  say "building psprobe-bench (release)"
+  cargo build --release --locked -p psprobe-bench >&2
+  bench="$repo/target/release/psprobe-bench"
+fi
 
 # --- limits, directories, cleanup ------------------------------------------------------------
 # 10,000 client connections plus their upstreams need ~20,000 descriptors in psprobe alone.
@@ -106,7 +117,7 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+free_port() { "$bench" free-port; }
 user_flag=()
 [ "$(id -u)" -ne 0 ] || user_flag=(--user=root)
 db_user=bench db_pass=bench
@@ -204,10 +215,8 @@ stop_pid() {
   wait "$pid" 2>/dev/null || true
 }
 
-describe_machine() {
-  python3 "$repo/scripts/bench/machine.py" >"$out/machine.json"
-  say "machine: $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"])' "$out/machine.json")"
-}
+# Writes machine.json; the binary says "bench: machine: SUMMARY" on stderr.
+describe_machine() { "$bench" machine >"$out/machine.json"; }
 
 # --- throughput mode -------------------------------------------------------------------------
 run_throughput() {
@@ -262,7 +271,7 @@ run_throughput() {
             psprobe:*) port=${extra_port[${target#psprobe:}]} proxy_pid=${extra_pid[${target#psprobe:}]} ;;
           esac
           say "[$n/$total] $workload threads=$threads round=$round $target (${seconds}s)"
-          python3 "$repo/scripts/bench/run_one.py" --results "$out/results.jsonl" --raw "$out/raw" \
+          "$bench" run-one --results "$out/results.jsonl" --raw "$out/raw" \
             --workload "$workload" --threads "$threads" --round "$round" --target "$target" \
             --proxy-pid "$proxy_pid" --server-pid "$db_pid" -- \
             sysbench "$workload" "${sb[@]}" --mysql-port="$port" --threads="$threads" \
@@ -272,7 +281,7 @@ run_throughput() {
     done
   done
   curl -fsS "http://$pp_metrics/metrics" >"$out/psprobe-metrics.txt" 2>/dev/null || true
-  python3 "$repo/scripts/bench/report.py" --dir "$out" | tee "$out/table.md"
+  "$bench" report --dir "$out" | tee "$out/table.md"
   echo
   echo "raw numbers: $out/results.csv, $out/summary.json (per run: $out/results.jsonl, sysbench output: $out/raw/)"
 }
@@ -297,10 +306,10 @@ run_memory() {
   local common=(--results "$out/memory.jsonl" --user "$db_user" --password "$db_pass"
     --server-port "$db_port")
   say "idle connections: $n through psprobe"
-  python3 "$repo/scripts/bench/memory.py" idle "${common[@]}" --target psprobe --port "$pp_port" \
+  "$bench" memory idle "${common[@]}" --target psprobe --port "$pp_port" \
     --pid "$pp_pid" --metrics "$pp_metrics" --connections "$n" --target-connections "$idle_connections"
   say "idle connections: $n through HAProxy (for comparison)"
-  python3 "$repo/scripts/bench/memory.py" idle "${common[@]}" --target haproxy --port "$ha_port" \
+  "$bench" memory idle "${common[@]}" --target haproxy --port "$ha_port" \
     --pid "$ha_pid" --connections "$n" --target-connections "$idle_connections"
   stop_pid "$pp_pid"
 
@@ -312,28 +321,29 @@ run_memory() {
       psprobe) port=$pp_port pid=$pp_pid metrics=$pp_metrics ;;
     esac
     say "stream: 64 rows of 17 MiB (1088 MiB) through $target"
-    python3 "$repo/scripts/bench/memory.py" stream "${common[@]}" --target "$target" --port "$port" \
+    "$bench" memory stream "${common[@]}" --target "$target" --port "$port" \
       --pid "$pid" ${metrics:+--metrics "$metrics"}
   done
-  python3 "$repo/scripts/bench/memory.py" report --results "$out/memory.jsonl" | tee "$out/memory.md"
+  "$bench" memory report --results "$out/memory.jsonl" | tee "$out/memory.md"
   echo
   echo "raw numbers: $out/memory.jsonl"
 }
 
 # --- record mode -----------------------------------------------------------------------------
 # Real sysbench traffic for the session micro-benchmark, captured with a TCP tee (one
-# connection, --threads=1), into scripts/bench/traffic/.
+# connection, --threads=1), into scripts/bench/traffic/ (or BENCH_TRAFFIC_DIR).
 run_record() {
+  local traffic="${BENCH_TRAFFIC_DIR:-$repo/scripts/bench/traffic}"
   start_mariadb --max-connections=100
   local sb=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-user="$db_user" --mysql-password="$db_pass"
     --mysql-db=sbtest --tables=4 --table-size=10000)
   sysbench oltp_read_only "${sb[@]}" --mysql-port="$db_port" --threads=4 prepare >/dev/null
-  mkdir -p "$repo/scripts/bench/traffic"
+  mkdir -p "$traffic"
   local name workload events extra tee_port tee_pid
   while read -r name workload events extra; do
     tee_port="$(free_port)"
-    python3 "$repo/scripts/bench/record_traffic.py" --listen-port "$tee_port" --upstream-port "$db_port" \
-      --out "$repo/scripts/bench/traffic/$name.bin" >"$work/tee.out" &
+    "$bench" record-traffic --listen-port "$tee_port" --upstream-port "$db_port" \
+      --out "$traffic/$name.bin" >"$work/tee.out" &
     tee_pid=$!
     pids+=("$tee_pid")
     for _ in $(seq 1 100); do grep -q recording "$work/tee.out" 2>/dev/null && break; sleep 0.1; done
@@ -347,7 +357,7 @@ sysbench_point_select_ps oltp_point_select 1000
 sysbench_point_select_text oltp_point_select 1000 --db-ps-mode=disable
 sysbench_read_only_ps oltp_read_only 10
 EOF2
-  ls -l "$repo/scripts/bench/traffic/"
+  ls -l "$traffic/"
 }
 
 # --- profile mode ----------------------------------------------------------------------------
@@ -422,7 +432,7 @@ run_profile() {
     kill -TERM "$pid"
     wait "$pid" 2>/dev/null || true
   done
-  python3 "$repo/scripts/bench/profile_report.py" --dir "$out" | tee "$out/profile.md"
+  "$bench" profile-report --dir "$out" | tee "$out/profile.md"
   echo
   echo "raw profiles: $out (callgrind.*: callgrind_annotate; perf.*.data: perf report -i)"
 }
@@ -487,7 +497,7 @@ run_tls() {
             psprobe_plain) port=$term_port proxy_pid=$term_pid dir=$work/sb-psprobe ssl=off ;;
           esac
           say "[$n/$total] $workload threads=$threads round=$round $target (${seconds}s)"
-          (cd "$dir" && python3 "$repo/scripts/bench/run_one.py" --results "$out/results.jsonl" \
+          (cd "$dir" && "$bench" run-one --results "$out/results.jsonl" \
             --raw "$out/raw" --workload "$workload" --threads "$threads" --round "$round" \
             --target "$target" --proxy-pid "$proxy_pid" --server-pid "$db_pid" -- \
             sysbench "$workload" "${sb[@]}" --mysql-port="$port" --mysql-ssl="$ssl" \
@@ -499,7 +509,7 @@ run_tls() {
   done
   curl -fsS "http://$(sed -n 's/^psprobe listening proxy=.* metrics=\(.*\)$/\1/p' "$work/psprobe-terminate.out")/metrics" \
     >"$out/psprobe-metrics.txt" 2>/dev/null || true
-  python3 "$repo/scripts/bench/tls_report.py" --dir "$out" | tee "$out/table.md"
+  "$bench" tls-report --dir "$out" | tee "$out/table.md"
   echo
   echo "raw numbers: $out/results.jsonl (sysbench output: $out/raw/)"
 }

@@ -23,6 +23,8 @@ say() { echo "bench_admin: $*" >&2; }
 export PATH="$PATH:/usr/sbin"
 cargo build --release --locked --bin psprobe >&2
 psprobe="$(pwd)/target/release/psprobe"
+cargo build --release --locked -p psprobe-bench >&2
+bench="$(pwd)/target/release/psprobe-bench"
 
 work="$(mktemp -d /tmp/psprobe-bench-admin-XXXXXX)"
 pids=()
@@ -35,7 +37,7 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+free_port() { "$bench" free-port; }
 user_flag=()
 [ "$(id -u)" -ne 0 ] || user_flag=(--user=root)
 
@@ -83,7 +85,7 @@ admin_load() {
 }
 window() { # label -> q/s
   sysbench oltp_point_select "${sb[@]}" --mysql-port="$proxy_port" --threads="$threads" \
-    --time="$seconds" run | awk '/queries:/ { gsub(/[(]/, "", $3); print $3 }'
+    --time="$seconds" run | "$bench" sysbench-qps
 }
 
 busy_window() {
@@ -106,7 +108,7 @@ for r in $(seq 1 "$rounds"); do
     busy="$(busy_window)"
     quiet="$(window)"
   fi
-  ratio="$(python3 -c "print(f'{$busy / $quiet:.3f}')")"
+  ratio="$(awk -v busy="$busy" -v quiet="$quiet" 'BEGIN { printf "%.3f", busy / quiet }')"
   ratios+=("$ratio")
   printf '| %s | %s | %s | %s |\n' "$r" "$quiet" "$busy" "$ratio"
 done

@@ -2,7 +2,7 @@
 //! second), with a no-op event sink: the cost psprobe adds per byte relayed, before metrics.
 //!
 //! The traffic is real: `scripts/bench.sh --record` ran sysbench 1.0.20 (one thread) against a
-//! throwaway MariaDB 10.11 through a TCP tee (`scripts/bench/record_traffic.py`) that wrote
+//! throwaway MariaDB 10.11 through a TCP tee (`psprobe-bench record-traffic`) that wrote
 //! every chunk as `recv()` returned it, so packets arrive split and batched as a relay sees
 //! them. Each iteration replays one whole connection (greeting, login, commands, QUIT) into a
 //! fresh `Session`:

@@ -24,15 +24,24 @@ struct Finished {
 /// Runs the script; on timeout sends SIGTERM (the script's trap stops what it started), then
 /// SIGKILL. The script also gets SIGTERM if this test process dies.
 fn run_script(out_dir: &Path) -> Finished {
-    let repo = env!("CARGO_MANIFEST_DIR");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let bench = Path::new(env!("CARGO_BIN_EXE_psprobe-bench"));
     let mut cmd = Command::new("bash");
-    cmd.arg(format!("{repo}/scripts/bench.sh"))
+    cmd.arg(repo.join("scripts/bench.sh"))
         .arg("--quick")
-        .env("PSPROBE_BIN", env!("CARGO_BIN_EXE_psprobe"))
+        // Built by this test run with the workspace's features: building either again inside
+        // the test (the script's fallback) would compile a second variant of their
+        // dependencies.
+        .env("PSPROBE_BENCH_BIN", bench)
         .env("BENCH_OUT", out_dir)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    // `cargo test --workspace` has built psprobe beside this binary for psprobe's own tests.
+    let psprobe = bench.with_file_name("psprobe");
+    if psprobe.exists() {
+        cmd.env("PSPROBE_BIN", &psprobe);
+    }
     let mut child = spawn_tied_with(cmd, libc::SIGTERM).expect("spawn scripts/bench.sh");
     let drain = |mut r: Box<dyn Read + Send>| {
         std::thread::spawn(move || {

@@ -1,7 +1,7 @@
 //! The command line's root: the subcommands and what each runs. Only `main` (and a fuzz target) uses it; every
 //! subcommand's flags live with the module that owns them.
 //!
-//! Must not: be used by library modules (tests/module_graph.rs checks that nothing but the
+//! Must not: be used by library modules (tests/checks/module_graph.rs checks that nothing but the
 //! command-line fuzz target imports it).
 
 use clap::{Parser, Subcommand};

@@ -1,5 +1,6 @@
 // Runs SQL statements against psprobe's admin interface with node's mysql2 driver and prints
-// what it returned, as JSON, for tests/admin_clients.rs (same format as admin_query.py).
+// what it returned, as JSON, for tests/through_proxy/admin_clients.rs (same format as
+// admin_query.py).
 //
 // usage: NODE_PATH=.../node_modules node admin_query.js HOST PORT USER PASSWORD < statements.json
 'use strict';

@@ -1,5 +1,5 @@
 """Runs SQL statements against psprobe's admin interface with a Python MySQL driver and prints
-what the driver returned, as JSON, for tests/admin_clients.rs.
+what the driver returned, as JSON, for tests/through_proxy/admin_clients.rs.
 
 usage: admin_query.py pymysql|connector HOST PORT USER PASSWORD < statements.json
 stdin: a JSON list of statements. stdout: a JSON list with, per statement, either

@@ -1,5 +1,5 @@
-//! Shared integration-test harness. Each `tests/*.rs` binary declares
-//! `mod common;` and uses only the parts it needs, hence the allow below.
+//! Shared integration-test harness. Each test binary (`tests/*.rs`, `tests/<binary>/main.rs`)
+//! declares `mod common;` and uses only the parts it needs, hence the allow below.
 #![allow(dead_code)]
 
 pub mod cli;

@@ -6,7 +6,7 @@
 //! it wrong (identifiers with digits, hex/bit literals, charset introducers, binary minus,
 //! doubled quotes, `--` comments, optimizer hints, ...). Every intended difference is listed, with
 //! an example, in `docs/fingerprint.md`, and checked against the real `pt-fingerprint` by
-//! `tests/fingerprint_vs_pt.rs`.
+//! `tests/checks/fingerprint_vs_pt.rs`.
 //!
 //! Sans-I/O and allocation-free in steady state: a [`Fingerprinter`] owns reusable buffers and
 //! [`Fingerprinter::fingerprint`] borrows its result from them.

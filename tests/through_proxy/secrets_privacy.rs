@@ -5,7 +5,7 @@
 //! refused (dedicated flags) or warned about (anything else), and errors about the DSN show
 //! `user@host:port` only.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 //! both digest styles. Under `--digest-style mysql` spacing variants share a digest. Statements
 //! from stdin (one per line), files (`--semicolon`) and `--query` agree.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -21,7 +21,7 @@ use common::probe::Probe;
 const SECRET: &str = "digest-secret";
 const TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Records as tests/fingerprint_vs_pt.rs reads them: separated by `;` + newline, leading `#`
+/// Records as tests/checks/fingerprint_vs_pt.rs reads them: separated by `;` + newline, leading `#`
 /// annotation lines and blank lines dropped.
 fn corpus() -> Vec<String> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/fingerprint_corpus.sql");

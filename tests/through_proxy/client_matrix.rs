@@ -4,7 +4,7 @@
 //! Drivers: PyMySQL, mysql-connector-python (pure Python), node mysql2, sysbench; installed
 //! under target/ by scripts/setup.sh.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,8 @@
 //! Each crate's top-level modules form a DAG that reads bottom-up as the data flows (in
 //! psprobe-core: protocol -> session, digest; in psprobe: stats -> metrics / phase log ->
-//! analysis -> report; the controller beside them; the CLI root on top). A `crate::x` path in
-//! module `y` is an edge y -> x; any cycle fails here, naming a file behind each of its edges.
+//! analysis -> report; the controller beside them; the CLI root on top; psprobe-bench's steps
+//! over its readers and formats). A `crate::x` path in module `y` is an edge y -> x; any cycle
+//! fails here, naming a file behind each of its edges.
 //! And the sans-I/O core never names tokio, nor depends on it (read from Cargo.lock).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -30,7 +31,13 @@ fn read(path: &Path) -> String {
 
 /// `pub mod x;` / `pub(crate) mod x;` / `mod x;` lines of the lib.rs in `src`.
 fn top_modules(src: &Path) -> Vec<String> {
-    read(&src.join("lib.rs"))
+    // A library's root, or a binary's (psprobe-bench is only a binary).
+    let root = ["lib.rs", "main.rs"]
+        .iter()
+        .map(|f| src.join(f))
+        .find(|p| p.exists())
+        .unwrap_or_else(|| src.join("lib.rs"));
+    read(&root)
         .lines()
         .filter_map(|l| {
             let l = l.trim();
@@ -239,6 +246,8 @@ fn top_level_modules_form_a_dag() {
     ];
     assert_dag(&src(), 20, &expected);
     assert_dag(&core_src(), 3, &[("session", "protocol")]);
+    let bench = root().join("crates/psprobe-bench/src");
+    assert_dag(&bench, 10, &[("report", "stats")]);
 }
 
 #[test]

@@ -12,8 +12,9 @@
 //! `pt-fingerprint --query` one by one instead.
 //!
 //! `PT_FINGERPRINT=/path/to/pt-fingerprint` picks the binary (default: /usr/bin, then $PATH).
-//! `FINGERPRINT_BLESS=1 cargo test --test fingerprint_vs_pt` rewrites the expectations file from
-//! the current outputs, keeping existing tags (new entries get the tag `TODO`, which fails).
+//! `FINGERPRINT_BLESS=1 cargo test --test checks fingerprint_vs_pt::` rewrites the expectations
+//! file from the current outputs, keeping existing tags (new entries get the tag `TODO`, which
+//! fails).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -168,7 +169,7 @@ fn unescape(s: &str) -> Vec<u8> {
 
 const EXPECTED_HEADER: &str = "\
 # Corpus queries whose psprobe fingerprint differs from pt-fingerprint's, on purpose.
-# Checked by tests/fingerprint_vs_pt.rs. One block per query, blocks separated by blank lines:
+# Checked by tests/checks/fingerprint_vs_pt.rs. One block per query, blocks separated by blank lines:
 #   query:   the corpus query (escapes: \\n \\r \\t \\\\ \\xHH)
 #   tags:    the reasons, space-separated; every tag is explained in docs/fingerprint.md
 #   psprobe: psprobe's fingerprint with default options (same escapes)
@@ -499,8 +500,8 @@ fn corpus_matches_pt_fingerprint_except_documented_differences() {
     );
 }
 
-/// Development aid: `FINGERPRINT_EXTRA=queries.sql cargo test --test fingerprint_vs_pt extra --
-/// --nocapture` lists every query of that file (same format as the corpus) whose fingerprint
+/// Development aid: `FINGERPRINT_EXTRA=queries.sql cargo test --test checks
+/// fingerprint_vs_pt::extra -- --nocapture` lists every query of that file (same format as the corpus) whose fingerprint
 /// differs from pt-fingerprint's (with `FINGERPRINT_EXTRA_FOLD=1`: using
 /// `fold_identifier_digits`). Does nothing without the variable; never fails on differences.
 #[test]

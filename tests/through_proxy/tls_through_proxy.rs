@@ -1,7 +1,7 @@
 //! TLS through psprobe against real servers with TLS on: MariaDB 10.11 (host) and 11.8
 //! (Debian 13 chroot). The mariadb CLI and openssl s_client are the clients.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

@@ -4,7 +4,7 @@
 //! bytes that are not UTF-8 and malformed SQL; and an admin interface without a password,
 //! which must not start.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::io::Write;

@@ -2,7 +2,7 @@
 //! are not MySQL at all, and shutdown on SIGTERM. psprobe must keep forwarding verbatim, keep
 //! its gauges right, never hang, and stay up.
 
-mod common;
+use crate::common;
 
 use common::cli::{mariadb, mariadb_ok, split_addr, DATABASE, PASSWORD, USER};
 use common::mariadb::MariaDb;

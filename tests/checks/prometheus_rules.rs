@@ -4,7 +4,7 @@
 //! kinds of case for every alert), and every psprobe metric the rules read is one a running
 //! psprobe exports, so a renamed metric cannot silently turn an alert off.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;

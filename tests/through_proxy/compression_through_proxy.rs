@@ -2,7 +2,7 @@
 //! over TLS, gives the digests and counts of an uncompressed run, results over 16 MiB
 //! included; and a client at the byte level receives exactly the bytes the server sends.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

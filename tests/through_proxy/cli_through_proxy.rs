@@ -1,7 +1,7 @@
 //! The real `mariadb` CLI through psprobe: results identical to a direct connection, and every
 //! command counted and timed.
 
-mod common;
+use crate::common;
 
 use common::cli::{mariadb, mariadb_ok};
 use common::mariadb::MariaDb;

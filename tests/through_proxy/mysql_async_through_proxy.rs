@@ -3,7 +3,7 @@
 //! COM_STMT_SEND_LONG_DATA and >16 MiB packets), text queries, session commands, a stored
 //! procedure with several result sets and OUT parameters, and connection churn.
 
-mod common;
+use crate::common;
 
 use common::mariadb::MariaDb;
 use common::probe::Probe;

@@ -9,7 +9,7 @@
 //! * `fleet_views_sum_over_three_probes_in_real_prometheus` does the fleet case: three probes
 //!   sharing one schedule, their sum in the dashboard's view and in the recording rules.
 
-mod common;
+use crate::common;
 
 use common::cli;
 use common::mariadb::MariaDb;

@@ -5,7 +5,7 @@
 //! server's fastest execution of it, and the total time at least most of the server's. With
 //! three probes in front of the server, their counts summed per shape equal the server's.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 
@@ -147,7 +147,7 @@ fn run(ps_mode: &str) {
 
 /// Text protocol only: MariaDB 10.11 records no digest for COM_STMT_EXECUTE in
 /// events_statements_summary_by_digest, so there is nothing to compare binary-protocol runs
-/// against (their counts are checked against sysbench in sysbench_counts.rs).
+/// against (their counts are checked against sysbench in tests/sysbench_counts.rs).
 #[test]
 fn text_protocol_digests_match_the_server() {
     run("disable");

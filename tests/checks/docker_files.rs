@@ -5,7 +5,7 @@
 //! with a toolchain the crate accepts; and psprobe's compose command, with the controller
 //! account of docker/initdb, runs its schedule against a real mariadbd and restores it.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

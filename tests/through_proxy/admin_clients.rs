@@ -6,7 +6,7 @@
 //!
 //! The Python and Node drivers are installed by scripts/setup.sh into target/clients.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! SHOW STATUS LIKE, DESCRIBE, the statements clients send on connect, clear errors for a wrong
 //! password, for writes and for unknown names, and the limits (query size, time, rows).
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::process::{Command, Output};

@@ -109,7 +109,11 @@ pids=()
 cleanup() {
   local status=$?
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do
+    wait "$pid" 2>/dev/null || true
+    # mariadbd is not this shell's child (psprobe-bench started it): wait until it is gone.
+    for _ in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  done
   rm -rf "$work"
   exit "$status"
 }
@@ -118,31 +122,17 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 free_port() { "$bench" free-port; }
-user_flag=()
-[ "$(id -u)" -ne 0 ] || user_flag=(--user=root)
 db_user=bench db_pass=bench
 
 # --- mariadbd --------------------------------------------------------------------------------
 # Throwaway server: own datadir and port, performance_schema OFF (the proxies are measured,
 # not the server's instrumentation), binary log off, buffer pool holding the whole data set.
 start_mariadb() {
-  db_port="$(free_port)"
-  mariadb-install-db --no-defaults --datadir="$work/data" --auth-root-authentication-method=normal \
-    --skip-test-db --innodb-log-file-size=48M "${user_flag[@]}" >"$work/install.log" 2>&1
-  mariadbd --no-defaults --datadir="$work/data" --port="$db_port" --bind-address=127.0.0.1 \
-    --socket="$work/mysqld.sock" --pid-file="$work/mysqld.pid" --log-error="$work/mysqld.err" \
-    --performance-schema=OFF --skip-log-bin --skip-name-resolve --innodb-log-file-size=48M \
-    --innodb-buffer-pool-size=512M --max-allowed-packet=1G "$@" "${user_flag[@]}" \
-    >"$work/mysqld.out" 2>&1 &
-  db_pid=$!
+  local started
+  started="$("$bench" mariadb --dir "$work/db" --user "$db_user" --password "$db_pass" -- \
+    --innodb-buffer-pool-size=512M --max-allowed-packet=1G "$@")" || exit 1
+  read -r db_port db_pid <<<"$started"
   pids+=("$db_pid")
-  for _ in $(seq 1 600); do
-    mariadb-admin --no-defaults --protocol=TCP -h127.0.0.1 -P"$db_port" -uroot ping >/dev/null 2>&1 && break
-    kill -0 "$db_pid" 2>/dev/null || { tail -20 "$work/mysqld.err" >&2; say "mariadbd exited"; exit 1; }
-    sleep 0.1
-  done
-  mariadb --no-defaults --protocol=TCP -h127.0.0.1 -P"$db_port" -uroot -e \
-    "CREATE DATABASE sbtest; CREATE USER $db_user@'%' IDENTIFIED BY '$db_pass'; GRANT ALL ON *.* TO $db_user@'%'"
   say "mariadbd $(mariadbd --version | awk '{print $3}') on 127.0.0.1:$db_port (pid $db_pid)"
 }
 

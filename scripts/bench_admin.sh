@@ -31,30 +31,20 @@ pids=()
 cleanup() {
   local status=$?
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do
+    wait "$pid" 2>/dev/null || true
+    # mariadbd is not this shell's child (psprobe-bench started it): wait until it is gone.
+    for _ in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  done
   rm -rf "$work"
   exit "$status"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 free_port() { "$bench" free-port; }
-user_flag=()
-[ "$(id -u)" -ne 0 ] || user_flag=(--user=root)
-
-db_port="$(free_port)"
-mariadb-install-db --no-defaults --datadir="$work/data" --auth-root-authentication-method=normal \
-  --skip-test-db "${user_flag[@]}" >"$work/install.log" 2>&1
-mariadbd --no-defaults --datadir="$work/data" --port="$db_port" --bind-address=127.0.0.1 \
-  --socket="$work/mysqld.sock" --pid-file="$work/mysqld.pid" --log-error="$work/mysqld.err" \
-  --performance-schema=OFF --skip-log-bin --skip-name-resolve --max-connections=500 \
-  "${user_flag[@]}" >"$work/mysqld.out" 2>&1 &
-pids+=($!)
-for _ in $(seq 1 600); do
-  mariadb-admin --no-defaults --protocol=TCP -h127.0.0.1 -P"$db_port" -uroot ping >/dev/null 2>&1 && break
-  sleep 0.1
-done
-mariadb --no-defaults --protocol=TCP -h127.0.0.1 -P"$db_port" -uroot -e \
-  "CREATE DATABASE sbtest; CREATE USER bench@'%' IDENTIFIED BY 'bench'; GRANT ALL ON *.* TO bench@'%'"
+started="$("$bench" mariadb --dir "$work/db" --user bench --password bench -- --max-connections=500)"
+read -r db_port db_pid <<<"$started"
+pids+=("$db_pid")
 
 export PSPROBE_ADMIN_PASSWORD=bench-admin
 "$psprobe" proxy --listen 127.0.0.1:0 --metrics 127.0.0.1:0 --admin 127.0.0.1:0 \

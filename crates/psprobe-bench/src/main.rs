@@ -1,7 +1,8 @@
 //! `psprobe-bench`: the steps of `scripts/bench.sh` that are more than starting processes, one
 //! subcommand each (they were Python scripts; the files they write keep their formats, so
-//! earlier runs and the README's figures stay comparable). The shell script starts mariadbd,
-//! HAProxy and psprobe; this binary measures, records and reports.
+//! earlier runs and the README's figures stay comparable). The shell script starts HAProxy and
+//! psprobe; this binary starts the throwaway mariadbd (the harness's), measures, records and
+//! reports.
 //!
 //! Owns: the command line and the one-line error a user sees. Each subcommand lives in its own
 //! module; sysbench's output is read only through `psprobe_harness::sysbench`.
@@ -9,6 +10,7 @@
 mod endpoint_abuse;
 mod jsonl;
 mod machine;
+mod mariadb;
 mod memory;
 mod metrics;
 mod mysql;
@@ -61,6 +63,9 @@ enum Command {
     /// Abuse psprobe's admin port and metrics endpoint (password guessing, a 10 MB admin
     /// query, a metrics request that never completes) and print what happened.
     EndpointAbuse(endpoint_abuse::Args),
+    /// Start a throwaway mariadbd (performance_schema OFF) in --dir with the benchmark's
+    /// account and database, and print `PORT PID`; it keeps running until the caller stops it.
+    Mariadb(mariadb::Args),
     /// Print a TCP port that is free on 127.0.0.1 now.
     FreePort,
     /// Read sysbench's output on stdin and print its queries per second (bench_admin.sh's
@@ -80,6 +85,7 @@ impl Command {
             Command::ProfileReport(_) => "profile-report",
             Command::RecordTraffic(_) => "record-traffic",
             Command::EndpointAbuse(_) => "endpoint-abuse",
+            Command::Mariadb(_) => "mariadb",
             Command::FreePort => "free-port",
             Command::SysbenchQps => "sysbench-qps",
         }
@@ -98,6 +104,7 @@ fn main() -> ExitCode {
         Command::ProfileReport(args) => profile_report::run(&args),
         Command::RecordTraffic(args) => record::run(&args),
         Command::EndpointAbuse(args) => endpoint_abuse::run(&args),
+        Command::Mariadb(args) => mariadb::run(&args),
         Command::FreePort => psprobe_harness::ports::free_port()
             .map(|port| println!("{port}"))
             .map_err(|e| anyhow::anyhow!("no free port on 127.0.0.1: {e}")),

@@ -104,22 +104,9 @@ ulimit -n "$want_fds" 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || tr
 [ -n "$out" ] || out="$repo/target/bench/$(date +%Y%m%d-%H%M%S)-$mode"
 mkdir -p "$out/raw"
 out="$(cd "$out" && pwd)"
-work="$(mktemp -d /tmp/psprobe-bench-XXXXXX)"
-pids=()
-cleanup() {
-  local status=$?
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do
-    wait "$pid" 2>/dev/null || true
-    # mariadbd is not this shell's child (psprobe-bench started it): wait until it is gone.
-    for _ in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  done
-  rm -rf "$work"
-  exit "$status"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+# shellcheck source=bench/processes.sh
+. "$repo/scripts/bench/processes.sh"
+work_dir psprobe-bench
 
 free_port() { "$bench" free-port; }
 db_user=bench db_pass=bench
@@ -127,12 +114,8 @@ db_user=bench db_pass=bench
 # --- mariadbd --------------------------------------------------------------------------------
 # Throwaway server: own datadir and port, performance_schema OFF (the proxies are measured,
 # not the server's instrumentation), binary log off, buffer pool holding the whole data set.
-start_mariadb() {
-  local started
-  started="$("$bench" mariadb --dir "$work/db" --user "$db_user" --password "$db_pass" -- \
-    --innodb-buffer-pool-size=512M --max-allowed-packet=1G "$@")" || exit 1
-  read -r db_port db_pid <<<"$started"
-  pids+=("$db_pid")
+start_mariadb_sized() {
+  start_mariadb --innodb-buffer-pool-size=512M --max-allowed-packet=1G "$@"
   say "mariadbd $(mariadbd --version | awk '{print $3}') on 127.0.0.1:$db_port (pid $db_pid)"
 }
 
@@ -211,7 +194,7 @@ describe_machine() { "$bench" machine >"$out/machine.json"; }
 # --- throughput mode -------------------------------------------------------------------------
 run_throughput() {
   describe_machine
-  start_mariadb --max-connections=1000
+  start_mariadb_sized --max-connections=1000
   start_haproxy 4096
   start_psprobe bench
   local main_pid=$pp_pid main_port=$pp_port main_metrics=$pp_metrics
@@ -288,7 +271,7 @@ run_memory() {
     n=$(((have_fds - 100) / 2))
   fi
   # pool-of-threads: 10,000 idle sessions without 10,000 server threads.
-  start_mariadb --max-connections=$((n + 100)) --thread-handling=pool-of-threads \
+  start_mariadb_sized --max-connections=$((n + 100)) --thread-handling=pool-of-threads \
     --open-files-limit=$((n + 2000)) --back-log=1000
   start_haproxy $((n + 10))
   start_psprobe idle
@@ -324,7 +307,7 @@ run_memory() {
 # connection, --threads=1), into scripts/bench/traffic/ (or BENCH_TRAFFIC_DIR).
 run_record() {
   local traffic="${BENCH_TRAFFIC_DIR:-$repo/scripts/bench/traffic}"
-  start_mariadb --max-connections=100
+  start_mariadb_sized --max-connections=100
   local sb=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-user="$db_user" --mysql-password="$db_pass"
     --mysql-db=sbtest --tables=4 --table-size=10000)
   sysbench oltp_read_only "${sb[@]}" --mysql-port="$db_port" --threads=4 prepare >/dev/null
@@ -360,7 +343,7 @@ EOF2
 run_profile() {
   command -v valgrind >/dev/null || { say "valgrind is needed (apt-get install valgrind)"; exit 1; }
   local events="${BENCH_PROFILE_EVENTS:-20000}"
-  start_mariadb --max-connections=200
+  start_mariadb_sized --max-connections=200
   start_haproxy 4096
   start_psprobe profile
   local sb=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-user="$db_user" --mysql-password="$db_pass"
@@ -453,7 +436,7 @@ run_tls() {
         -out "$who-cert.pem" -days 30 -extfile ext.cnf 2>/dev/null
     done
   )
-  start_mariadb --max-connections=1000 --ssl-ca="$work/certs/ca.pem" \
+  start_mariadb_sized --max-connections=1000 --ssl-ca="$work/certs/ca.pem" \
     --ssl-cert="$work/certs/server-cert.pem" --ssl-key="$work/certs/server-key.pem"
   start_psprobe terminate "$psprobe_bin"
   local term_pid=$pp_pid term_port=$pp_port

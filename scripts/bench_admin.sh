@@ -26,25 +26,11 @@ psprobe="$(pwd)/target/release/psprobe"
 cargo build --release --locked -p psprobe-bench >&2
 bench="$(pwd)/target/release/psprobe-bench"
 
-work="$(mktemp -d /tmp/psprobe-bench-admin-XXXXXX)"
-pids=()
-cleanup() {
-  local status=$?
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do
-    wait "$pid" 2>/dev/null || true
-    # mariadbd is not this shell's child (psprobe-bench started it): wait until it is gone.
-    for _ in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  done
-  rm -rf "$work"
-  exit "$status"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-free_port() { "$bench" free-port; }
-started="$("$bench" mariadb --dir "$work/db" --user bench --password bench -- --max-connections=500)"
-read -r db_port db_pid <<<"$started"
-pids+=("$db_pid")
+# shellcheck source=bench/processes.sh
+. "$(pwd)/scripts/bench/processes.sh"
+work_dir psprobe-bench-admin
+db_user=bench db_pass=bench
+start_mariadb --max-connections=500
 
 export PSPROBE_ADMIN_PASSWORD=bench-admin
 "$psprobe" proxy --listen 127.0.0.1:0 --metrics 127.0.0.1:0 --admin 127.0.0.1:0 \

@@ -13,9 +13,9 @@ use common::cli::{mariadb_ok, DATABASE, PASSWORD, USER};
 use common::observed::{commands, digests, transport, unobserved, wait_for};
 use common::probe::Probe;
 use common::tls_server::{TlsServer, Version};
+use common::wire::{handshake_response, packet, read_packet, LOGIN_CAPS};
 use psprobe::protocol::compress::{stored_frame, Algorithm, Decompressor};
 use psprobe::protocol::frame::Deframer;
-use sha1::{Digest, Sha1};
 
 /// 17 MiB: the row is split into 16 MiB protocol packets, compressed frames carry parts.
 const BIG: usize = 17 << 20;
@@ -94,33 +94,6 @@ fn mariadb_compressed_gives_the_counts_of_plain_11_8() {
 
 // ---------------------------------------------------------------- byte level
 
-fn read_packet(s: &mut TcpStream) -> Vec<u8> {
-    let mut h = [0u8; 4];
-    s.read_exact(&mut h).expect("packet header");
-    let len = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
-    let mut p = vec![0; len];
-    s.read_exact(&mut p).expect("packet payload");
-    p
-}
-
-fn packet(seq: u8, payload: &[u8]) -> Vec<u8> {
-    let n = payload.len();
-    let mut out = vec![n as u8, (n >> 8) as u8, (n >> 16) as u8, seq];
-    out.extend_from_slice(payload);
-    out
-}
-
-/// mysql_native_password: SHA1(pw) XOR SHA1(scramble + SHA1(SHA1(pw))).
-fn native_password(scramble: &[u8], password: &str) -> Vec<u8> {
-    let h1 = Sha1::digest(password.as_bytes());
-    let h2 = Sha1::digest(h1);
-    let mut hasher = Sha1::new();
-    hasher.update(scramble);
-    hasher.update(h2);
-    let h3 = hasher.finalize();
-    h1.iter().zip(h3.iter()).map(|(a, b)| a ^ b).collect()
-}
-
 /// Logs in with CLIENT_COMPRESS over plain TCP, sends `sql` and COM_QUIT as compressed
 /// packets (stored, as a client does below its threshold), and returns every byte the server
 /// sent after authentication, until it closed.
@@ -128,36 +101,12 @@ fn compressed_conversation(addr: &str, sql: &str) -> Vec<u8> {
     let mut s = TcpStream::connect(addr).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(60)))
         .expect("timeout");
-    let g = read_packet(&mut s);
-    // protocol(1) version\0 id(4) scramble1(8) filler(1) caps(2) charset(1) status(2)
-    // caps_hi(2) auth_len(1) reserved(10) scramble2(12)\0 plugin\0
-    let v_end = g[1..].iter().position(|&b| b == 0).expect("version") + 1;
-    let mut at = v_end + 1 + 4;
-    let mut scramble = g[at..at + 8].to_vec();
-    at += 8 + 1 + 2 + 1 + 2 + 2 + 1 + 10;
-    scramble.extend_from_slice(&g[at..at + 12]);
-
-    let caps: u32 = 1 // LONG_PASSWORD
-        | (1 << 3) // CONNECT_WITH_DB
-        | (1 << 5) // COMPRESS
-        | (1 << 9) // PROTOCOL_41
-        | (1 << 13) // TRANSACTIONS
-        | (1 << 15) // SECURE_CONNECTION
-        | (1 << 17) // MULTI_RESULTS
-        | (1 << 19); // PLUGIN_AUTH
-    let mut hello = caps.to_le_bytes().to_vec();
-    hello.extend_from_slice(&(64u32 << 20).to_le_bytes());
-    hello.push(33);
-    hello.extend_from_slice(&[0; 23]);
-    hello.extend_from_slice(USER.as_bytes());
-    hello.push(0);
-    let auth = native_password(&scramble, PASSWORD);
-    hello.push(auth.len() as u8);
-    hello.extend_from_slice(&auth);
-    hello.extend_from_slice(DATABASE.as_bytes());
-    hello.push(0);
-    hello.extend_from_slice(b"mysql_native_password\0");
-    s.write_all(&packet(1, &hello)).expect("hello");
+    let greeting = read_packet(&mut s);
+    let caps = LOGIN_CAPS | (1 << 5); // CLIENT_COMPRESS
+    s.write_all(&handshake_response(
+        &greeting, caps, USER, PASSWORD, DATABASE,
+    ))
+    .expect("hello");
     let ok = read_packet(&mut s);
     assert_eq!(
         ok.first(),

@@ -66,10 +66,6 @@ fn students_t(df: f64) -> Option<StudentsT> {
     Some(StudentsT::new(0.0, 1.0, df).unwrap_or_else(|e| panic!("t with df = {df}: {e}")))
 }
 
-fn standard_normal() -> Normal {
-    Normal::standard()
-}
-
 /// P(T ≤ t) for Student's t with `df` degrees of freedom (df = ∞ allowed); what the quantile
 /// is checked against.
 #[cfg(test)]
@@ -94,20 +90,20 @@ pub(crate) fn t_quantile(p: f64, df: f64) -> f64 {
 pub(crate) fn t_two_sided_p(t: f64, df: f64) -> f64 {
     let upper = match students_t(df) {
         Some(d) => d.sf(t.abs()),
-        None => standard_normal().sf(t.abs()),
+        None => Normal::standard().sf(t.abs()),
     };
     (2.0 * upper).clamp(0.0, 1.0)
 }
 
 /// Standard normal CDF.
 pub(crate) fn normal_cdf(x: f64) -> f64 {
-    standard_normal().cdf(x)
+    Normal::standard().cdf(x)
 }
 
 /// Standard normal quantile.
 pub(crate) fn normal_quantile(p: f64) -> f64 {
     assert!(p > 0.0 && p < 1.0, "normal quantile of p = {p}");
-    standard_normal().inverse_cdf(p)
+    Normal::standard().inverse_cdf(p)
 }
 
 /// Quantile of sorted values with linear interpolation between order statistics

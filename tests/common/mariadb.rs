@@ -5,7 +5,7 @@ use super::cli::{self, run_with_timeout, DATABASE, PASSWORD, USER};
 use super::datadir::{copy_dir, tempdir, template_datadir, LOG_FILE_SIZE};
 use super::netns::Netns;
 use std::fs::{self, OpenOptions};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -38,7 +38,6 @@ pub struct MariaDb {
     opts: Options,
     /// The host (network namespace) it runs on; None: this one, on 127.0.0.1.
     netns: Option<Arc<Netns>>,
-    datadir: PathBuf,
     /// Declared last: removed only after `Drop::drop` has killed the server.
     dir: TempDir,
 }
@@ -87,14 +86,12 @@ impl MariaDb {
 
     fn start_on(netns: Option<Arc<Netns>>, opts: Options) -> Self {
         let dir = tempdir("server");
-        let datadir = Layout::new(dir.path()).datadir();
-        copy_dir(&template_datadir(), &datadir);
+        copy_dir(&template_datadir(), &Layout::new(dir.path()).datadir());
         let mut db = MariaDb {
             child: None,
             port: 0,
             opts,
             netns,
-            datadir,
             dir,
         };
         for attempt in 1..=PORT_ATTEMPTS {
@@ -173,7 +170,7 @@ impl MariaDb {
 
     fn wait_ready(&mut self) -> Result<(), String> {
         let deadline = Instant::now() + READY_TIMEOUT;
-        let want = fs::canonicalize(&self.datadir).expect("canonicalize datadir");
+        let want = fs::canonicalize(self.datadir()).expect("canonicalize datadir");
         loop {
             let child = self.child.as_mut().expect("child just spawned");
             if let Some(status) = child.try_wait().expect("try_wait on mariadbd") {
@@ -228,8 +225,8 @@ impl MariaDb {
         }
     }
 
-    pub fn datadir(&self) -> &Path {
-        &self.datadir
+    pub fn datadir(&self) -> PathBuf {
+        self.layout().datadir()
     }
 
     pub fn dsn(&self) -> String {

@@ -6,7 +6,7 @@
 //! Must not: decide anything about the schedule (which slot, how long, what counts): that is
 //! the leader's ([`super::lead`]).
 
-use crate::controller::error::Result;
+use crate::controller::error::{ControllerError, Result};
 use crate::controller::fast_switch::{Switched, Switcher};
 use crate::controller::heartbeat::{Heartbeat, BEAT};
 use crate::controller::leadership::{Leadership, PhaseRow};
@@ -102,16 +102,17 @@ impl LeadServer for LiveServer<'_> {
 
     async fn restart(&mut self, ps: bool, opts: &str) -> Result<()> {
         let s = self.s;
-        let command = s.restart_cmd.as_deref().ok_or_else(|| {
-            crate::controller::error::ControllerError::NeedsRestart {
+        let command = s
+            .restart_cmd
+            .as_deref()
+            .ok_or_else(|| ControllerError::NeedsRestart {
                 name: "pfsoff".into(),
-            }
-        })?;
+            })?;
         restart_server(command, ps, opts, s.restart_timeout).await?;
         *self.ctl = wait_ready(&s.dsn, ps, s.restart_timeout).await?;
         *self.lead = Leadership::connect(&s.dsn).await?;
         if !self.lead.try_acquire().await? {
-            return Err(crate::controller::error::ControllerError::Connection {
+            return Err(ControllerError::Connection {
                 target: s.dsn.redacted(),
                 action: "keep the leader lock across the restart".into(),
                 reason: "another psprobe took it".into(),

@@ -15,7 +15,9 @@ use crate::admin::{self, AdminAuth, ObserverData};
 use crate::config::{ProxyArgs, ProxyConfig};
 use crate::live::LiveResults;
 
-use crate::controller::{runner, ControllerError, ControllerSettings};
+use crate::controller::error::ControllerError;
+use crate::controller::schedule::runner;
+use crate::controller::schedule::settings::ControllerSettings;
 use crate::digest::FingerprintOptions;
 use crate::metrics::{http, DigestCollector, ProxyMetrics};
 use crate::proxy;

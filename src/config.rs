@@ -122,7 +122,7 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "FILTER")]
     pub log: Option<String>,
     #[command(flatten)]
-    pub schedule: crate::controller::schedule_args::ScheduleArgs,
+    pub schedule: crate::controller::schedule::args::ScheduleArgs,
     #[command(flatten)]
     pub tls: crate::tls::TlsArgs,
 }

@@ -649,7 +649,10 @@ fn a_restart_after_the_snapshot_is_reported_and_restore_still_returns_to_it() {
 /// The async API the scheduler uses, without the CLI.
 #[test]
 fn library_api_applies_verifies_and_restores() {
-    use psprobe::controller::{Catalog, Controller, ControllerDsn, Snapshot};
+    use psprobe::controller::client::dsn::ControllerDsn;
+    use psprobe::controller::client::server::Controller;
+    use psprobe::controller::model::catalog::Catalog;
+    use psprobe::controller::model::snapshot::Snapshot;
     let db = MariaDb::start_default();
     let scratch = Scratch::new();
     let before = dump(&db);

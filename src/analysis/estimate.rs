@@ -8,7 +8,7 @@ use super::baseline::BaselineRule;
 
 /// What is compared. Throughput is in statements per second, latencies in nanoseconds, the
 /// error rate a fraction of statements.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Metric {
     Throughput,

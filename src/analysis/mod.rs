@@ -22,9 +22,11 @@
 //! Must not: read files, print, or depend on the controller; it gets records, returns numbers.
 
 mod analyze;
+pub(crate) mod attribution;
 pub(crate) mod baseline;
 pub(crate) mod bootstrap;
 pub(crate) mod carryover;
+pub(crate) mod design;
 pub(crate) mod estimate;
 pub(crate) mod mix;
 pub(crate) mod paired;

@@ -4,16 +4,16 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 
-use super::catalog::Catalog;
-use super::dsn::{ControllerDsn, DSN_ENV};
+use super::client::dsn::{ControllerDsn, DSN_ENV};
+use super::client::left_behind::{self, Hint, Mode, Outcome, Rights};
+use super::client::server::{ApplyReport, Controller};
 use super::error::ControllerError;
-use super::file::PsConfig;
-use super::left_behind::{self, Hint, Mode, Outcome, Rights};
+use super::model::catalog::Catalog;
+use super::model::file::PsConfig;
+use super::model::scenario::Scenario;
+use super::model::snapshot::Snapshot;
 use super::paths;
-use super::scenario::Scenario;
-use super::server::{ApplyReport, Controller};
 use super::show;
-use super::snapshot::Snapshot;
 
 const LONG_ABOUT: &str = "\
 Inspects and changes performance_schema (PS) settings on a MySQL or MariaDB server, by scenario.

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use super::setup_tables::Mismatch;
+use super::model::setup_tables::Mismatch;
 
 /// How many mismatches a verification error spells out before saying "and N more".
 const MISMATCHES_SHOWN: usize = 5;
@@ -15,7 +15,7 @@ pub enum ControllerError {
          file holding it with --controller-dsn-file, or put dsn = \"mysql://USER:PASS@HOST:PORT/\" \
          under [controller] in a file given with --config (the DSN is never taken from the \
          command line)",
-        env = super::dsn::DSN_ENV
+        env = super::client::dsn::DSN_ENV
     )]
     NoDsn,
 
@@ -27,6 +27,9 @@ pub enum ControllerError {
 
     #[error("config file {path}: {reason}")]
     Config { path: PathBuf, reason: String },
+
+    #[error("instrument groups: {reason}")]
+    Groups { reason: String },
 
     #[error("{0}")]
     PhaseLog(#[from] crate::phase_log::PhaseLogError),
@@ -147,7 +150,7 @@ pub enum ControllerError {
          back anyway run `{force}` (with the controller DSN in {env})",
         changed.len(),
         if changed.is_empty() { String::new() } else { format!(", e.g. {}", changed.iter().take(3).cloned().collect::<Vec<_>>().join("; ")) },
-        env = super::dsn::DSN_ENV
+        env = super::client::dsn::DSN_ENV
     )]
     StaleSnapshot {
         /// `WHERE (taken WHEN): WHY`.

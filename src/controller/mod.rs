@@ -1,17 +1,21 @@
-//! The performance_schema controller, in three jobs:
+//! The performance_schema controller, in three rooms and a few files beside them:
 //!
 //! - `model/`: what a scenario is and what the setup tables hold (catalog, scenarios, rows,
-//!   patterns, snapshots, versions, the proof of what was last applied); no I/O.
+//!   patterns, snapshots, versions, the proof of what was last applied); no I/O at all.
+//! - `local/`: what the controller keeps on this host: the state file (the snapshot, written
+//!   atomically) and the config file it reads.
 //! - `client/`: the MySQL client layer (apply, verify, snapshot, restore, the fast switch,
 //!   what a dead run left, the leadership lock and heartbeat, statement timeouts, the restart
 //!   hook).
-//! - `schedule/`: the scheduled run: `role.rs` (a state machine without I/O, unit-tested on
-//!   every path between leading, following, restoring and rejoining) decides what comes next,
-//!   `runner.rs` carries it out, `lead.rs` runs the slots of a `timeline.rs` (pure) as leader,
-//!   `follow.rs` follows.
+//! - `schedule/`: the scheduled run: its flags (`args`) and validated `settings`, `role.rs`
+//!   (a state machine without I/O, unit-tested on every path between leading, following,
+//!   restoring and rejoining) decides what comes next, `runner.rs` carries it out, `lead.rs`
+//!   runs the slots of a `timeline.rs` (pure) as leader, `follow.rs` follows; each asks the
+//!   server through a trait (`lead_server`, `follow_server`) that tests script.
 //!
-//! Beside them: `psprobe ps` (`cli`, `show`), the schedule's flags (`schedule_args`), paths and
-//! errors.
+//! Beside them: `psprobe ps` (`cli`, `show`), paths and errors. Callers name the room an item
+//! lives in (`controller::model::catalog::Catalog`): there are no flat re-exports, so a use
+//! site shows which job it leans on.
 //!
 //! ```text
 //! catalog (scenarios) ──plan(rows now)──► statements + expected rows ──► server.rs applies,
@@ -22,48 +26,12 @@
 //! Must not: touch the relay's hot path (it publishes the scenario in effect through `stats`,
 //! read with one atomic load), or leave a server changed: every path out restores or says how.
 
-mod client;
-mod model;
-mod schedule;
-
-// Each module under its old path (`controller::server`, ...): callers name what they use, not
-// which job's folder it sits in.
-pub use client::dsn;
-pub use client::fast_switch;
-pub use client::heartbeat;
-pub use client::leadership;
-pub use client::left_behind;
-pub use client::restart;
-pub use client::server;
-pub use client::server_cpu;
-pub use client::statement;
-pub use model::catalog;
-pub use model::file;
-pub use model::pattern;
-pub use model::scenario;
-pub use model::setup_tables;
-pub use model::snapshot;
-pub use model::stale;
-pub use model::startup;
-pub use model::version;
-pub use schedule::follow;
-pub use schedule::lead;
-pub use schedule::phase_tracker;
-pub use schedule::runner;
-pub use schedule::timeline;
+pub mod client;
+pub mod local;
+pub mod model;
+pub mod schedule;
 
 pub mod cli;
 pub mod error;
 pub mod paths;
-pub mod schedule_args;
 pub mod show;
-
-pub use catalog::Catalog;
-pub use dsn::{ControllerDsn, DSN_ENV};
-pub use error::ControllerError;
-pub use runner::ControllerSettings;
-pub use scenario::{InstrumentRule, Plan, Scenario, Settings, Source};
-pub use server::{ApplyReport, Controller, ServerInfo};
-pub use setup_tables::{ConsumerRow, InstrumentRow, Mismatch, SetupState};
-pub use snapshot::{ServerIdentity, Snapshot};
-pub use version::{Flavor, Series, ServerVersion};

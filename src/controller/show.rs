@@ -4,11 +4,11 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use super::catalog::Catalog;
-use super::scenario::Settings;
-use super::server::ServerInfo;
-use super::setup_tables::{yes_no, SetupState};
-use super::snapshot::Snapshot;
+use super::client::server::ServerInfo;
+use super::model::catalog::Catalog;
+use super::model::scenario::Settings;
+use super::model::setup_tables::{yes_no, SetupState};
+use super::model::snapshot::Snapshot;
 
 /// The scenario list: name, whether it needs a restart, description; with `sql`, the statements.
 pub fn scenarios(catalog: &Catalog, sql: bool) -> String {
@@ -113,7 +113,7 @@ pub fn server(input: &ShowInput<'_>) -> String {
         .map(|s| s.name.as_str())
         .collect();
     if let Some(snap) = input.snapshot {
-        if super::scenario::Scenario::original_from(&snap.state).matches(state) {
+        if super::model::scenario::Scenario::original_from(&snap.state).matches(state) {
             matching.insert(0, "original");
         }
     }
@@ -165,9 +165,9 @@ fn classes(state: &SetupState) -> Vec<(String, usize, usize, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::setup_tables::tests::{c, i};
-    use crate::controller::snapshot::ServerIdentity;
-    use crate::controller::version::ServerVersion;
+    use crate::controller::model::setup_tables::tests::{c, i};
+    use crate::controller::model::snapshot::ServerIdentity;
+    use crate::controller::model::version::ServerVersion;
 
     fn info(ps: Option<bool>) -> ServerInfo {
         ServerInfo {

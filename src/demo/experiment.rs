@@ -10,7 +10,7 @@ use anyhow::{bail, Context};
 use clap::Args;
 
 use super::{run_schedule, sysbench, throwaway, Plan, ScheduledRun};
-use crate::controller::Catalog;
+use crate::controller::model::catalog::Catalog;
 use crate::phase_log::read_phases;
 use crate::report::report_of;
 
@@ -88,7 +88,7 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
     }
     let mut catalog = Catalog::builtin();
     if let Some(path) = &args.config {
-        let config = crate::controller::file::PsConfig::load(path)?;
+        let config = crate::controller::model::file::PsConfig::load(path)?;
         catalog.add_toml(&config.text, &config.path)?;
     }
     for name in &scenarios {
@@ -249,7 +249,7 @@ fn direct_check(
 ) -> anyhow::Result<String> {
     use crate::analysis::paired::t_interval;
     use crate::analysis::rng::Rng;
-    let reference = crate::controller::schedule_args::default_slow_reference(catalog, scenarios)
+    let reference = crate::controller::schedule::args::default_slow_reference(catalog, scenarios)
         .context("pfsoff needs a runtime scenario to compare with")?;
     let statements = catalog.get(&reference)?.sql().unwrap_or_default();
     let measure = plan

@@ -17,8 +17,10 @@ use clap::Args;
 
 use crate::app::launch;
 use crate::config::ProxyConfig;
-use crate::controller::schedule_args::{default_slow_reference, DEFAULT_PHASE};
-use crate::controller::{Catalog, ControllerDsn, ControllerSettings};
+use crate::controller::client::dsn::ControllerDsn;
+use crate::controller::model::catalog::Catalog;
+use crate::controller::schedule::args::{default_slow_reference, DEFAULT_PHASE};
+use crate::controller::schedule::settings::ControllerSettings;
 use crate::proxy::ProxySettings;
 
 #[cfg(test)]
@@ -150,9 +152,10 @@ pub fn run_schedule(
         identity: format!("psprobe-{who}"),
         on_phase: None,
         // The throwaway server runs here; its pid file follows it across restarts.
-        mysqld_pid: Some(crate::controller::server_cpu::PidSource::File(
+        mysqld_pid: Some(crate::controller::client::server_cpu::PidSource::File(
             server.pid_file(),
         )),
+        attribution: None,
     };
     let nominal = plan.nominal();
     crate::runtime::block_on_multi_thread(async {

@@ -28,6 +28,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 mod block_order;
+pub mod group_names;
 mod naming;
 mod traffic;
 

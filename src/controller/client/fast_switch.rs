@@ -15,9 +15,9 @@ use std::collections::HashMap;
 
 use super::server::Controller;
 use crate::controller::error::Result;
-use crate::controller::scenario::{Scenario, Settings};
-use crate::controller::setup_tables::{CONSUMERS, INSTRUMENTS};
-use crate::controller::snapshot::Snapshot;
+use crate::controller::model::scenario::{Scenario, Settings};
+use crate::controller::model::setup_tables::{CONSUMERS, INSTRUMENTS};
+use crate::controller::model::snapshot::Snapshot;
 
 /// One row: `count:sum of CRC32(name=enabled[/timed])` for each setup table.
 fn checksum_sql() -> String {

@@ -13,7 +13,7 @@ use super::heartbeat::{self, Holder, HOLDER_COLUMNS};
 use super::server::code;
 use super::statement::{Failure, StatementGuard, STATEMENT_TIMEOUT};
 use crate::controller::error::{ControllerError, Result};
-use crate::controller::snapshot::Snapshot;
+use crate::controller::model::snapshot::Snapshot;
 
 pub const LOCK_NAME: &str = "psprobe_controller";
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -251,7 +251,7 @@ impl Leadership {
     /// The statement that publishes `row`, for a batch sent on another connection (the
     /// controller's, in the NO_BACKSLASH_ESCAPES session the quoting assumes).
     pub fn publish_sql(row: &PhaseRow) -> String {
-        use crate::controller::pattern::quote;
+        use crate::controller::model::pattern::quote;
         format!(
             "REPLACE INTO psprobe.phase (id, scenario, block, phase, state, leader) VALUES \
              (1, {}, {}, {}, {}, {})",

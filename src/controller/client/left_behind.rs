@@ -1,5 +1,5 @@
 //! Snapshots left behind: on the server (`psprobe.snapshot`, shared by every psprobe of that
-//! server) or in the state file. Each is found, judged ([`crate::controller::stale`]), then written back,
+//! server) or in the state file. Each is found, judged ([`crate::controller::model::stale`]), then written back,
 //! refused or discarded, and once resolved removed from both places, so a later run can never
 //! apply it again.
 
@@ -9,10 +9,10 @@ use mysql_async::Row;
 
 use super::leadership::{PhaseRow, LOCK_NAME};
 use super::server::{ApplyReport, Controller};
-use crate::controller::catalog::Catalog;
 use crate::controller::error::{ControllerError, Result};
-use crate::controller::snapshot::Snapshot;
-use crate::controller::stale::{judge, last_applied, LastApplied, Verdict};
+use crate::controller::model::catalog::Catalog;
+use crate::controller::model::snapshot::Snapshot;
+use crate::controller::model::stale::{judge, last_applied, LastApplied, Verdict};
 
 /// "No such table" and "unknown database": psprobe's own tables are not there (yet).
 const NO_SUCH_TABLE: u16 = 1146;

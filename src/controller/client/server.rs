@@ -11,12 +11,12 @@ use mysql_async::{Conn, Error as MyError};
 use super::dsn::ControllerDsn;
 use super::statement::{Failure, StatementGuard, STATEMENT_TIMEOUT};
 use crate::controller::error::{ControllerError, Result};
-use crate::controller::scenario::{Scenario, Settings};
-use crate::controller::setup_tables::{
+use crate::controller::model::scenario::{Scenario, Settings};
+use crate::controller::model::setup_tables::{
     compare, ConsumerRow, InstrumentRow, Mismatch, SetupState, CONSUMERS, INSTRUMENTS,
 };
-use crate::controller::snapshot::{ServerIdentity, Snapshot};
-use crate::controller::version::ServerVersion;
+use crate::controller::model::snapshot::{ServerIdentity, Snapshot};
+use crate::controller::model::version::ServerVersion;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 

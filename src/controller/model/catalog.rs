@@ -102,6 +102,13 @@ impl Catalog {
         Ok(())
     }
 
+    /// Adds a scenario psprobe made (an attribution's design point, a recommendation to
+    /// confirm), replacing one of the same name.
+    pub fn add_generated(&mut self, scenario: Scenario) {
+        self.scenarios.retain(|s| s.name != scenario.name);
+        self.scenarios.push(scenario);
+    }
+
     pub fn find(&self, name: &str) -> Option<&Scenario> {
         self.scenarios.iter().find(|s| s.name == name)
     }
@@ -235,8 +242,8 @@ impl ScenarioToml {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::setup_tables::tests::{c, i};
-    use crate::controller::setup_tables::SetupState;
+    use crate::controller::model::setup_tables::tests::{c, i};
+    use crate::controller::model::setup_tables::SetupState;
 
     /// The study's SQL, verbatim (the seed uses `Enabled`, odd spacing and trailing `;`).
     const SEED_CONOFF: &str = "update performance_schema.setup_consumers set Enabled = 'NO' ;";

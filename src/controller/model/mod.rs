@@ -1,10 +1,12 @@
-//! The performance_schema model: scenarios and their catalog, setup-table rows, patterns,
-//! snapshots, server versions, the proof of what was last applied.
+//! The performance_schema model: scenarios and their catalog, instrument groups, setup-table
+//! rows, patterns, snapshots, server versions, the proof of what was last applied.
 //!
-//! Must not: talk to a server (that is `client`) or know about schedules.
+//! Must not: do I/O of any kind: talk to a server (that is `client`) or read and write files
+//! (`local`); or know about schedules.
 
 pub mod catalog;
 pub mod file;
+pub mod groups;
 pub mod pattern;
 pub mod scenario;
 pub mod setup_tables;

@@ -317,7 +317,7 @@ fn preview(names: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::setup_tables::tests::{c, i};
+    use crate::controller::model::setup_tables::tests::{c, i};
 
     fn runtime(consumers: &[&str], enable: &[&str], timed: &[&str]) -> Scenario {
         Scenario {

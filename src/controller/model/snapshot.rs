@@ -1,9 +1,6 @@
-//! A snapshot of the setup tables, and the JSON state file that keeps it across crashes: written
-//! atomically (temp file, fsync, rename, fsync of the directory), versioned, and tagged with the
-//! server it came from so it is never restored onto another one.
+//! A snapshot of the setup tables, tagged with the server it came from so it is never restored
+//! onto another one, and versioned (`local::state_file` keeps it on disk across crashes).
 
-use std::fs::{self, File};
-use std::io::Write;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -88,11 +85,6 @@ pub struct Snapshot {
     pub state: SetupState,
 }
 
-#[derive(Deserialize)]
-struct VersionOnly {
-    format_version: u32,
-}
-
 impl Snapshot {
     pub fn new(server: ServerIdentity, state: SetupState) -> Self {
         let secs = SystemTime::now()
@@ -135,84 +127,6 @@ impl Snapshot {
         server.restarted_since(&seen)
     }
 
-    /// Write to `path` atomically, creating its directory if needed.
-    pub fn save(&self, path: &Path) -> Result<()> {
-        let fail = |action: &'static str, e: std::io::Error| ControllerError::StateFile {
-            path: path.into(),
-            action,
-            reason: e.to_string(),
-        };
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        crate::private_fs::create_dir_all(dir).map_err(|e| fail("create its directory", e))?;
-        let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-        let tmp = dir.join(format!(
-            ".{}.tmp-{}",
-            file_name.unwrap_or_else(|| "snapshot".into()),
-            std::process::id()
-        ));
-        let json = serde_json::to_vec_pretty(self).expect("snapshot serializes");
-        let written = (|| {
-            let mut f = crate::private_fs::create(&tmp)?;
-            f.write_all(&json)?;
-            f.write_all(b"\n")?;
-            f.sync_all()?;
-            fs::rename(&tmp, path)
-        })();
-        if let Err(e) = written {
-            let _ = fs::remove_file(&tmp);
-            return Err(fail("write it", e));
-        }
-        // Make the rename itself durable.
-        File::open(dir)
-            .and_then(|d| d.sync_all())
-            .map_err(|e| fail("sync its directory", e))
-    }
-
-    /// The snapshot at `path`, or `None` if there is no file.
-    pub fn load_if_exists(path: &Path) -> Result<Option<Self>> {
-        let bytes = match fs::read(path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => {
-                return Err(ControllerError::StateFile {
-                    path: path.into(),
-                    action: "read it",
-                    reason: e.to_string(),
-                })
-            }
-        };
-        let bad = |reason: String| ControllerError::StateFormat {
-            path: path.into(),
-            reason,
-        };
-        let v: VersionOnly = serde_json::from_slice(&bytes).map_err(|e| bad(e.to_string()))?;
-        if v.format_version != FORMAT_VERSION {
-            return Err(bad(format!(
-                "format_version {} (this psprobe reads {FORMAT_VERSION})",
-                v.format_version
-            )));
-        }
-        serde_json::from_slice(&bytes)
-            .map(Some)
-            .map_err(|e| bad(e.to_string()))
-    }
-
-    /// The snapshot at `path`; an error saying so if there is none.
-    pub fn load(path: &Path) -> Result<Self> {
-        Self::load_if_exists(path)?.ok_or_else(|| ControllerError::NoSnapshot { path: path.into() })
-    }
-
-    pub fn remove(path: &Path) -> Result<()> {
-        fs::remove_file(path).map_err(|e| ControllerError::StateFile {
-            path: path.into(),
-            action: "remove it",
-            reason: e.to_string(),
-        })
-    }
-
     /// Error unless this snapshot was taken on `server`.
     pub fn check_server(&self, server: &ServerIdentity, path: &Path) -> Result<()> {
         if self.server.same_server(server) {
@@ -228,11 +142,11 @@ impl Snapshot {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use crate::controller::setup_tables::tests::{c, i};
+    use crate::controller::model::setup_tables::tests::{c, i};
 
-    fn identity(uuid: Option<&str>) -> ServerIdentity {
+    pub(crate) fn identity(uuid: Option<&str>) -> ServerIdentity {
         ServerIdentity {
             address: "db:3306".into(),
             hostname: "db1".into(),
@@ -243,7 +157,7 @@ mod tests {
         }
     }
 
-    fn snapshot() -> Snapshot {
+    pub(crate) fn snapshot() -> Snapshot {
         Snapshot::new(
             identity(None),
             SetupState {
@@ -251,44 +165,6 @@ mod tests {
                 instruments: vec![i("memory/x", true, None), i("wait/y", false, Some(false))],
             },
         )
-    }
-
-    #[test]
-    fn save_and_load_round_trip() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("deeper/ps-snapshot-db-3306.json");
-        assert!(Snapshot::load_if_exists(&path).unwrap().is_none());
-        assert!(matches!(
-            Snapshot::load(&path),
-            Err(ControllerError::NoSnapshot { .. })
-        ));
-        let snap = snapshot();
-        snap.save(&path).unwrap();
-        assert_eq!(Snapshot::load(&path).unwrap(), snap);
-        let text = fs::read_to_string(&path).unwrap();
-        assert!(text.contains("\"format_version\": 1"), "{text}");
-        assert!(text.contains("\"consumers\""), "{text}");
-        // Only the file itself is left: no temp files.
-        let names: Vec<_> = fs::read_dir(path.parent().unwrap()).unwrap().collect();
-        assert_eq!(names.len(), 1);
-        Snapshot::remove(&path).unwrap();
-        assert!(!path.exists());
-    }
-
-    #[test]
-    fn newer_or_broken_files_are_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.json");
-        let mut value = serde_json::to_value(snapshot()).unwrap();
-        value["format_version"] = 2.into();
-        fs::write(&path, value.to_string()).unwrap();
-        let e = Snapshot::load(&path).unwrap_err().to_string();
-        assert!(e.contains("format_version 2"), "{e}");
-        fs::write(&path, "{").unwrap();
-        assert!(matches!(
-            Snapshot::load(&path),
-            Err(ControllerError::StateFormat { .. })
-        ));
     }
 
     #[test]

@@ -14,7 +14,7 @@ use super::catalog::Catalog;
 use super::scenario::Settings;
 use super::setup_tables::{compare, Mismatch, SetupState};
 use super::snapshot::{ServerIdentity, Snapshot};
-use crate::controller::leadership::PhaseRow;
+use crate::controller::client::leadership::PhaseRow;
 
 /// What psprobe last did to the server on top of the snapshot.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -208,7 +208,7 @@ pub fn judge(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::setup_tables::tests::{c, i};
+    use crate::controller::model::setup_tables::tests::{c, i};
 
     fn server(started: u64) -> ServerIdentity {
         ServerIdentity {

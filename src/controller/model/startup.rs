@@ -118,7 +118,7 @@ fn instrument_options(rule: &InstrumentRule) -> std::result::Result<Vec<String>,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::catalog::Catalog;
+    use crate::controller::model::catalog::Catalog;
 
     fn consumers() -> Vec<String> {
         ["events_stages_current", "global_instrumentation"]

@@ -14,11 +14,12 @@ use tokio::sync::watch;
 use crate::record::Observer;
 use crate::stats::{ScenarioId, SlotState, NO_SCENARIO};
 
+use super::follow_server::FollowServer;
 use super::phase_tracker::{PhaseTracker, SlotStart};
 use super::runner::now_ms;
+use crate::controller::client::heartbeat::STALE_AFTER;
+use crate::controller::client::leadership::{LockPoll, PhaseRow};
 use crate::controller::error::Result;
-use crate::controller::heartbeat::STALE_AFTER;
-use crate::controller::leadership::{Leadership, LockPoll, PhaseRow};
 use crate::phase_log::{PhaseLog, FAST};
 
 /// How often a follower reads the leader's row and tries the lock, at most.
@@ -29,8 +30,8 @@ const MIN_POLL: Duration = Duration::from_millis(20);
 /// Where a follower that took the lead goes on: the last row it saw.
 pub type Resume = Option<PhaseRow>;
 
-pub struct Follower<'a> {
-    pub lead: &'a mut Leadership,
+pub(crate) struct Follower<'a, S: FollowServer> {
+    pub lead: &'a mut S,
     pub observer: &'a Observer,
     pub tracker: &'a mut PhaseTracker,
     pub log: &'a mut PhaseLog,
@@ -56,7 +57,7 @@ fn stopped_early(window: &mut Option<Window>, stopped: Option<Instant>) {
     }
 }
 
-impl Follower<'_> {
+impl<S: FollowServer> Follower<'_, S> {
     fn publish(&self, id: ScenarioId, state: SlotState, in_effect: Instant) {
         self.observer.scenarios.publish_slot(id, state, in_effect);
     }
@@ -74,7 +75,7 @@ impl Follower<'_> {
     }
 
     /// Follows until this psprobe takes the lead (`Some(last row seen)`) or stops (`None`).
-    pub async fn run(&mut self) -> Result<Option<Resume>> {
+    pub(crate) async fn run(&mut self) -> Result<Option<Resume>> {
         let round_trip = self.lead.ping().await.unwrap_or(Duration::from_millis(5));
         let margin = round_trip * 2 + Duration::from_millis(10);
         let mut poll = FOLLOW_POLL;
@@ -94,7 +95,7 @@ impl Follower<'_> {
             }
             let now = Instant::now();
             if let Some(w) = window.as_mut() {
-                if !w.measuring && now >= w.from && w.from < w.to {
+                if !w.measuring && now >= w.from {
                     w.measuring = true;
                     self.publish(w.id, SlotState::Measuring, w.in_effect);
                     self.tracker.measuring();
@@ -198,10 +199,13 @@ impl Follower<'_> {
                             .checked_sub(poll + margin)
                             .unwrap_or(now)
                     };
-                    window = Some(Window {
+                    // A window too short to hold anything after the margins is not waited
+                    // for (waking at its start would spin until the next poll).
+                    let from = now + settle;
+                    window = (from < to).then_some(Window {
                         id,
                         in_effect: now,
-                        from: now + settle,
+                        from,
                         to,
                         measuring: false,
                         stopped_at: None,
@@ -282,6 +286,10 @@ async fn on_time<T>(
         }
     }
 }
+
+#[cfg(test)]
+#[path = "follow_tests.rs"]
+mod scripted;
 
 #[cfg(test)]
 mod tests {

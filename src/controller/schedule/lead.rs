@@ -22,13 +22,14 @@ use crate::stats::{ScenarioId, SlotState};
 
 use super::lead_server::LeadServer;
 use super::phase_tracker::{PhaseTracker, SlotStart};
-use super::runner::{now_ms, ControllerSettings};
+use super::runner::now_ms;
+use super::settings::ControllerSettings;
 use super::timeline::{Progress, Step, Timeline};
+use crate::controller::client::heartbeat::FENCE_AFTER;
+use crate::controller::client::leadership::PhaseRow;
 use crate::controller::error::Result;
-use crate::controller::heartbeat::FENCE_AFTER;
-use crate::controller::leadership::PhaseRow;
-use crate::controller::scenario::Settings;
-use crate::controller::startup;
+use crate::controller::model::scenario::Settings;
+use crate::controller::model::startup;
 use crate::phase_log::{PhaseLog, PhaseRecord, FAST, SLOW};
 
 /// Not measured before each switch: statements started there would be slowed by it.

@@ -6,17 +6,18 @@
 //! Must not: decide anything about the schedule (which slot, how long, what counts): that is
 //! the leader's ([`super::lead`]).
 
+use crate::controller::client::fast_switch::{Switched, Switcher};
+use crate::controller::client::heartbeat::{Heartbeat, BEAT};
+use crate::controller::client::leadership::{Leadership, PhaseRow};
+use crate::controller::client::restart::{restart_server, wait_ready};
+use crate::controller::client::server::Controller;
 use crate::controller::error::{ControllerError, Result};
-use crate::controller::fast_switch::{Switched, Switcher};
-use crate::controller::heartbeat::{Heartbeat, BEAT};
-use crate::controller::leadership::{Leadership, PhaseRow};
-use crate::controller::restart::{restart_server, wait_ready};
-use crate::controller::scenario::Scenario;
-use crate::controller::server::Controller;
-use crate::controller::setup_tables::Mismatch;
-use crate::controller::snapshot::Snapshot;
+use crate::controller::model::scenario::Scenario;
+use crate::controller::model::setup_tables::Mismatch;
+use crate::controller::model::snapshot::Snapshot;
 
-use super::runner::{lost_lead, ControllerSettings};
+use super::runner::lost_lead;
+use super::settings::ControllerSettings;
 
 /// The server as the leader's slot loop sees it.
 pub(crate) trait LeadServer {

@@ -9,12 +9,10 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::*;
-use crate::controller::catalog::Catalog;
-use crate::controller::dsn::ControllerDsn;
+use crate::controller::client::fast_switch::Switched;
 use crate::controller::error::ControllerError;
-use crate::controller::fast_switch::Switched;
-use crate::controller::scenario::Scenario;
-use crate::controller::setup_tables::Mismatch;
+use crate::controller::model::scenario::Scenario;
+use crate::controller::model::setup_tables::Mismatch;
 use crate::phase_log::{read_log, PhaseLog, PhaseRecord};
 use crate::record::Observer;
 
@@ -124,35 +122,14 @@ fn lost() -> ControllerError {
 /// Two runtime scenarios in slots of 40 ms, one block a segment, three blocks; with
 /// `slow`, pfsoff too, in one slow block of 40 ms phases.
 fn settings(dir: &std::path::Path, slow: bool) -> ControllerSettings {
-    let mut scenarios = vec![BASE.to_string(), ON.to_string()];
+    let mut s = crate::controller::schedule::settings::tests::settings(dir);
+    assert_eq!(s.scenarios, [BASE, ON]);
     if slow {
-        scenarios.push("pfsoff".into());
+        s.scenarios.push("pfsoff".into());
+        s.slow_reference = Some(BASE.to_string());
+        s.restart_cmd = Some("true".to_string());
     }
-    ControllerSettings {
-        dsn: ControllerDsn::parse("mysql://psprobe:pw@127.0.0.1:3306/", "the test").unwrap(),
-        catalog: Catalog::builtin(),
-        scenarios,
-        phase: Duration::from_millis(40),
-        settle: Some(Duration::from_millis(5)),
-        segment: Duration::from_millis(80),
-        restart_settle: Duration::from_millis(5),
-        slow_phase: Duration::from_millis(40),
-        slow_blocks: Some(1),
-        slow_reference: slow.then(|| BASE.to_string()),
-        slow_every: Duration::from_secs(120),
-        blocks: Some(3),
-        duration: None,
-        target_halfwidth: None,
-        seed: 7,
-        state_file: dir.join("state.json"),
-        phase_log: dir.join("phases.jsonl"),
-        restart_cmd: slow.then(|| "true".to_string()),
-        restart_timeout: Duration::from_secs(5),
-        upstream: "127.0.0.1:3306".into(),
-        identity: "psprobe-test".into(),
-        on_phase: None,
-        mysqld_pid: None,
-    }
+    s
 }
 
 /// How a scripted run ended and what it wrote.

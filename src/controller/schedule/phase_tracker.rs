@@ -12,9 +12,10 @@ use crate::record::Observer;
 use crate::stats::since_switch::{BINS, BIN_MS};
 use crate::stats::{ScenarioId, StoreSnapshot};
 
-use super::runner::{now_ms, PhaseHook};
+use super::runner::now_ms;
+use super::settings::PhaseHook;
+use crate::controller::client::server_cpu::{cpu_ms, PidSource};
 use crate::controller::error::Result;
-use crate::controller::server_cpu::{cpu_ms, PidSource};
 use crate::phase_log::{
     listed_digests, window_aggregates, BinRecord, PhaseLog, PhaseRecord, SwitchCost,
     PHASE_LOG_VERSION,

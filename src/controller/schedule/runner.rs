@@ -17,116 +17,20 @@ use super::follow::Follower;
 use super::lead::{Leader, ServerMode};
 use super::lead_server::LiveServer;
 use super::phase_tracker::PhaseTracker;
+use super::restore::leave_as_found;
 use super::role::{Action, Event, Finish, FollowEnd, LeadEnd, Rejoin, RestoreEnd, Roles};
-use super::timeline::{Timeline, TimelineConfig};
-use crate::controller::catalog::Catalog;
-use crate::controller::dsn::ControllerDsn;
+use super::settings::{initial_settle, ControllerSettings};
+use super::timeline::Timeline;
+use crate::controller::client::dsn::ControllerDsn;
+use crate::controller::client::fast_switch::Switcher;
+use crate::controller::client::heartbeat::{Heartbeat, STALE_AFTER};
+use crate::controller::client::leadership::{Leadership, PhaseRow};
+use crate::controller::client::left_behind::{self, Hint, Mode, Outcome, Rights};
+use crate::controller::client::server::Controller;
 use crate::controller::error::{ControllerError, Result};
-use crate::controller::fast_switch::Switcher;
-use crate::controller::heartbeat::{Heartbeat, STALE_AFTER};
-use crate::controller::leadership::{Leadership, PhaseRow};
-use crate::controller::left_behind::{self, Hint, Mode, Outcome, Rights};
-use crate::controller::restart::{restart_server, wait_ready};
-use crate::controller::server::Controller;
-use crate::controller::snapshot::Snapshot;
-use crate::controller::stale::LastApplied;
-use crate::phase_log::{
-    histogram_layout, traffic_between, PhaseLog, PhaseRecord, RunRecord, PHASE_LOG_VERSION,
-};
-
-/// Everything the controller runs with, validated by the config layer.
-pub struct ControllerSettings {
-    pub dsn: ControllerDsn,
-    pub catalog: Catalog,
-    pub scenarios: Vec<String>,
-    /// One slot of a scenario switched at runtime: switch, settle, measure.
-    pub phase: Duration,
-    /// Fixed settle time; `None`: chosen from the carryover profile as the run goes.
-    pub settle: Option<Duration>,
-    /// Target length of a segment of fast slots (the unit the analysis pairs).
-    pub segment: Duration,
-    pub restart_settle: Duration,
-    /// One phase of a scenario entered through a restart: restart settle + measured window.
-    pub slow_phase: Duration,
-    /// Slow blocks (`None`: until the run ends).
-    pub slow_blocks: Option<u64>,
-    /// The runtime scenario the restart scenarios are compared with (in the slow blocks too).
-    pub slow_reference: Option<String>,
-    /// Fast time between slow blocks when the run has no set length.
-    pub slow_every: Duration,
-    pub blocks: Option<u64>,
-    pub duration: Option<Duration>,
-    /// Stop once every fast headline interval is within this many percentage points.
-    pub target_halfwidth: Option<f64>,
-    pub seed: u64,
-    pub state_file: PathBuf,
-    pub phase_log: PathBuf,
-    pub restart_cmd: Option<String>,
-    pub restart_timeout: Duration,
-    pub upstream: String,
-    /// Name this psprobe gives itself in `psprobe.phase.leader`.
-    pub identity: String,
-    /// Called with each segment's records once they are written (live estimates, admin).
-    pub on_phase: Option<PhaseHook>,
-    /// mysqld's pid on this host, to record its CPU time per slot.
-    pub mysqld_pid: Option<crate::controller::server_cpu::PidSource>,
-}
-
-/// Receives each segment's records (one per scenario) once they are written.
-pub type PhaseHook = Arc<dyn Fn(&[PhaseRecord]) + Send + Sync>;
-
-/// Settle time before the carryover profile has chosen one: a quarter of the slot, at most
-/// 250 ms.
-pub fn initial_settle(phase: Duration) -> Duration {
-    (phase / 4).min(Duration::from_millis(250))
-}
-
-impl ControllerSettings {
-    /// The scheduled scenarios switched at runtime (indices), in the order given.
-    pub fn fast_scenarios(&self) -> Vec<usize> {
-        (0..self.scenarios.len())
-            .filter(|&i| {
-                self.catalog
-                    .get(&self.scenarios[i])
-                    .is_ok_and(|s| !s.requires_restart())
-            })
-            .collect()
-    }
-
-    /// The restart scenarios and their reference (indices); empty when nothing needs a restart.
-    pub fn slow_scenarios(&self) -> Vec<usize> {
-        let restart: Vec<usize> = (0..self.scenarios.len())
-            .filter(|&i| {
-                self.catalog
-                    .get(&self.scenarios[i])
-                    .is_ok_and(|s| s.requires_restart())
-            })
-            .collect();
-        if restart.is_empty() {
-            return restart;
-        }
-        let reference = self
-            .slow_reference
-            .as_ref()
-            .and_then(|r| self.scenarios.iter().position(|s| s == r));
-        reference.into_iter().chain(restart).collect()
-    }
-
-    pub fn timeline(&self) -> TimelineConfig {
-        TimelineConfig {
-            fast: self.fast_scenarios(),
-            slow: self.slow_scenarios(),
-            slot: self.phase,
-            segment: self.segment,
-            slow_phase: self.slow_phase,
-            slow_blocks: self.slow_blocks,
-            blocks: self.blocks,
-            duration: self.duration,
-            slow_every: self.slow_every,
-            seed: self.seed,
-        }
-    }
-}
+use crate::controller::model::snapshot::Snapshot;
+use crate::controller::model::stale::LastApplied;
+use crate::phase_log::{histogram_layout, traffic_between, PhaseLog, RunRecord, PHASE_LOG_VERSION};
 
 pub fn now_ms() -> u64 {
     SystemTime::now()
@@ -233,169 +137,226 @@ pub async fn run(
 }
 
 /// Carries out the [`Roles`] machine's actions (lead, restore, rejoin, follow) until it
-/// finishes.
+/// finishes: the machine decides what comes next from how each action ended.
 async fn run_schedule(
     settings: &ControllerSettings,
     started: Started,
     observer: &Arc<Observer>,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
     log: &mut PhaseLog,
 ) -> Result<()> {
-    let Started { mut ctl, mut lead } = started;
     let _active = ScheduleActive::set(observer);
-    let mut ids = Vec::new();
-    for name in &settings.scenarios {
-        ids.push(
-            observer
-                .scenarios
-                .intern(name)
-                .map_err(|e| ControllerError::Config {
-                    path: PathBuf::from("--scenarios"),
-                    reason: e.to_string(),
-                })?,
-        );
-    }
-    let mut tracker = PhaseTracker::new(
-        Arc::clone(observer),
-        settings.on_phase.clone(),
-        settings.mysqld_pid.clone(),
-    );
+    let mut runner = Runner::new(settings, started, observer, stop, log)?;
     let mut roles = Roles::default();
     let mut action = roles.start();
-    // What the last lead and its restore ended with (returned when the runner finishes), and
-    // what the server was left running with.
-    let mut led: Result<bool> = Ok(true);
-    let mut restored: Result<()> = Ok(());
-    let mut mode = ServerMode::Default;
-    // The leader's beat lives from its lead to the end of its restore.
-    let mut heartbeat: Option<Heartbeat> = None;
-    let mut follow_error: Option<ControllerError> = None;
     loop {
         let event = match action {
-            Action::TryLead => Event::LockTaken(lead.try_acquire().await?),
-            Action::Lead(start_at) => {
-                observer.metrics.controller_leader.set(1);
-                let beat = Heartbeat::start(
-                    &settings.dsn,
-                    &settings.identity,
-                    vec![lead.connection_id(), ctl.connection_id()],
-                )
-                .await;
-                write_run_record(log, settings, "leader")?;
-                mode = ServerMode::Default;
-                restored = Ok(());
-                led = lead_schedule(
-                    start_at,
-                    settings,
-                    Leading {
-                        ctl: &mut ctl,
-                        lead: &mut lead,
-                        ids: &ids,
-                        observer,
-                        tracker: &mut tracker,
-                        log: &mut *log,
-                        stop: &mut stop,
-                        mode: &mut mode,
-                        heartbeat: &beat,
-                    },
-                )
-                .await;
-                heartbeat = Some(beat);
-                observer.scenarios.set_current(NO_SCENARIO);
-                observer.metrics.controller_leader.set(0);
-                Event::LeadEnded(match &led {
-                    Ok(true) => LeadEnd::Completed,
-                    Ok(false) => LeadEnd::Stopped,
-                    Err(ControllerError::StaleSnapshot { .. }) => LeadEnd::StaleSnapshot,
-                    Err(ControllerError::LostLead { .. }) => LeadEnd::LostLead,
-                    Err(_) => LeadEnd::Failed,
-                })
-            }
-            Action::Restore(end_state) => {
-                restored =
-                    leave_as_found(settings, &mut ctl, &mut lead, end_state.as_str(), &mode).await;
-                heartbeat = None;
-                Event::RestoreEnded(match &restored {
-                    Ok(()) => RestoreEnd::Restored,
-                    Err(ControllerError::LostLead { .. }) => RestoreEnd::LostLead,
-                    Err(_) => {
-                        observer.metrics.controller_restore_failures.inc();
-                        RestoreEnd::Failed
-                    }
-                })
-            }
-            Action::Rejoin(why) => {
-                heartbeat = None;
-                if why == Rejoin::LostLead {
-                    // Possibly taken over: change nothing until the server answers again,
-                    // then lead again if the lock is free (restoring what this run left, as
-                    // any new leader does), or follow the psprobe that holds it.
-                    tracing::warn!("{}", lost_message(&led, &restored, &settings.dsn));
-                    observer.metrics.controller_lead_lost.inc();
-                    tracker.abandon();
-                }
-                Event::Rejoined(rejoin(settings, &mut stop, &mut lead, &mut ctl).await)
-            }
-            Action::Reclaim => {
-                if lead.try_acquire().await? {
-                    // Nobody took over: go on after the last slot this run published.
-                    let last = lead.read().await?;
-                    Event::Reclaimed(Some(resume_after(settings, last.as_ref())))
-                } else {
-                    // The leader that holds the lock resolved the server's copy of this run's
-                    // snapshot when it took over: the state file is not this psprobe's to
-                    // restore any more.
-                    Snapshot::remove(&settings.state_file)?;
-                    Event::Reclaimed(None)
-                }
-            }
-            Action::Follow => {
-                write_run_record(log, settings, "follower")?;
-                let followed =
-                    follow(&mut lead, observer, &mut tracker, log, &mut stop, settings).await;
-                Event::FollowEnded(match followed {
-                    Ok(Some(at)) => FollowEnd::LeaderGone(at),
-                    Ok(None) => FollowEnd::Ended,
-                    Err(
-                        e @ (ControllerError::Connection { .. }
-                        | ControllerError::Unreachable { .. }),
-                    ) => {
-                        // Cut off from the server: stop labelling (nothing is known of the
-                        // slots now) and follow again once it answers.
-                        tracing::warn!("following: {e}; rejoining when the server answers");
-                        tracker.abandon();
-                        observer.scenarios.set_current(NO_SCENARIO);
-                        FollowEnd::Cut
-                    }
-                    Err(e) => {
-                        follow_error = Some(e);
-                        FollowEnd::Failed
-                    }
-                })
-            }
-            Action::Finish(how) => {
-                drop(heartbeat);
-                return match how {
-                    Finish::Led => {
-                        lead.release().await;
-                        ctl.disconnect().await;
-                        led.map(|_| ()).and(restored)
-                    }
-                    Finish::Followed => {
-                        lead.release().await;
-                        ctl.disconnect().await;
-                        Ok(())
-                    }
-                    Finish::FollowFailed => match follow_error {
-                        Some(e) => Err(e),
-                        None => Ok(()),
-                    },
-                    Finish::LostLead => Err(lost_lead(&settings.dsn)),
-                    Finish::StoppedRejoining => Ok(()),
-                };
-            }
+            Action::TryLead => Event::LockTaken(runner.lead.try_acquire().await?),
+            Action::Lead(start_at) => runner.lead(start_at).await?,
+            Action::Restore(end_state) => runner.restore(end_state.as_str()).await,
+            Action::Rejoin(why) => runner.rejoin(why).await,
+            Action::Reclaim => runner.reclaim().await?,
+            Action::Follow => runner.follow().await?,
+            Action::Finish(how) => return runner.finish(how).await,
         };
         action = roles.next(event);
+    }
+}
+
+/// What the runner carries from one action to the next.
+struct Runner<'a> {
+    s: &'a ControllerSettings,
+    observer: &'a Arc<Observer>,
+    stop: watch::Receiver<bool>,
+    log: &'a mut PhaseLog,
+    ctl: Controller,
+    lead: Leadership,
+    /// The scheduled scenarios' ids, in `s.scenarios`' order.
+    ids: Vec<crate::stats::ScenarioId>,
+    tracker: PhaseTracker,
+    /// What the last lead ended with (returned when the runner finishes).
+    led: Result<bool>,
+    /// What the last restore ended with.
+    restored: Result<()>,
+    /// What the server was left running with (a slow phase may leave it OFF).
+    mode: ServerMode,
+    /// The leader's beat lives from its lead to the end of its restore.
+    heartbeat: Option<Heartbeat>,
+    follow_error: Option<ControllerError>,
+}
+
+impl<'a> Runner<'a> {
+    fn new(
+        s: &'a ControllerSettings,
+        started: Started,
+        observer: &'a Arc<Observer>,
+        stop: watch::Receiver<bool>,
+        log: &'a mut PhaseLog,
+    ) -> Result<Self> {
+        let mut ids = Vec::new();
+        for name in &s.scenarios {
+            ids.push(
+                observer
+                    .scenarios
+                    .intern(name)
+                    .map_err(|e| ControllerError::Config {
+                        path: PathBuf::from("--scenarios"),
+                        reason: e.to_string(),
+                    })?,
+            );
+        }
+        let tracker = PhaseTracker::new(
+            Arc::clone(observer),
+            s.on_phase.clone(),
+            s.mysqld_pid.clone(),
+        );
+        Ok(Runner {
+            s,
+            observer,
+            stop,
+            log,
+            ctl: started.ctl,
+            lead: started.lead,
+            ids,
+            tracker,
+            led: Ok(true),
+            restored: Ok(()),
+            mode: ServerMode::Default,
+            heartbeat: None,
+            follow_error: None,
+        })
+    }
+
+    async fn lead(&mut self, start_at: (u64, u64)) -> Result<Event> {
+        let (s, observer) = (self.s, self.observer);
+        observer.metrics.controller_leader.set(1);
+        let beat = Heartbeat::start(
+            &s.dsn,
+            &s.identity,
+            vec![self.lead.connection_id(), self.ctl.connection_id()],
+        )
+        .await;
+        write_run_record(self.log, s, "leader")?;
+        self.mode = ServerMode::Default;
+        self.restored = Ok(());
+        self.led = lead_schedule(
+            start_at,
+            s,
+            Leading {
+                ctl: &mut self.ctl,
+                lead: &mut self.lead,
+                ids: &self.ids,
+                observer,
+                tracker: &mut self.tracker,
+                log: &mut *self.log,
+                stop: &mut self.stop,
+                mode: &mut self.mode,
+                heartbeat: &beat,
+            },
+        )
+        .await;
+        self.heartbeat = Some(beat);
+        observer.scenarios.set_current(NO_SCENARIO);
+        observer.metrics.controller_leader.set(0);
+        Ok(Event::LeadEnded(match &self.led {
+            Ok(true) => LeadEnd::Completed,
+            Ok(false) => LeadEnd::Stopped,
+            Err(ControllerError::StaleSnapshot { .. }) => LeadEnd::StaleSnapshot,
+            Err(ControllerError::LostLead { .. }) => LeadEnd::LostLead,
+            Err(_) => LeadEnd::Failed,
+        }))
+    }
+
+    async fn restore(&mut self, end_state: &str) -> Event {
+        self.restored =
+            leave_as_found(self.s, &mut self.ctl, &mut self.lead, end_state, &self.mode).await;
+        self.heartbeat = None;
+        Event::RestoreEnded(match &self.restored {
+            Ok(()) => RestoreEnd::Restored,
+            Err(ControllerError::LostLead { .. }) => RestoreEnd::LostLead,
+            Err(_) => {
+                self.observer.metrics.controller_restore_failures.inc();
+                RestoreEnd::Failed
+            }
+        })
+    }
+
+    async fn rejoin(&mut self, why: Rejoin) -> Event {
+        self.heartbeat = None;
+        if why == Rejoin::LostLead {
+            // Possibly taken over: change nothing until the server answers again, then lead
+            // again if the lock is free (restoring what this run left, as any new leader
+            // does), or follow the psprobe that holds it.
+            tracing::warn!("{}", lost_message(&self.led, &self.restored, &self.s.dsn));
+            self.observer.metrics.controller_lead_lost.inc();
+            self.tracker.abandon();
+        }
+        Event::Rejoined(rejoin(self.s, &mut self.stop, &mut self.lead, &mut self.ctl).await)
+    }
+
+    async fn reclaim(&mut self) -> Result<Event> {
+        if self.lead.try_acquire().await? {
+            // Nobody took over: go on after the last slot this run published.
+            let last = self.lead.read().await?;
+            Ok(Event::Reclaimed(Some(resume_after(self.s, last.as_ref()))))
+        } else {
+            // The leader that holds the lock resolved the server's copy of this run's
+            // snapshot when it took over: the state file is not this psprobe's to restore any
+            // more.
+            Snapshot::remove(&self.s.state_file)?;
+            Ok(Event::Reclaimed(None))
+        }
+    }
+
+    async fn follow(&mut self) -> Result<Event> {
+        write_run_record(self.log, self.s, "follower")?;
+        let followed = follow(
+            &mut self.lead,
+            self.observer,
+            &mut self.tracker,
+            self.log,
+            &mut self.stop,
+            self.s,
+        )
+        .await;
+        Ok(Event::FollowEnded(match followed {
+            Ok(Some(at)) => FollowEnd::LeaderGone(at),
+            Ok(None) => FollowEnd::Ended,
+            Err(e @ (ControllerError::Connection { .. } | ControllerError::Unreachable { .. })) => {
+                // Cut off from the server: stop labelling (nothing is known of the slots now)
+                // and follow again once it answers.
+                tracing::warn!("following: {e}; rejoining when the server answers");
+                self.tracker.abandon();
+                self.observer.scenarios.set_current(NO_SCENARIO);
+                FollowEnd::Cut
+            }
+            Err(e) => {
+                self.follow_error = Some(e);
+                FollowEnd::Failed
+            }
+        }))
+    }
+
+    async fn finish(mut self, how: Finish) -> Result<()> {
+        drop(self.heartbeat.take());
+        match how {
+            Finish::Led => {
+                self.lead.release().await;
+                self.ctl.disconnect().await;
+                self.led.map(|_| ()).and(self.restored)
+            }
+            Finish::Followed => {
+                self.lead.release().await;
+                self.ctl.disconnect().await;
+                Ok(())
+            }
+            Finish::FollowFailed => match self.follow_error {
+                Some(e) => Err(e),
+                None => Ok(()),
+            },
+            Finish::LostLead => Err(lost_lead(&self.s.dsn)),
+            Finish::StoppedRejoining => Ok(()),
+        }
     }
 }
 
@@ -608,86 +569,5 @@ pub fn lost_lead(dsn: &ControllerDsn) -> ControllerError {
     ControllerError::LostLead {
         target: dsn.redacted(),
         stale_after: STALE_AFTER,
-    }
-}
-
-/// Restores only while holding the lock: a leader whose lock connection died (it was stopped
-/// or cut off, and a follower ended its connections) takes the lock anew if it is free, and
-/// leaves the restore to whoever holds it otherwise (`LostLead`).
-async fn keep_or_take_lead(s: &ControllerSettings, lead: &mut Leadership) -> Result<()> {
-    if lead.holds_lock().await.unwrap_or(false) {
-        return Ok(());
-    }
-    let mut fresh = Leadership::connect(&s.dsn).await?;
-    if fresh.try_acquire().await? {
-        std::mem::replace(lead, fresh).release().await;
-        return Ok(());
-    }
-    fresh.release().await;
-    Err(lost_lead(&s.dsn))
-}
-
-/// Restores the snapshot (restarting with the server's own options first if a slow phase left
-/// performance_schema OFF or startup options in effect), and retries while the server is
-/// unreachable, for up to the restart timeout.
-async fn leave_as_found(
-    s: &ControllerSettings,
-    ctl: &mut Controller,
-    lead: &mut Leadership,
-    end_state: &str,
-    mode: &ServerMode,
-) -> Result<()> {
-    let Some(snapshot) = Snapshot::load_if_exists(&s.state_file)? else {
-        return Ok(());
-    };
-    let deadline = tokio::time::Instant::now() + s.restart_timeout.max(Duration::from_secs(30));
-    let mut restart_needed = *mode != ServerMode::Default;
-    loop {
-        let attempt = async {
-            let mut fresh = Controller::connect(&s.dsn).await?;
-            keep_or_take_lead(s, lead).await?;
-            if fresh.info().performance_schema == Some(false) || restart_needed {
-                if let Some(command) = &s.restart_cmd {
-                    restart_server(command, true, "", s.restart_timeout).await?;
-                    restart_needed = false;
-                    fresh = wait_ready(&s.dsn, true, s.restart_timeout).await?;
-                }
-            }
-            fresh.restore(&snapshot).await?;
-            Ok::<Controller, ControllerError>(fresh)
-        }
-        .await;
-        match attempt {
-            Ok(fresh) => {
-                *ctl = fresh;
-                Snapshot::remove(&s.state_file)?;
-                let done = PhaseRow {
-                    scenario: "none".into(),
-                    state: end_state.into(),
-                    leader: s.identity.clone(),
-                    ..PhaseRow::default()
-                };
-                let published = async {
-                    lead.clear_snapshot().await?;
-                    lead.publish(&done).await
-                };
-                if published.await.is_err() {
-                    // The leadership connection did not survive (restart, network): use a new one.
-                    if let Ok(mut fresh) = Leadership::connect(&s.dsn).await {
-                        let _ = fresh.clear_snapshot().await;
-                        let _ = fresh.publish(&done).await;
-                        fresh.release().await;
-                    }
-                }
-                tracing::info!("performance_schema settings restored");
-                return Ok(());
-            }
-            Err(lost @ ControllerError::LostLead { .. }) => return Err(lost),
-            Err(e) if tokio::time::Instant::now() < deadline => {
-                tracing::warn!("cannot restore performance_schema settings yet ({e}); retrying");
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-            Err(e) => return Err(e),
-        }
     }
 }

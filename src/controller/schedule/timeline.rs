@@ -18,6 +18,8 @@ use crate::phase_log::block_order;
 
 /// Salt of the slow blocks' order, so it does not mirror the fast blocks'.
 const SLOW_SALT: u64 = 0x736c_6f77_2d62_6c6b;
+/// Salt of the order inside a unit.
+const UNIT_SALT: u64 = 0x756e_6974_2d6f_7264;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct TimelineConfig {
@@ -37,6 +39,10 @@ pub struct TimelineConfig {
     /// Fast time between slow blocks when the run has no set length.
     pub slow_every: Duration,
     pub seed: u64,
+    /// Slots kept next to each other in every fast block (an attribution's mirror pairs):
+    /// the units' order is shuffled, and each unit's own order; empty: every slot shuffled
+    /// alone. The units hold every `fast` scenario, some several times.
+    pub units: Vec<Vec<usize>>,
 }
 
 impl TimelineConfig {
@@ -46,9 +52,18 @@ impl TimelineConfig {
         self.fast.len() >= 2 || (self.fast.len() == 1 && self.slow.is_empty())
     }
 
+    /// Slots in a fast block: one per scenario, or as the units list them.
+    pub fn slots_per_block(&self) -> usize {
+        if self.units.is_empty() {
+            self.fast.len()
+        } else {
+            self.units.iter().map(Vec::len).sum()
+        }
+    }
+
     /// Whole blocks per segment: enough to last `segment`, at least one.
     pub fn blocks_per_segment(&self) -> u64 {
-        let block = self.slot.as_secs_f64() * self.fast.len().max(1) as f64;
+        let block = self.slot.as_secs_f64() * self.slots_per_block().max(1) as f64;
         ((self.segment.as_secs_f64() / block.max(1e-9)).ceil() as u64).max(1)
     }
 }
@@ -139,7 +154,7 @@ impl Timeline {
         if !self.cfg.fast_active() {
             return true;
         }
-        let block_time = self.cfg.slot * self.cfg.fast.len() as u32;
+        let block_time = self.cfg.slot * self.cfg.slots_per_block() as u32;
         self.cfg.blocks.is_some_and(|n| self.fast_block >= n)
             || self
                 .cfg
@@ -215,10 +230,28 @@ impl Timeline {
             self.slow_queue = order.into_iter().map(|i| self.cfg.slow[i]).collect();
             return self.next(p);
         }
-        let order = block_order(self.cfg.fast.len(), self.fast_block, self.cfg.seed);
-        self.order = order.into_iter().map(|i| self.cfg.fast[i]).collect();
+        self.order = self.fast_order();
         self.segment_open = true;
         self.fast()
+    }
+
+    /// The order of the next fast block: every scenario once, shuffled alone or by units.
+    fn fast_order(&self) -> Vec<usize> {
+        let (block, seed) = (self.fast_block, self.cfg.seed);
+        if self.cfg.units.is_empty() {
+            let order = block_order(self.cfg.fast.len(), block, seed);
+            return order.into_iter().map(|i| self.cfg.fast[i]).collect();
+        }
+        let units = &self.cfg.units;
+        block_order(units.len(), block, seed)
+            .into_iter()
+            .flat_map(|u| {
+                let salt = seed ^ UNIT_SALT ^ (u as u64).wrapping_mul(0x9E37_79B9);
+                block_order(units[u].len(), block, salt)
+                    .into_iter()
+                    .map(move |i| units[u][i])
+            })
+            .collect()
     }
 
     fn fast(&mut self) -> Step {
@@ -261,6 +294,7 @@ mod tests {
             duration: None,
             slow_every: Duration::from_secs(60),
             seed: 7,
+            units: Vec::new(),
         }
     }
 
@@ -412,6 +446,46 @@ mod tests {
             .unwrap();
         assert_eq!(fast_count(&steps[..first_slow]), 10);
         assert!(!steps.contains(&Step::Done));
+    }
+
+    #[test]
+    fn units_stay_together_in_a_shuffled_order() {
+        let mut c = cfg(&[0, 1, 2, 3, 4], &[]);
+        c.units = vec![vec![0, 4], vec![1, 3], vec![2]];
+        c.blocks = Some(40);
+        let steps = run(c, None, 10_000);
+        let slots: Vec<(u64, usize)> = steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Fast {
+                    scenario, block, ..
+                } => Some((*block, *scenario)),
+                _ => None,
+            })
+            .collect();
+        let mut first_units = std::collections::HashSet::new();
+        let mut pair_orders = std::collections::HashSet::new();
+        for b in 0..40u64 {
+            let order: Vec<usize> = slots.iter().filter(|s| s.0 == b).map(|s| s.1).collect();
+            assert_eq!(order.len(), 5, "block {b}: every scenario once");
+            // Each unit's slots are adjacent.
+            for unit in [[0, 4], [1, 3]] {
+                let at: Vec<usize> = unit
+                    .iter()
+                    .map(|x| order.iter().position(|y| y == x).unwrap())
+                    .collect();
+                assert_eq!(at[0].abs_diff(at[1]), 1, "block {b}: {order:?}");
+            }
+            first_units.insert(order[0]);
+            let a = order.iter().position(|y| *y == 0).unwrap();
+            let e = order.iter().position(|y| *y == 4).unwrap();
+            pair_orders.insert(a < e);
+        }
+        assert!(
+            first_units.len() >= 4,
+            "units' order shuffled: {first_units:?}"
+        );
+        assert_eq!(pair_orders.len(), 2, "order inside a unit shuffled");
     }
 
     #[test]

@@ -31,4 +31,5 @@ mod style;
 
 pub use fingerprint::{Fingerprint, FingerprintOptions, Fingerprinter, DEFAULT_MAX_LEN};
 pub use id::{DigestId, ParseDigestIdError};
+pub use split::split_statements;
 pub use style::{DigestStyle, ParseDigestStyleError};

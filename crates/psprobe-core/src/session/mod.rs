@@ -19,7 +19,9 @@ use std::collections::VecDeque;
 use std::ops::ControlFlow;
 use std::time::Instant;
 
-pub use events::*;
+pub use events::{
+    CommandFinished, CommandStarted, EventSink, Outcome, Statement, UnobservedReason,
+};
 pub use prepared::{PreparedStatements, LAST_PREPARED_ID, MAX_PREPARED_STATEMENTS};
 pub use response::{ResponseReader, Step};
 

@@ -5,6 +5,9 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use clap::Parser;
+use psprobe_core::digest::{
+    split_statements, DigestId, DigestStyle, FingerprintOptions, Fingerprinter,
+};
 use tokio::io::AsyncReadExt;
 
 use super::input::{chunks, poll_once, Input, Pieces};
@@ -14,8 +17,6 @@ use crate::cli::{Cli, Command};
 use crate::config::{parse_file, ProxyArgs, ProxyConfig};
 use crate::controller::file::PsConfig;
 use crate::controller::{Catalog, ConsumerRow, ControllerDsn, InstrumentRow, SetupState};
-use crate::digest::split::split_statements;
-use crate::digest::{DigestId, DigestStyle, FingerprintOptions, Fingerprinter};
 use crate::duration::parse_duration;
 
 /// The fingerprinter (both styles, with and without digit folding, a small or the default
@@ -25,7 +26,7 @@ pub(super) fn digest(data: &[u8]) {
     let flags = input.byte();
     let opts = FingerprintOptions {
         max_len: if flags & 4 == 0 {
-            crate::digest::DEFAULT_MAX_LEN
+            psprobe_core::digest::DEFAULT_MAX_LEN
         } else {
             usize::from(input.byte())
         },

@@ -26,7 +26,7 @@ mod fingerprint;
 mod id;
 mod lex;
 mod post;
-pub mod split;
+mod split;
 mod style;
 
 pub use fingerprint::{Fingerprint, FingerprintOptions, Fingerprinter, DEFAULT_MAX_LEN};

@@ -3,14 +3,19 @@
 //!
 //! Must not: panic or index out of bounds on any byte sequence (fuzzed), or allocate per packet.
 
-pub mod auth;
-pub mod capabilities;
-pub mod codec;
-pub mod command;
-pub mod compress;
-pub mod frame;
-pub mod handshake;
-pub mod response;
+// The parts are crate-private: outside the core, the protocol is the names re-exported below
+// (each one used by psprobe, its tests, benches or fuzz targets, or named in the signature or
+// contract of one that is). They are `pub(crate)`, not private, because the session machine
+// is the protocol's other half and reads the same bytes by the same constants (every
+// capability flag, header byte and parser), which would otherwise need a second list here.
+pub(crate) mod auth;
+pub(crate) mod capabilities;
+pub(crate) mod codec;
+pub(crate) mod command;
+pub(crate) mod compress;
+pub(crate) mod frame;
+pub(crate) mod handshake;
+pub(crate) mod response;
 
 pub use auth::{cleartext_plugin, server_asks_for_cleartext};
 pub use capabilities::{Capabilities, CLIENT_DEPRECATE_EOF, CLIENT_SSL};

@@ -9,7 +9,7 @@
 //! TLS: after an SSLRequest the session waits for the proxy to say whether it terminated TLS
 //! ([`Session::tls_established`]: the decrypted stream follows) or not ([`Session::unobserve`]).
 //! Compression: once the server's OK ends authentication on a compressed connection, both
-//! directions are decoded (a copy; see [`crate::protocol::compress`]) before de-framing.
+//! directions are decoded (a copy; see [`crate::protocol::Decompressor`]) before de-framing.
 
 mod events;
 mod prepared;
@@ -22,7 +22,7 @@ use std::time::Instant;
 pub use events::{
     CommandFinished, CommandStarted, EventSink, Outcome, Statement, UnobservedReason,
 };
-pub use prepared::{PreparedStatements, LAST_PREPARED_ID, MAX_PREPARED_STATEMENTS};
+pub use prepared::{PreparedStatements, LAST_PREPARED_ID};
 pub use response::{ResponseReader, Step};
 
 use crate::protocol::capabilities::*;

@@ -17,12 +17,12 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use psprobe::digest::FingerprintOptions;
 use psprobe::metrics::{DigestCollector, ProxyMetrics, DEFAULT_TOP_DIGESTS};
-use psprobe::protocol::CommandKind;
 use psprobe::record::{ConnectionRecorder, Observer};
-use psprobe::session::{CommandFinished, CommandStarted, EventSink, Outcome, Statement};
 use psprobe::stats::{DigestStore, Scenarios, DEFAULT_MAX_DIGESTS};
+use psprobe_core::digest::FingerprintOptions;
+use psprobe_core::protocol::CommandKind;
+use psprobe_core::session::{CommandFinished, CommandStarted, EventSink, Outcome, Statement};
 
 const PREPARED: &[u8] = b"SELECT c FROM sbtest1 WHERE id=?";
 

@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::Context;
+use psprobe_core::digest::FingerprintOptions;
 use tokio::net::TcpListener;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
@@ -18,7 +19,6 @@ use crate::live::LiveResults;
 use crate::controller::error::ControllerError;
 use crate::controller::schedule::runner;
 use crate::controller::schedule::settings::ControllerSettings;
-use crate::digest::FingerprintOptions;
 use crate::metrics::{http, DigestCollector, ProxyMetrics};
 use crate::proxy;
 use crate::record::Observer;

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
+use psprobe_core::digest::DigestStyle;
 use serde::Deserialize;
 
-use crate::digest::DigestStyle;
 use crate::duration::{duration_arg, parse_duration, DurationError};
 use crate::metrics::DEFAULT_TOP_DIGESTS;
 use crate::proxy::limits::DEFAULT_LISTEN_BACKLOG;
@@ -350,7 +350,7 @@ impl ProxyConfig {
         let digest_style = match args.digest_style.clone().or(file.digest_style) {
             Some(v) => v
                 .parse()
-                .map_err(|e: crate::digest::ParseDigestStyleError| {
+                .map_err(|e: psprobe_core::digest::ParseDigestStyleError| {
                     ConfigError::Invalid(format!("digest_style: {e}"))
                 })?,
             None => DigestStyle::default(),

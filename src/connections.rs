@@ -14,8 +14,10 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Instant, SystemTime};
 
-use crate::protocol::CommandKind;
-use crate::session::{CommandFinished, CommandStarted, EventSink, Outcome, UnobservedReason};
+use psprobe_core::protocol::CommandKind;
+use psprobe_core::session::{
+    CommandFinished, CommandStarted, EventSink, Outcome, UnobservedReason,
+};
 
 /// Longest user or database name kept (bytes of the lossy UTF-8 form).
 const MAX_NAME_LEN: usize = 64;
@@ -353,7 +355,7 @@ impl ConnectionTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::Statement;
+    use psprobe_core::session::Statement;
     use std::time::Duration;
 
     struct Null;

@@ -8,8 +8,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-
-use crate::digest::{split::split_statements, DigestStyle, FingerprintOptions, Fingerprinter};
+use psprobe_core::digest::{split_statements, DigestStyle, FingerprintOptions, Fingerprinter};
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
@@ -51,7 +50,7 @@ pub enum Format {
 
 fn parse_style(s: &str) -> Result<DigestStyle, String> {
     s.parse()
-        .map_err(|e: crate::digest::ParseDigestStyleError| e.to_string())
+        .map_err(|e: psprobe_core::digest::ParseDigestStyleError| e.to_string())
 }
 
 /// One fingerprinted statement.

@@ -1,8 +1,10 @@
 //! psprobe: a transparent MySQL wire-protocol proxy that times every command, so the cost of
 //! performance_schema settings can be measured on live traffic.
 //!
-//! Data flows one way: bytes -> [`protocol`] -> [`session`] events -> [`metrics`].
-//! `proxy` (crate-private) is the tokio shell around the sans-I/O core.
+//! Data flows one way: bytes -> [`psprobe_core::protocol`] -> [`psprobe_core::session`]
+//! events -> [`metrics`]. `proxy` (crate-private) is the tokio shell around the sans-I/O core,
+//! which is its own crate and is named as one (`psprobe_core::...`), never re-exported here
+//! under local module names (`tests/checks/module_graph.rs` checks).
 //!
 //! Must not: run anything at load; the runtime, logging and signals belong to the binary's
 //! entry points (`cli`, `app`, `runtime`).
@@ -10,9 +12,6 @@
 // Modules nothing outside the crate uses are `pub(crate)`, and so is every item in them that
 // is not reachable from outside: `pub` says "used by the binary, the tests or the benches".
 #![warn(unreachable_pub)]
-
-/// The sans-I/O core (its own crate, `psprobe-core`), under the paths the rest of psprobe uses.
-pub use psprobe_core::{digest, protocol, session};
 
 pub mod admin;
 pub(crate) mod analysis;

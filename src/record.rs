@@ -7,17 +7,17 @@
 
 use std::collections::VecDeque;
 
+use psprobe_core::digest::{FingerprintOptions, Fingerprinter};
+use psprobe_core::protocol::CommandKind;
+use psprobe_core::session::{
+    CommandFinished, CommandStarted, EventSink, Outcome, Statement, UnobservedReason,
+    LAST_PREPARED_ID,
+};
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 use crate::connections::ConnectionTable;
-use crate::digest::{FingerprintOptions, Fingerprinter};
 use crate::metrics::ProxyMetrics;
-use crate::protocol::CommandKind;
-use crate::session::{
-    CommandFinished, CommandStarted, EventSink, Outcome, Statement, UnobservedReason,
-    LAST_PREPARED_ID,
-};
 
 use crate::metrics::http::Exposition;
 use crate::stats::digest_stats::Sample;

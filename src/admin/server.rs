@@ -405,9 +405,8 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Shim {
                 self.session.host,
                 wait.as_secs() + u64::from(wait.subsec_nanos() > 0),
             );
-            *wire::lock(&self.denial) = Some(crate::protocol::response::encode_err(
-                1129, b"HY000", &message,
-            ));
+            *wire::lock(&self.denial) =
+                Some(psprobe_core::protocol::encode_err(1129, b"HY000", &message));
             return false;
         }
         if auth_plugin == auth::NATIVE_PASSWORD && self.auth.verify(username, salt, auth_data) {
@@ -425,9 +424,8 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Shim {
             self.session.host,
             if auth_data.is_empty() { "NO" } else { "YES" },
         );
-        *wire::lock(&self.denial) = Some(crate::protocol::response::encode_err(
-            1045, b"28000", &message,
-        ));
+        *wire::lock(&self.denial) =
+            Some(psprobe_core::protocol::encode_err(1045, b"28000", &message));
         false
     }
 

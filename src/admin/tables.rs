@@ -11,9 +11,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::{Instant, UNIX_EPOCH};
 
+use psprobe_core::protocol::CommandKind;
+
 use crate::connections::ConnectionInfo;
 use crate::phase_log::{Aggregate, PhaseRecord};
-use crate::protocol::CommandKind;
 use crate::record::Observer;
 use crate::stats::{DigestStats, ScenarioId, StoreSnapshot};
 use crate::timestamp::rfc3339;

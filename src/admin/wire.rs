@@ -20,9 +20,8 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{ready, Context, Poll};
 
+use psprobe_core::protocol::{encode_packet, read_le24};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-
-use crate::protocol::frame::{encode_packet, read_le24};
 
 /// Query text COM_FIELD_LIST is rewritten to (a NUL first, so no client types it by accident).
 pub const FIELD_LIST_MARKER: &str = "\0psprobe:COM_FIELD_LIST";
@@ -318,7 +317,7 @@ impl<R: AsyncRead + Unpin> AsyncRead for CommandReader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::response::encode_err;
+    use psprobe_core::protocol::encode_err;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     #[tokio::test]

@@ -229,7 +229,7 @@ pub fn local_proxy_config(upstream: &str) -> ProxyConfig {
         max_digests: crate::stats::DEFAULT_MAX_DIGESTS,
         metrics_top_digests: crate::metrics::DEFAULT_TOP_DIGESTS,
         digest_fold_digits: false,
-        digest_style: crate::digest::DigestStyle::default(),
+        digest_style: psprobe_core::digest::DigestStyle::default(),
         admin: None,
         metrics_timeout: crate::metrics::http::DEFAULT_REQUEST_TIMEOUT,
         log: "warn".to_string(),

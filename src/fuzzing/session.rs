@@ -6,11 +6,14 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use psprobe_core::digest::FingerprintOptions;
+use psprobe_core::session::{
+    CommandFinished, CommandStarted, EventSink, Session, UnobservedReason,
+};
+
 use super::input::Input;
-use crate::digest::FingerprintOptions;
 use crate::metrics::ProxyMetrics;
 use crate::record::{ConnectionRecorder, Observer};
-use crate::session::{CommandFinished, CommandStarted, EventSink, Session, UnobservedReason};
 use crate::stats::{DigestStore, Scenarios};
 
 /// Built once: like `psprobe proxy`'s, with a small digest store (it is shared by every input,

@@ -5,6 +5,9 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use clap::Parser;
+use psprobe_core::digest::{
+    split_statements, DigestId, DigestStyle, FingerprintOptions, Fingerprinter,
+};
 use tokio::io::AsyncReadExt;
 
 use super::input::{chunks, poll_once, Input, Pieces};
@@ -16,8 +19,6 @@ use crate::controller::client::dsn::ControllerDsn;
 use crate::controller::model::catalog::Catalog;
 use crate::controller::model::file::PsConfig;
 use crate::controller::model::setup_tables::{ConsumerRow, InstrumentRow, SetupState};
-use crate::digest::split::split_statements;
-use crate::digest::{DigestId, DigestStyle, FingerprintOptions, Fingerprinter};
 use crate::duration::parse_duration;
 
 /// The fingerprinter (both styles, with and without digit folding, a small or the default
@@ -27,7 +28,7 @@ pub(super) fn digest(data: &[u8]) {
     let flags = input.byte();
     let opts = FingerprintOptions {
         max_len: if flags & 4 == 0 {
-            crate::digest::DEFAULT_MAX_LEN
+            psprobe_core::digest::DEFAULT_MAX_LEN
         } else {
             usize::from(input.byte())
         },

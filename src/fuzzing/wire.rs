@@ -1,20 +1,18 @@
 //! Targets for the byte-level parsers: the packet de-framer, the handshake and command
 //! parsers, and the compressed-protocol decoder.
 
-use super::input::{chunks, poll_once, Input, Pieces};
-use crate::protocol::auth::{cleartext_plugin, server_asks_for_cleartext};
-use crate::protocol::command::{binary_value, execute_header, query_text, statement_id};
-use crate::protocol::compress::{Algorithm, Decompressor};
-use crate::protocol::handshake::{
-    count_connect_attrs, parse_change_user, parse_client_hello, parse_greeting,
-};
-use crate::protocol::response::{
-    is_eof, is_rows_terminator, parse_eof_status, parse_err_code, parse_ok, terminator_status,
-};
-use crate::protocol::{Capabilities, Deframer, PacketView, ResponseShape};
-use crate::proxy::packet_io::{Got, PacketBuf, MAX_HANDSHAKE_PACKET};
-use crate::session::{ResponseReader, Step, CLIENT_CAPTURE_LIMIT, SERVER_CAPTURE_LIMIT};
 use std::ops::ControlFlow;
+
+use psprobe_core::protocol::{
+    binary_value, cleartext_plugin, count_connect_attrs, execute_header, is_eof,
+    is_rows_terminator, parse_change_user, parse_client_hello, parse_eof_status, parse_err_code,
+    parse_greeting, parse_ok, query_text, server_asks_for_cleartext, statement_id,
+    terminator_status, Algorithm, Capabilities, Decompressor, Deframer, PacketView, ResponseShape,
+};
+use psprobe_core::session::{ResponseReader, Step, CLIENT_CAPTURE_LIMIT, SERVER_CAPTURE_LIMIT};
+
+use super::input::{chunks, poll_once, Input, Pieces};
+use crate::proxy::packet_io::{Got, PacketBuf, MAX_HANDSHAKE_PACKET};
 
 /// Capture limits worth trying: none, tiny, the session's two, and a page.
 const CAPTURE_LIMITS: [usize; 6] = [0, 1, 7, SERVER_CAPTURE_LIMIT, 4096, CLIENT_CAPTURE_LIMIT];
@@ -98,9 +96,7 @@ pub(super) fn handshake(data: &[u8]) {
         assert!(rest.len() <= payload.len());
         let _ = Capabilities(g.capabilities & caps).has_metadata_flag();
     }
-    if let Ok((_, crate::protocol::handshake::ClientHello::Response(r))) =
-        parse_client_hello(payload)
-    {
+    if let Ok((_, psprobe_core::protocol::ClientHello::Response(r))) = parse_client_hello(payload) {
         if let Some(attrs) = r.connect_attrs {
             let _ = count_connect_attrs(attrs);
         }
@@ -155,7 +151,7 @@ pub(super) fn command(data: &[u8]) {
         let len = if n == 0xFF { 0xFF_FFFF + 7 } else { head.len() };
         let p = PacketView { seq: 1, len, head };
         let _ = is_eof(&p);
-        let deprecate_eof = caps.has(crate::protocol::capabilities::CLIENT_DEPRECATE_EOF);
+        let deprecate_eof = caps.has(psprobe_core::protocol::CLIENT_DEPRECATE_EOF);
         if is_rows_terminator(&p, deprecate_eof) {
             let _ = terminator_status(p.head, deprecate_eof);
         }

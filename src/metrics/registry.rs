@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use prometheus::{
     Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
 };
+use psprobe_core::protocol::CommandKind;
+use psprobe_core::session::{Outcome, UnobservedReason};
 
-use crate::protocol::CommandKind;
-use crate::session::{Outcome, UnobservedReason};
 use crate::stats::scenario::{ScenarioId, Scenarios, MAX_SCENARIOS, NO_SCENARIO};
 
 /// Histogram bucket bounds in seconds: 31 geometric steps from 50 µs to 10 s (factor ≈ 1.5),

@@ -2,8 +2,8 @@
 //! psprobe forwarded without seeing inside: the denominator of "share observed".
 
 use prometheus::{IntCounter, IntCounterVec, Opts, Registry};
+use psprobe_core::protocol::Algorithm;
 
-use crate::protocol::compress::Algorithm;
 use crate::tls::{Cause, Leg};
 
 /// How the client leg was carried.

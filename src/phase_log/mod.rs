@@ -25,6 +25,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use psprobe_core::protocol::CommandKind;
 use serde::{Deserialize, Serialize};
 
 mod block_order;
@@ -36,7 +37,6 @@ pub use block_order::block_order;
 pub use naming::{twin_name, SUFFIX};
 pub use traffic::{traffic_between, TrafficRecord, TRAFFIC};
 
-use crate::protocol::CommandKind;
 use crate::stats::histogram::{BUCKET_FACTOR, FIRST_BOUND_NS};
 use crate::stats::store::DigestId;
 use crate::stats::{DigestStats, ScenarioId, StoreSnapshot};
@@ -438,8 +438,8 @@ pub fn parse_log(text: &str) -> LogContents {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::digest::DigestId;
     use crate::stats::{DigestStore, Sample};
+    use psprobe_core::digest::DigestId;
 
     #[test]
     fn window_is_the_difference_and_log_round_trips() {

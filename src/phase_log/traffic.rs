@@ -12,9 +12,9 @@
 
 use std::collections::HashMap;
 
+use psprobe_core::protocol::CommandKind;
 use serde::{Deserialize, Serialize};
 
-use crate::protocol::CommandKind;
 use crate::stats::store::DigestId;
 use crate::stats::{DigestStats, StoreSnapshot};
 
@@ -88,8 +88,8 @@ pub fn traffic_between(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::digest::DigestId as RawId;
     use crate::stats::{DigestStore, Sample, Tag};
+    use psprobe_core::digest::DigestId as RawId;
 
     /// Every command counts, in whichever scenario (or none) it ran, measured or not.
     #[test]

@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use psprobe_core::session::{EventSink, Session};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{watch, OwnedSemaphorePermit};
@@ -12,7 +13,6 @@ use tokio::sync::{watch, OwnedSemaphorePermit};
 use crate::connections::LiveConnection;
 use crate::metrics::{ProxyMetrics, Refusal};
 use crate::record::ConnectionRecorder;
-use crate::session::{EventSink, Session};
 
 use super::handshake::{self, ClientLeg, Ctx, Established, ServerLeg};
 use super::relay::{relay, RelayEnd, Side, Watch};

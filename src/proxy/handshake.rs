@@ -16,20 +16,20 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use psprobe_core::protocol::{
+    cleartext_plugin, encode_packet, parse_client_hello, parse_greeting, server_asks_for_cleartext,
+    ClientHello, CLIENT_SSL,
+};
+use psprobe_core::session::{EventSink, Phase, UnobservedReason};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::{client, server, TlsAcceptor};
 
 use crate::metrics::TlsCarriage;
-use crate::protocol::auth::{cleartext_plugin, server_asks_for_cleartext};
-use crate::protocol::capabilities::CLIENT_SSL;
-use crate::protocol::handshake::{parse_client_hello, parse_greeting, ClientHello};
-use crate::session::{EventSink, Phase, UnobservedReason};
 use crate::tls::{Cause, ClientTls, Leg, ServerTls, TlsRuntime};
 
 use super::packet_io::{handshake_error, Got, PacketBuf};
 use super::relay::{Side, Watch};
-use crate::protocol::frame::encode_packet;
 
 /// The client leg after the connection phase.
 pub(crate) enum ClientLeg {

@@ -5,11 +5,9 @@
 use std::io;
 use std::net::SocketAddr;
 
+use psprobe_core::protocol::{encode_err, encode_packet};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
-
-use crate::protocol::frame::encode_packet;
-use crate::protocol::response::encode_err;
 
 /// Listen backlog asked for by default; the kernel caps it at net.core.somaxconn.
 pub(crate) const DEFAULT_LISTEN_BACKLOG: u32 = 4096;
@@ -98,7 +96,7 @@ pub(crate) async fn refuse(client: &mut TcpStream, message: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::response::parse_err_code;
+    use psprobe_core::protocol::parse_err_code;
 
     #[test]
     fn err_1040_is_what_mysqld_sends_before_the_greeting() {

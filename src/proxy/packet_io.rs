@@ -4,10 +4,8 @@
 
 use std::io;
 
+use psprobe_core::protocol::{encode_err, encode_packet, read_le24, HEADER_LEN};
 use tokio::io::{AsyncRead, AsyncReadExt};
-
-use crate::protocol::frame::{encode_packet, read_le24, HEADER_LEN};
-use crate::protocol::response::encode_err;
 
 /// Connection-phase packets are small (greeting, handshake response with attributes, auth
 /// data); a larger one ends packet-level handling and the bytes are relayed as they are.

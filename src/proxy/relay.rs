@@ -25,11 +25,11 @@ use std::pin::{pin, Pin};
 use std::task::{ready, Context, Poll};
 use std::time::Instant;
 
+use psprobe_core::session::{EventSink, Phase, Session};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::sync::watch;
 
 use crate::metrics::{Direction, ProxyMetrics, TlsCarriage};
-use crate::session::{EventSink, Phase, Session};
 
 /// Bytes read per direction at a time.
 pub(crate) const RELAY_BUFFER: usize = 32 * 1024;

@@ -4,13 +4,15 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use psprobe_core::session::{
+    CommandFinished, CommandStarted, EventSink, Session, UnobservedReason,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
 use super::{relay, RelayEnd, Watch};
 use crate::metrics::ProxyMetrics;
-use crate::session::{CommandFinished, CommandStarted, EventSink, Session, UnobservedReason};
 use crate::stats::Scenarios;
 
 #[derive(Default)]

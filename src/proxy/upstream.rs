@@ -3,11 +3,9 @@
 use std::io;
 use std::time::Duration;
 
+use psprobe_core::protocol::{encode_err, encode_packet};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
-
-use crate::protocol::frame::encode_packet;
-use crate::protocol::response::encode_err;
 
 /// Server error 1429 "Unable to connect to foreign data source". Client-side codes such as 2003
 /// ("Can't connect to MySQL server") would fit better, but libmariadb rejects an error packet
@@ -63,7 +61,7 @@ pub(crate) async fn refuse_client(client: &mut TcpStream, upstream: &str, cause:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::response::parse_err_code;
+    use psprobe_core::protocol::parse_err_code;
 
     #[tokio::test]
     async fn keepalive_and_user_timeout_are_set() {

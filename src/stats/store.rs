@@ -8,11 +8,10 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use psprobe_core::protocol::CommandKind;
 use rustc_hash::FxHashMap;
 
-pub use crate::digest::DigestId;
-
-use crate::protocol::CommandKind;
+pub use psprobe_core::digest::DigestId;
 
 use super::digest_stats::{DigestStats, Sample};
 use super::scenario::ScenarioId;

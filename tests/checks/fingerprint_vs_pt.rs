@@ -25,7 +25,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use psprobe::digest::{DigestId, FingerprintOptions, Fingerprinter};
+use psprobe_core::digest::{DigestId, FingerprintOptions, Fingerprinter};
 
 // ---------------------------------------------------------------------------------------------
 // Allocation counting (per thread), for the steady-state no-allocation check.

@@ -4,6 +4,8 @@
 //! over its readers and formats). A `crate::x` path in module `y` is an edge y -> x; any cycle
 //! fails here, naming a file behind each of its edges.
 //! And the sans-I/O core never names tokio, nor depends on it (read from Cargo.lock).
+//! And psprobe names the core by its crate (`psprobe_core::session`), never re-exporting it
+//! under local paths.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -352,5 +354,64 @@ fn the_harness_crate_depends_on_nothing_but_libc() {
         harness,
         BTreeSet::from(["libc".to_string(), "psprobe-harness".to_string()]),
         "psprobe-harness depends on more than std and libc"
+    );
+}
+
+/// Statements of a crate root (`lib.rs` text) that reach into psprobe-core: a re-export of one
+/// of its modules or items (`pub use psprobe_core::{digest, protocol, session};` made
+/// `crate::session` in psprobe read like a local module while it was the core's). Comments are
+/// skipped; bringing in the crate whole (`pub use psprobe_core as core;`) is not reported.
+fn core_paths_in_root(root: &str) -> Vec<String> {
+    let code: String = root
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    code.split(';')
+        .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|s| s.replace(' ', "").contains("psprobe_core::"))
+        .collect()
+}
+
+#[test]
+fn psprobe_names_the_core_by_its_crate() {
+    let core = top_modules(&core_src());
+    assert!(
+        core.iter().any(|m| m == "session"),
+        "the core's modules were not found: {core:?}"
+    );
+    let found = core_paths_in_root(&read(&src().join("lib.rs")));
+    assert!(
+        found.is_empty(),
+        "src/lib.rs re-exports the core under local paths ({found:?}): name it as \
+         psprobe_core::..., or offer the crate whole (`pub use psprobe_core as core;`)"
+    );
+    // Nor a module of psprobe's own shares a core module's name: `crate::session` would again
+    // read like the core's session machine.
+    for m in top_modules(&src()) {
+        assert!(
+            !core.contains(&m),
+            "psprobe's module {m} has the name of a psprobe-core module"
+        );
+    }
+}
+
+#[test]
+fn the_core_path_scanner_sees_reexports_only() {
+    let root = "//! Bytes -> [`psprobe_core::protocol`] -> events.\n\
+                #![warn(unreachable_pub)]\n\
+                /// The core.\n\
+                pub use psprobe_core as core;\n\
+                pub use psprobe_core::{digest, protocol, session};\n\
+                pub mod admin;\n\
+                pub(crate) use ::psprobe_core ::session::*;\n\
+                pub mod wire { pub use psprobe_core::protocol::Deframer; }\n";
+    assert_eq!(
+        core_paths_in_root(root),
+        [
+            "pub use psprobe_core::{digest, protocol, session}",
+            "pub(crate) use ::psprobe_core ::session::*",
+            "pub mod wire { pub use psprobe_core::protocol::Deframer",
+        ]
     );
 }

@@ -14,13 +14,13 @@ use psprobe::admin::tables::{overhead_row, status_row};
 use psprobe::admin::{
     self, AdminAuth, AdminData, Limits, ObserverData, OverheadRow, Row, Table, Value,
 };
-use psprobe::digest::FingerprintOptions;
 use psprobe::metrics::ProxyMetrics;
 use psprobe::phase_log::{Aggregate, PhaseRecord};
-use psprobe::protocol::CommandKind;
 use psprobe::record::{ConnectionRecorder, Observer};
-use psprobe::session::{CommandFinished, CommandStarted, EventSink, Outcome, Statement};
 use psprobe::stats::{DigestStore, Scenarios};
+use psprobe_core::digest::FingerprintOptions;
+use psprobe_core::protocol::CommandKind;
+use psprobe_core::session::{CommandFinished, CommandStarted, EventSink, Outcome, Statement};
 
 use common::cli::run_with_timeout;
 

@@ -14,8 +14,7 @@ use common::observed::{commands, digests, transport, unobserved, wait_for};
 use common::probe::Probe;
 use common::tls_server::{TlsServer, Version};
 use common::wire::{handshake_response, packet, read_packet, LOGIN_CAPS};
-use psprobe::protocol::compress::{stored_frame, Algorithm, Decompressor};
-use psprobe::protocol::frame::Deframer;
+use psprobe_core::protocol::{stored_frame, Algorithm, Decompressor, Deframer};
 
 /// 17 MiB: the row is split into 16 MiB protocol packets, compressed frames carry parts.
 const BIG: usize = 17 << 20;

@@ -329,10 +329,10 @@ fn bins(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::digest::DigestId;
     use crate::phase_log::read_log;
-    use crate::protocol::CommandKind;
     use crate::stats::{Current, Sample, SlotState, Tag};
+    use psprobe_core::digest::DigestId;
+    use psprobe_core::protocol::CommandKind;
 
     fn observer() -> Arc<Observer> {
         Arc::new(Observer::for_tests())

@@ -26,9 +26,10 @@ mod fingerprint;
 mod id;
 mod lex;
 mod post;
-pub mod split;
+mod split;
 mod style;
 
 pub use fingerprint::{Fingerprint, FingerprintOptions, Fingerprinter, DEFAULT_MAX_LEN};
 pub use id::{DigestId, ParseDigestIdError};
+pub use split::split_statements;
 pub use style::{DigestStyle, ParseDigestStyleError};

@@ -117,6 +117,9 @@ impl CommandKind {
 }
 
 /// COM_STMT_EXECUTE cursor flags: any of these opens a cursor.
+// Only the tests build cursor executes: the session learns of a cursor from the server's
+// status (SERVER_STATUS_CURSOR_EXISTS), not from the client's flag.
+#[cfg(test)]
 pub const CURSOR_TYPE_READ_ONLY: u8 = 0x01;
 
 /// The statement text of COM_QUERY (payload after the command byte). With

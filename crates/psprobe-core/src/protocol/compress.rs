@@ -21,6 +21,8 @@ use crate::protocol::frame::{le24, read_le24};
 /// Bytes of a compressed packet header.
 pub const COMPRESSED_HEADER_LEN: usize = 7;
 /// Largest uncompressed payload a frame may decode to (the 3-byte field's limit, 16 MiB - 1).
+// The 3-byte field enforces it; the tests name it to decode the largest frame.
+#[cfg(test)]
 pub const MAX_UNCOMPRESSED_LEN: usize = 0xFF_FFFF;
 /// Decoded bytes are handed on in pieces of at most this size.
 pub const OUTPUT_CHUNK: usize = 32 * 1024;

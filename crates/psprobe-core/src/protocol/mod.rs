@@ -3,15 +3,27 @@
 //!
 //! Must not: panic or index out of bounds on any byte sequence (fuzzed), or allocate per packet.
 
-pub mod auth;
-pub mod capabilities;
-pub mod codec;
-pub mod command;
-pub mod compress;
-pub mod frame;
-pub mod handshake;
-pub mod response;
+// The parts are crate-private: outside the core, the protocol is the names re-exported below
+// (each one used by psprobe, its tests, benches or fuzz targets, or named in the signature or
+// contract of one that is). They are `pub(crate)`, not private, because the session machine
+// is the protocol's other half and reads the same bytes by the same constants (every
+// capability flag, header byte and parser), which would otherwise need a second list here.
+pub(crate) mod auth;
+pub(crate) mod capabilities;
+pub(crate) mod codec;
+pub(crate) mod command;
+pub(crate) mod compress;
+pub(crate) mod frame;
+pub(crate) mod handshake;
+pub(crate) mod response;
 
-pub use capabilities::Capabilities;
+pub use auth::{cleartext_plugin, server_asks_for_cleartext};
+pub use capabilities::{Capabilities, CLIENT_DEPRECATE_EOF, CLIENT_SSL};
+pub use command::{binary_value, execute_header, query_text, statement_id};
 pub use command::{CommandKind, ResponseShape};
-pub use frame::{Deframer, PacketView, MAX_PACKET_PAYLOAD};
+pub use compress::{stored_frame, Algorithm, DecodeError, Decompressor};
+pub use frame::{encode_packet, read_le24, Deframer, PacketView, HEADER_LEN, MAX_PACKET_PAYLOAD};
+pub use handshake::{count_connect_attrs, parse_change_user, parse_client_hello, parse_greeting};
+pub use handshake::{ChangeUser, ClientHello, Greeting, HandshakeResponse, MalformedAttrs};
+pub use response::{encode_err, parse_eof_status, parse_err_code, parse_ok, OkPacket};
+pub use response::{is_eof, is_rows_terminator, terminator_status};

@@ -9,7 +9,7 @@
 //! TLS: after an SSLRequest the session waits for the proxy to say whether it terminated TLS
 //! ([`Session::tls_established`]: the decrypted stream follows) or not ([`Session::unobserve`]).
 //! Compression: once the server's OK ends authentication on a compressed connection, both
-//! directions are decoded (a copy; see [`crate::protocol::compress`]) before de-framing.
+//! directions are decoded (a copy; see [`crate::protocol::Decompressor`]) before de-framing.
 
 mod events;
 mod prepared;
@@ -19,8 +19,10 @@ use std::collections::VecDeque;
 use std::ops::ControlFlow;
 use std::time::Instant;
 
-pub use events::*;
-pub use prepared::{PreparedStatements, LAST_PREPARED_ID, MAX_PREPARED_STATEMENTS};
+pub use events::{
+    CommandFinished, CommandStarted, EventSink, Outcome, Statement, UnobservedReason,
+};
+pub use prepared::{PreparedStatements, LAST_PREPARED_ID};
 pub use response::{ResponseReader, Step};
 
 use crate::protocol::capabilities::*;

@@ -161,7 +161,7 @@ pub async fn launch_with_tls(
         Some(mut settings) => {
             let live = Arc::clone(&live);
             settings.on_phase = Some(Arc::new(move |records| live.on_segment(records)));
-            let started = runner::start(&settings).await?;
+            let started = runner::start(&mut settings).await?;
             Some((settings, started))
         }
         None => None,

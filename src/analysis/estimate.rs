@@ -200,6 +200,10 @@ pub(crate) struct Options {
     pub seed: u64,
     /// Only [`Metric::HEADLINE`] (cheap: for a stopping rule checked every segment).
     pub headline_only: bool,
+    /// An attribution run's advice: the throughput percent it may spend, and the groups it
+    /// must hold.
+    pub budget: Option<f64>,
+    pub need: Vec<String>,
 }
 
 impl Default for Options {
@@ -209,6 +213,8 @@ impl Default for Options {
             resamples: super::bootstrap::DEFAULT_RESAMPLES,
             seed: 0x7073_7072_6f62_6521, // "psprobe!"
             headline_only: false,
+            budget: None,
+            need: Vec::new(),
         }
     }
 }
@@ -228,4 +234,8 @@ pub(crate) enum AnalysisError {
     NoPairedBlocks { baseline: String },
     #[error("confidence level {0} is not between 0 and 1")]
     BadLevel(f64),
+    #[error("{0}")]
+    Advice(#[from] super::attribution::AdviceError),
+    #[error("--budget and --need advise from a run of `psprobe proxy --attribute`: this phase log has no attribution (no design point)")]
+    NoAttribution,
 }

@@ -2,16 +2,22 @@
 //! and the slow ones (scenarios entered through a restart) are different designs with different
 //! noise, so each is analysed on its own, against its own baseline; then the carryover
 //! profile, what the switches cost, and startup against runtime settings for the same
-//! scenario.
+//! scenario. An attribution run's design points go to the attribution (what each instrument
+//! group costs, and the advice for a budget); its other runtime scenarios (nothing
+//! instrumented, a confirmed recommendation) are compared as usual.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::phase_log::group_names::{
+    point_groups, point_name, BASE_CHECK, NONE_POINT, POINT_PREFIX,
+};
 use crate::phase_log::{twin_name, SUFFIX};
 use crate::phase_log::{PhaseRecord, FAST, SLOW};
 
 use super::analyze_with;
+use super::attribution::{advise, attribute, Attribution, Recommendation};
 use super::baseline::PFSOFF;
 use super::carryover::{profile, CarryoverProfile};
 use super::estimate::{Analysis, AnalysisError, Estimate, Metric, Options};
@@ -50,6 +56,10 @@ pub struct RunAnalysis {
     pub carryover: Option<CarryoverProfile>,
     pub switches: Vec<SwitchSummary>,
     pub startup: Vec<StartupComparison>,
+    /// What each instrument group costs (an `--attribute` run).
+    pub attribution: Option<Attribution>,
+    /// The configuration to run within `--budget` (an attribution with a budget).
+    pub recommendation: Option<Recommendation>,
     pub warnings: Vec<String>,
 }
 
@@ -63,9 +73,12 @@ impl RunAnalysis {
         self.analyses().flat_map(|a| a.estimates.iter())
     }
 
-    /// Widest half-width (points) of the fast headline estimates, `None` while any is missing
-    /// its interval or there is no fast comparison yet.
+    /// Widest half-width (points) of the fast headline estimates (an attribution's main
+    /// effects), `None` while any is missing its interval or there is nothing to compare yet.
     pub fn fast_halfwidth(&self) -> Option<f64> {
+        if let Some(a) = &self.attribution {
+            return a.widest_halfwidth();
+        }
         let fast = self.fast.as_ref()?;
         let mut widest: Option<f64> = None;
         for scenario in fast.scenarios.iter().filter(|s| **s != fast.baseline) {
@@ -95,10 +108,22 @@ pub(crate) fn analyze_run(
             .cloned()
             .collect()
     };
-    let (fast_records, slow_records) = (of(FAST), of(SLOW));
-    if fast_records.is_empty() && slow_records.is_empty() {
+    let (all_fast, slow_records) = (of(FAST), of(SLOW));
+    if all_fast.is_empty() && slow_records.is_empty() {
         return Err(AnalysisError::NoPhases);
     }
+    let attribution = attribute(&all_fast, options.level);
+    let recommendation = match (&attribution, options.budget) {
+        (Some(a), Some(budget)) => Some(advise(a, budget, &options.need)?),
+        (None, Some(_)) => return Err(AnalysisError::NoAttribution),
+        _ => None,
+    };
+    // The design's points are the attribution's; what else ran at runtime (nothing
+    // instrumented, a confirmation) is compared as usual.
+    let in_design =
+        |r: &PhaseRecord| point_groups(&r.scenario).is_some() || r.scenario == BASE_CHECK;
+    let fast_records: Vec<PhaseRecord> =
+        all_fast.iter().filter(|r| !in_design(r)).cloned().collect();
     let mut warnings = Vec::new();
     let names = |records: &[PhaseRecord]| -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
@@ -123,6 +148,12 @@ pub(crate) fn analyze_run(
     let fast = match analyze_with(&fast_records, fast_baseline, options) {
         Ok(a) => Some(a),
         Err(AnalysisError::NoPhases) => None,
+        // An attribution without a confirmation has nothing else to compare.
+        Err(AnalysisError::NothingToCompare { .. } | AnalysisError::NoPairedBlocks { .. })
+            if attribution.is_some() =>
+        {
+            None
+        }
         Err(e) if slow_records.is_empty() => return Err(e),
         Err(e) => {
             warnings.push(format!("runtime-switched scenarios not compared: {e}"));
@@ -148,13 +179,25 @@ pub(crate) fn analyze_run(
             }
         }
     };
-    let carryover = fast.as_ref().and_then(|f| {
-        profile(
-            &fast_records,
-            &f.baseline,
-            crate::stats::since_switch::BIN_MS,
-        )
-    });
+    let carryover = match &attribution {
+        // The largest switch a design makes: nothing instrumented to every group on.
+        Some(a) => {
+            let all_on = point_name(&a.groups);
+            let pair: Vec<PhaseRecord> = all_fast
+                .iter()
+                .filter(|r| r.scenario == NONE_POINT || r.scenario == all_on)
+                .cloned()
+                .collect();
+            profile(&pair, NONE_POINT, crate::stats::since_switch::BIN_MS)
+        }
+        None => fast.as_ref().and_then(|f| {
+            profile(
+                &fast_records,
+                &f.baseline,
+                crate::stats::since_switch::BIN_MS,
+            )
+        }),
+    };
     let startup = startup_comparisons(
         &fast_records,
         &slow_records,
@@ -168,8 +211,10 @@ pub(crate) fn analyze_run(
         fast,
         slow,
         carryover,
-        switches: switch_summaries(&fast_records),
+        switches: switch_summaries(&all_fast),
         startup,
+        attribution,
+        recommendation,
         warnings,
     })
 }
@@ -182,12 +227,19 @@ fn slow_reference(names: &[String]) -> Option<String> {
         .cloned()
 }
 
+/// What the switches into each scenario cost; an attribution's design points together as one
+/// row (`g:*`).
 fn switch_summaries(fast: &[PhaseRecord]) -> Vec<SwitchSummary> {
     // scenario → (switches, sum ms, max ms, statements, slots' time ms)
-    let mut by: BTreeMap<&str, (u64, f64, f64, u64, f64)> = BTreeMap::new();
+    let mut by: BTreeMap<String, (u64, f64, f64, u64, f64)> = BTreeMap::new();
     for p in fast {
         let Some(sw) = &p.switch else { continue };
-        let e = by.entry(p.scenario.as_str()).or_default();
+        let key = if point_groups(&p.scenario).is_some() {
+            format!("{POINT_PREFIX}*")
+        } else {
+            p.scenario.clone()
+        };
+        let e = by.entry(key).or_default();
         e.0 += sw.count;
         e.1 += sw.sum_ms;
         e.2 = e.2.max(sw.max_ms);
@@ -200,7 +252,7 @@ fn switch_summaries(fast: &[PhaseRecord]) -> Vec<SwitchSummary> {
         .filter(|(_, e)| e.0 > 0)
         .map(
             |(scenario, (n, sum, max, statements, time))| SwitchSummary {
-                scenario: scenario.to_string(),
+                scenario,
                 switches: n,
                 mean_ms: sum / n as f64,
                 max_ms: max,

@@ -89,6 +89,37 @@ pub struct RunRecord {
     /// Width of a since-switch bin.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bin_ms: Option<u64>,
+    /// An attribution run's plan (`--attribute`): its groups and design.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attribution: Option<AttributionRecord>,
+}
+
+/// What an attribution run measures: the groups (what each turns on, so a report can print the
+/// advice's SQL without the config file), the design, and the advice asked for.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct AttributionRecord {
+    pub groups: Vec<GroupRecord>,
+    /// Design points per replicate.
+    pub runs: u64,
+    /// Length of the design's shortest defining word (`None`: full factorial).
+    pub resolution: Option<u32>,
+    /// The server's consumers (every my.cnf line names each).
+    pub consumers: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<f64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub need: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirm_ms: Option<u64>,
+}
+
+/// One instrument group as run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct GroupRecord {
+    pub name: String,
+    pub description: String,
+    pub consumers: Vec<String>,
+    pub instruments: Vec<String>,
 }
 
 /// What switching into a scenario cost during a segment: apply + verify, from the first

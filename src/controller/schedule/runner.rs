@@ -30,7 +30,10 @@ use crate::controller::client::server::Controller;
 use crate::controller::error::{ControllerError, Result};
 use crate::controller::model::snapshot::Snapshot;
 use crate::controller::model::stale::LastApplied;
-use crate::phase_log::{histogram_layout, traffic_between, PhaseLog, RunRecord, PHASE_LOG_VERSION};
+use crate::phase_log::{
+    histogram_layout, traffic_between, AttributionRecord, GroupRecord, PhaseLog, RunRecord,
+    PHASE_LOG_VERSION,
+};
 
 pub fn now_ms() -> u64 {
     SystemTime::now()
@@ -45,7 +48,7 @@ pub struct Started {
     lead: Leadership,
 }
 
-pub async fn start(settings: &ControllerSettings) -> Result<Started> {
+pub async fn start(settings: &mut ControllerSettings) -> Result<Started> {
     for name in &settings.scenarios {
         let scenario = settings.catalog.get(name)?;
         if scenario.requires_restart() && settings.restart_cmd.is_none() {
@@ -54,6 +57,24 @@ pub async fn start(settings: &ControllerSettings) -> Result<Started> {
     }
     let mut ctl = Controller::connect(&settings.dsn).await?;
     ctl.require_ps()?;
+    if settings.attribution.is_some() {
+        // The design is fitted to the groups this server has rows of.
+        let rows = ctl.read_state().await?;
+        for note in super::attribution::fit(settings, &rows)? {
+            tracing::info!("{note}");
+        }
+        if let Some(plan) = &settings.attribution {
+            tracing::info!(
+                "attribution: {} groups in a {} design of {} runs ({} slots a replicate with \
+                 the base pairs)",
+                plan.groups.len(),
+                plan.resolution
+                    .map_or("full factorial".to_string(), |r| format!("resolution {r}")),
+                plan.runs,
+                plan.units.iter().map(Vec::len).sum::<usize>()
+            );
+        }
+    }
     let mut lead = Leadership::connect(&settings.dsn).await?;
     // A snapshot left by a run that did not finish is resolved before anything else. The dead
     // run's connection may not be gone from the server yet: wait a little for its lock.
@@ -459,6 +480,24 @@ fn write_run_record(log: &mut PhaseLog, s: &ControllerSettings, role: &str) -> R
         duration_ms: s.duration.map(|d| d.as_millis() as u64),
         target_halfwidth_pct: s.target_halfwidth,
         bin_ms: Some(BIN_MS),
+        attribution: s.attribution.as_ref().map(|a| AttributionRecord {
+            groups: a
+                .groups
+                .iter()
+                .map(|g| GroupRecord {
+                    name: g.name.clone(),
+                    description: g.description.clone(),
+                    consumers: g.consumers.clone(),
+                    instruments: g.instruments.clone(),
+                })
+                .collect(),
+            runs: a.runs as u64,
+            resolution: a.resolution,
+            consumers: a.consumers.clone(),
+            budget: a.budget,
+            need: a.need.clone(),
+            confirm_ms: a.confirm.map(|d| d.as_millis() as u64),
+        }),
     };
     Ok(log.append(&record)?)
 }

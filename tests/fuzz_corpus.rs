@@ -4,6 +4,10 @@
 //! Asserts that none panics and that no input makes psprobe hold more than
 //! `fuzzing::MAX_INPUT_MEMORY` bytes at once. A failing input is written to
 //! target/fuzz-failures/ for `cargo +nightly fuzz run -s none -a TARGET FILE`.
+//!
+//! Needs psprobe's `fuzzing` feature (Cargo.toml's `required-features`):
+//! `cargo test --release --locked --features fuzzing --test fuzz_corpus`; scripts/test.sh
+//! enables it for CI.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};

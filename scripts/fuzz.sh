@@ -7,7 +7,8 @@
 #
 # Environment:
 #   FUZZ_MAX_SECONDS=N  caps each target's time (default: none)
-#   FUZZ_MERGE=1        merges what a run found into fuzz/corpus/TARGET, minimized
+#   FUZZ_MERGE=1        merges what a run found into the kept corpus, minimized: the files in
+#                       fuzz/corpus/TARGET/ stay, the rest is re-packed into TARGET.tar.zst
 #   FUZZ_NIGHTLY=1      builds and runs with `cargo +nightly fuzz` (cargo-fuzz) instead of the
 #                       default: stable rustc with the same coverage flags, added to psprobe and
 #                       the fuzz crate only by fuzz/rustc-sancov.sh (psprobe-core too), so the release dependencies
@@ -17,8 +18,10 @@
 # -malloc_limit_mb, which needs a sanitizer's malloc hooks) is enforced by psprobe's counting
 # allocator. Overflow checks are on: an arithmetic overflow is a crash.
 #
-# Each target starts from the kept corpus (fuzz/corpus/TARGET) plus its working corpus
-# (fuzz/work/TARGET, not committed). Crashes land in fuzz/artifacts/TARGET; replay one with
+# Each target starts from the kept corpus: the files in fuzz/corpus/TARGET/ (named inputs and a
+# seed set), and the archive fuzz/corpus/TARGET.tar.zst unpacked into its working corpus
+# (fuzz/work/TARGET, not committed; see fuzz/corpus.sh). Crashes land in
+# fuzz/artifacts/TARGET; replay one with
 #   fuzz/target-bin/TARGET fuzz/artifacts/TARGET/crash-...     (or cargo +nightly fuzz run TARGET FILE)
 # Logs: fuzz/logs/TARGET.log.
 set -euo pipefail
@@ -58,6 +61,8 @@ for t in "${targets[@]}"; do ln -sf "$bin_dir/$t" "fuzz/target-bin/$t"; done
 mkdir -p fuzz/logs
 for t in "${targets[@]}"; do
   mkdir -p "fuzz/work/$t" "fuzz/corpus/$t" "fuzz/artifacts/$t"
+  # The archived part of the kept corpus joins the working corpus: libFuzzer reads directories.
+  fuzz/corpus.sh unpack "$t" "fuzz/work/$t"
   extra=()
   if [ -n "${FUZZ_MAX_SECONDS:-}" ]; then extra+=("-max_total_time=$FUZZ_MAX_SECONDS"); fi
   start=$(date +%s)
@@ -72,9 +77,10 @@ for t in "${targets[@]}"; do
     merged=$(mktemp -d)
     nice -n 10 "fuzz/target-bin/$t" -merge=1 -max_len="${max_len[$t]}" "$merged" \
       "fuzz/corpus/$t" "fuzz/work/$t" >>"fuzz/logs/$t.merge.log" 2>&1
-    # Named inputs (seed-*, regression-*) stay by name, whatever the merge kept.
-    find "fuzz/corpus/$t" -maxdepth 1 -type f ! -regex '.*/[0-9a-f]\{40\}' -exec cp {} "$merged"/ \;
-    rm -rf "fuzz/corpus/$t" && mv "$merged" "fuzz/corpus/$t" && chmod 755 "fuzz/corpus/$t"
+    # The files in fuzz/corpus/TARGET (named inputs, the seed set) stay, whatever the merge
+    # kept; the archive becomes the rest of what it kept.
+    nice -n 10 fuzz/corpus.sh pack "$t" "$merged"
+    rm -rf "$merged"
   fi
 done
 

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Sets up (packages, build) and runs every test: unit, property and integration tests against
 # real mariadbd servers the tests start themselves. Ends with one summary line over all suites.
+# The fuzzing feature builds the fuzz targets tests/fuzz_corpus.rs replays (left out without it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 status=0
-cargo test --release --locked --workspace --no-fail-fast -- --test-threads="${PSPROBE_TEST_THREADS:-2}" 2>&1 | tee "$log" || status=$?
+cargo test --release --locked --workspace --features psprobe/fuzzing --no-fail-fast -- --test-threads="${PSPROBE_TEST_THREADS:-2}" 2>&1 | tee "$log" || status=$?
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      END { printf "summary: %d passed, %d failed\n", p, f }' "$log"
 exit "$status"

@@ -23,7 +23,10 @@ pub mod controller;
 pub mod demo;
 pub mod digest_cli;
 pub(crate) mod duration;
-/// Fuzz targets shared by `fuzz/` (cargo-fuzz) and `tests/fuzz_corpus.rs`; not an API.
+/// Fuzz targets shared by `fuzz/` (cargo-fuzz) and `tests/fuzz_corpus.rs`; not an API. Behind
+/// the `fuzzing` feature, so that a normal build neither compiles nor links them
+/// (tests/checks/module_graph.rs keeps it so).
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 pub(crate) mod live;

@@ -1,12 +1,20 @@
-//! The fuzz targets on stable Rust, in CI: every input of the kept corpus (fuzz/corpus/TARGET,
-//! found and minimized by cargo-fuzz, see scripts/fuzz.sh) and a few thousand mutations of it
-//! from a fixed seed, through the same target bodies libFuzzer runs (`psprobe::fuzzing`).
+//! The fuzz targets on stable Rust, in CI: every input of the kept corpus (fuzz/corpus/TARGET/
+//! and fuzz/corpus/TARGET.tar.zst, found and minimized by cargo-fuzz, see scripts/fuzz.sh and
+//! fuzz/corpus.sh) and a few thousand mutations of it from a fixed seed, through the same
+//! target bodies libFuzzer runs (`psprobe::fuzzing`).
 //! Asserts that none panics and that no input makes psprobe hold more than
 //! `fuzzing::MAX_INPUT_MEMORY` bytes at once. A failing input is written to
 //! target/fuzz-failures/ for `cargo +nightly fuzz run -s none -a TARGET FILE`.
+//!
+//! Needs psprobe's `fuzzing` feature (Cargo.toml's `required-features`):
+//! `cargo test --release --locked --features fuzzing --test fuzz_corpus`; scripts/test.sh
+//! enables it for CI.
 
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Read;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 
 use psprobe::fuzzing::{self, alloc::CountingAlloc, Target};
@@ -84,22 +92,48 @@ fn mutate(rng: &mut Rng, seed: &[u8]) -> Vec<u8> {
     v
 }
 
-fn corpus(name: &str) -> Vec<(PathBuf, Vec<u8>)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fuzz/corpus")
-        .join(name);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("the kept corpus {} is missing: {e}", dir.display()))
-        .map(|e| e.expect("a corpus entry").path())
-        .collect();
-    files.sort();
-    files
-        .into_iter()
-        .map(|p| {
-            let bytes = std::fs::read(&p).expect("a readable corpus file");
-            (p, bytes)
-        })
-        .collect()
+/// The kept corpus of target `name`, by file name (the order libFuzzer's names give, which the
+/// mutations below draw from): the files in fuzz/corpus/NAME/ (named inputs and the seed set)
+/// and the inputs archived in fuzz/corpus/NAME.tar.zst, read from the archive as they are (see
+/// fuzz/corpus.sh). Each with where it came from, for a failure's message.
+fn corpus(name: &str) -> Vec<(String, Vec<u8>)> {
+    let kept = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus");
+    let mut inputs = BTreeMap::new();
+    let dir = kept.join(name);
+    let entries = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("the kept corpus {} is missing: {e}", dir.display()));
+    for entry in entries {
+        let path = entry.expect("a corpus entry").path();
+        let file = path
+            .file_name()
+            .expect("a file name")
+            .to_string_lossy()
+            .into_owned();
+        let bytes = std::fs::read(&path).expect("a readable corpus file");
+        inputs.insert(file, (path.display().to_string(), bytes));
+    }
+    let archive = kept.join(format!("{name}.tar.zst"));
+    let file = File::open(&archive)
+        .unwrap_or_else(|e| panic!("the kept corpus {} is missing: {e}", archive.display()));
+    let zstd = zstd::Decoder::new(file).expect("a zstd decoder");
+    let mut tar = tar::Archive::new(zstd);
+    for entry in tar.entries().expect("a tar archive") {
+        let mut entry = entry.expect("an archive entry");
+        let file = entry.path().expect("an entry name").display().to_string();
+        assert!(
+            entry.header().entry_type().is_file(),
+            "{}: {file} is not a file",
+            archive.display()
+        );
+        let mut bytes = Vec::new();
+        entry.read_to_end(&mut bytes).expect("a readable entry");
+        let origin = format!("{}:{file}", archive.display());
+        // fuzz/corpus.sh packs only what is not kept as a file: a name in both is a mistake.
+        if let Some((first, _)) = inputs.insert(file, (origin.clone(), bytes)) {
+            panic!("{origin} is also {first}");
+        }
+    }
+    inputs.into_values().collect()
 }
 
 /// Runs one input; on a panic, saves it and says where, then fails.
@@ -131,9 +165,10 @@ fn replay_and_mutate(name: &str) {
     let target = fuzzing::target(name).expect("a listed target");
     let inputs = corpus(name);
     assert!(!inputs.is_empty(), "fuzz/corpus/{name} is empty");
+    eprintln!("{name}: {} kept inputs", inputs.len());
     let mut peak = 0;
-    for (path, data) in &inputs {
-        peak = peak.max(run_one(name, target, data, &path.display().to_string()));
+    for (origin, data) in &inputs {
+        peak = peak.max(run_one(name, target, data, origin));
     }
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ fxhash(name.as_bytes()));
     for i in 0..mutations(name) {
@@ -170,6 +205,9 @@ fn every_target_has_a_test_and_a_corpus() {
         ],
         "a new target needs its test below, its corpus and its line in docs/reliability.md"
     );
+    // Reading a corpus allocates (the archive's decoder, the inputs): not while a target's
+    // memory is being measured.
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     for name in names {
         assert!(!corpus(name).is_empty(), "fuzz/corpus/{name} is empty");
     }

@@ -3,9 +3,10 @@
 //! analysis -> report; the controller beside them; the CLI root on top; psprobe-bench's steps
 //! over its readers and formats). A `crate::x` path in module `y` is an edge y -> x; any cycle
 //! fails here, naming a file behind each of its edges.
-//! And the sans-I/O core never names tokio, nor depends on it (read from Cargo.lock).
-//! And psprobe names the core by its crate (`psprobe_core::session`), never re-exporting it
-//! under local paths.
+//! And the sans-I/O core never names tokio, nor depends on it (read from Cargo.lock). The fuzz
+//! targets (src/fuzzing) are compiled only with psprobe's `fuzzing` feature, and the core has
+//! no fuzz-only code. And psprobe names the core by its crate (`psprobe_core::session`), never
+//! re-exporting it under local paths.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -286,6 +287,85 @@ fn the_sans_io_core_names_no_tokio() {
             file.display()
         );
     }
+}
+
+/// A normal build leaves the fuzz targets out: src/lib.rs declares `fuzzing` under the feature,
+/// no other module of the library names it (that would build with the feature, as CI does,
+/// and fail without it), and psprobe-core has no fuzz cfg to compile with or without. CI must
+/// still run tests/fuzz_corpus.rs, which needs the feature: scripts/test.sh enables it.
+#[test]
+fn the_fuzz_targets_are_only_built_with_the_fuzzing_feature() {
+    let gate = "#[cfg(feature = \"fuzzing\")]";
+    let lib = read(&src().join("lib.rs"));
+    let lines: Vec<&str> = lib.lines().map(str::trim).collect();
+    let at = lines
+        .iter()
+        .position(|l| *l == "pub mod fuzzing;")
+        .expect("src/lib.rs declares `pub mod fuzzing;`");
+    // The doc comment and attributes right above the declaration.
+    let attributes: Vec<&str> = lines[..at]
+        .iter()
+        .rev()
+        .take_while(|l| l.starts_with("#[") || l.starts_with("///"))
+        .copied()
+        .collect();
+    assert!(
+        attributes.contains(&gate),
+        "src/lib.rs: `pub mod fuzzing;` is not under {gate}"
+    );
+
+    let graph = graph(&src());
+    assert!(graph.contains_key("fuzzing"), "the scan sees the module");
+    for (from, to) in &graph {
+        if let Some(file) = to.get("fuzzing").filter(|_| from != "fuzzing") {
+            panic!(
+                "{} names the fuzz targets outside the fuzzing feature",
+                file.display()
+            );
+        }
+    }
+    let main = read(&src().join("main.rs"));
+    assert!(
+        !main.contains("fuzzing"),
+        "src/main.rs names the fuzz targets"
+    );
+
+    let manifest: toml::Table = read(&root().join("Cargo.toml"))
+        .parse()
+        .expect("Cargo.toml");
+    let features = manifest["features"].as_table().expect("[features]");
+    assert!(features.contains_key("fuzzing"), "{features:?}");
+    let default = features.get("default").and_then(|d| d.as_array());
+    assert!(
+        !default.is_some_and(|d| d.iter().any(|f| f.as_str() == Some("fuzzing"))),
+        "the fuzzing feature is on by default"
+    );
+    let test_sh = read(&root().join("scripts/test.sh"));
+    assert!(
+        test_sh
+            .lines()
+            .any(|l| l.starts_with("cargo test") && l.contains("--features psprobe/fuzzing")),
+        "scripts/test.sh does not enable the fuzzing feature: CI would skip tests/fuzz_corpus.rs"
+    );
+
+    let core = root().join("crates/psprobe-core");
+    let mut files = Vec::new();
+    rust_files(&core.join("src"), &mut files);
+    rust_files(&core.join("benches"), &mut files);
+    for file in files {
+        for line in read(&file).lines() {
+            assert!(
+                !(line.contains("cfg") && line.contains("fuzzing")),
+                "{}: psprobe-core has fuzz-only code: {line}",
+                file.display()
+            );
+        }
+    }
+    let core_manifest = read(&core.join("Cargo.toml"));
+    assert!(
+        !core_manifest.contains("fuzzing"),
+        "crates/psprobe-core/Cargo.toml has a fuzz feature"
+    );
 }
 
 /// `name` -> the names of its dependencies, from Cargo.lock.

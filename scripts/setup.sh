@@ -30,4 +30,8 @@ if ! command -v cargo >/dev/null 2>&1; then
   echo "setup: cargo not found; install the Rust toolchain (https://rustup.rs) and run again" >&2
   exit 1
 fi
-cargo build --release --locked
+# scripts/test.sh builds with the test features itself (PSPROBE_SETUP_BUILD=0): a plain build
+# here would compile psprobe a second time.
+if [ "${PSPROBE_SETUP_BUILD:-1}" = 1 ]; then
+  cargo build --release --locked
+fi

@@ -4,7 +4,7 @@
 # The fuzzing feature builds the fuzz targets tests/fuzz_corpus.rs replays (left out without it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+PSPROBE_SETUP_BUILD=0 scripts/setup.sh
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 status=0

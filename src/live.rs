@@ -2,7 +2,8 @@
 //! to the in-memory phase list, the analysis is run again, and its estimates are published as
 //! Prometheus gauges (`psprobe_overhead_ratio{scenario,metric,baseline}` with `_ci_low` /
 //! `_ci_high`), so the interval can be watched tightening, and as the admin interface's
-//! `overhead` table.
+//! `overhead` table; an attribution's group costs likewise
+//! (`psprobe_attribution_ratio{group,metric}`, the admin's `attribution` table).
 //!
 //! Must not: run on the relay's path; it runs once per finished segment.
 
@@ -11,20 +12,35 @@ use std::sync::{Arc, RwLock};
 use prometheus::{GaugeVec, Opts, Registry};
 
 use crate::admin::OverheadRow;
+use crate::analysis::attribution::GroupEffect;
 use crate::analysis::{analyze_run, Options};
 use crate::phase_log::PhaseRecord;
 
 pub(crate) struct LiveResults {
     pub phases: Arc<RwLock<Vec<PhaseRecord>>>,
     pub overhead: Arc<RwLock<Vec<OverheadRow>>>,
+    /// An attribution's group costs (the admin's `attribution` table).
+    pub attribution: Arc<RwLock<Vec<GroupEffect>>>,
     baseline: Option<String>,
     ratio: GaugeVec,
     ci_low: GaugeVec,
     ci_high: GaugeVec,
+    group_ratio: GaugeVec,
+    group_low: GaugeVec,
+    group_high: GaugeVec,
 }
 
 fn gauge(registry: &Registry, name: &str, help: &str) -> prometheus::Result<GaugeVec> {
-    let g = GaugeVec::new(Opts::new(name, help), &["scenario", "metric", "baseline"])?;
+    gauge_with(registry, name, help, &["scenario", "metric", "baseline"])
+}
+
+fn gauge_with(
+    registry: &Registry,
+    name: &str,
+    help: &str,
+    labels: &[&str],
+) -> prometheus::Result<GaugeVec> {
+    let g = GaugeVec::new(Opts::new(name, help), labels)?;
     registry.register(Box::new(g.clone()))?;
     Ok(g)
 }
@@ -42,6 +58,15 @@ impl LiveResults {
             )?,
             ci_low: gauge(registry, "psprobe_overhead_ratio_ci_low", "Lower bound of the 95% interval of psprobe_overhead_ratio.")?,
             ci_high: gauge(registry, "psprobe_overhead_ratio_ci_high", "Upper bound of the 95% interval of psprobe_overhead_ratio.")?,
+            attribution: Arc::default(),
+            group_ratio: gauge_with(
+                registry,
+                "psprobe_attribution_ratio",
+                "An instrument group's main effect in an --attribute run: the change when the group is on, averaged over the other groups (throughput: negative is a loss).",
+                &["group", "metric"],
+            )?,
+            group_low: gauge_with(registry, "psprobe_attribution_ratio_ci_low", "Lower bound of the 95% interval of psprobe_attribution_ratio.", &["group", "metric"])?,
+            group_high: gauge_with(registry, "psprobe_attribution_ratio_ci_high", "Upper bound of the 95% interval of psprobe_attribution_ratio.", &["group", "metric"])?,
         })
     }
 
@@ -82,5 +107,20 @@ impl LiveResults {
             });
         }
         *self.overhead.write().unwrap_or_else(|e| e.into_inner()) = rows;
+        if let Some(a) = &analysis.attribution {
+            let mut effects = a.effects.clone();
+            effects.extend(a.base.iter().cloned());
+            for e in &effects {
+                let labels = [e.group.as_str(), e.metric.label()];
+                self.group_ratio
+                    .with_label_values(&labels)
+                    .set(e.effect.ratio);
+                if let (Some(lo), Some(hi)) = (e.effect.ci_low, e.effect.ci_high) {
+                    self.group_low.with_label_values(&labels).set(lo);
+                    self.group_high.with_label_values(&labels).set(hi);
+                }
+            }
+            *self.attribution.write().unwrap_or_else(|e| e.into_inner()) = effects;
+        }
     }
 }

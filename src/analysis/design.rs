@@ -27,10 +27,10 @@
 //! names).
 
 /// At most this many factors (groups) at once: 32 runs, about 8 s a replicate at 250 ms slots.
-pub const MAX_FACTORS: usize = 16;
+pub(crate) const MAX_FACTORS: usize = 16;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DesignError {
+pub(crate) enum DesignError {
     #[error("a design needs at least one group")]
     NoFactors,
     #[error("{0} groups at once: at most {MAX_FACTORS} (split them over two runs)")]
@@ -39,7 +39,7 @@ pub enum DesignError {
 
 /// A resolution IV (or better) two-level design with mirror pairs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Design {
+pub(crate) struct Design {
     /// Base factors: the design has `2^base` runs.
     base: u32,
     /// Factor `j`'s column: the base factors whose product gives its level (odd weight).
@@ -52,7 +52,7 @@ fn odd(x: u32) -> bool {
 
 impl Design {
     /// The minimum-aberration fold-over design for `factors` groups.
-    pub fn new(factors: usize) -> Result<Design, DesignError> {
+    pub(crate) fn new(factors: usize) -> Result<Design, DesignError> {
         if factors == 0 {
             return Err(DesignError::NoFactors);
         }
@@ -84,17 +84,17 @@ impl Design {
         Ok(Design { base, columns })
     }
 
-    pub fn factors(&self) -> usize {
+    pub(crate) fn factors(&self) -> usize {
         self.columns.len()
     }
 
     /// Runs in one complete replicate.
-    pub fn runs(&self) -> usize {
+    pub(crate) fn runs(&self) -> usize {
         1 << self.base
     }
 
     /// The factors on in run `run`: bit `j` for factor `j`.
-    pub fn point(&self, run: usize) -> u32 {
+    pub(crate) fn point(&self, run: usize) -> u32 {
         self.columns
             .iter()
             .enumerate()
@@ -103,18 +103,19 @@ impl Design {
     }
 
     /// Every run's factors on, by run.
-    pub fn points(&self) -> Vec<u32> {
+    #[cfg(test)]
+    pub(crate) fn points(&self) -> Vec<u32> {
         (0..self.runs()).map(|r| self.point(r)).collect()
     }
 
     /// The run with every factor flipped.
-    pub fn mirror(&self, run: usize) -> usize {
+    pub(crate) fn mirror(&self, run: usize) -> usize {
         run ^ (self.runs() - 1)
     }
 
     /// Each run with its mirror, the run with fewer factors on first (run 0, every group off,
     /// pairs with every group on).
-    pub fn mirror_pairs(&self) -> Vec<(usize, usize)> {
+    pub(crate) fn mirror_pairs(&self) -> Vec<(usize, usize)> {
         (0..self.runs())
             .filter(|&r| r < self.mirror(r))
             .map(|r| (r, self.mirror(r)))
@@ -122,7 +123,7 @@ impl Design {
     }
 
     /// The defining words: sets of factors (as masks) whose columns multiply to the identity.
-    pub fn words(&self) -> Vec<u32> {
+    pub(crate) fn words(&self) -> Vec<u32> {
         let base = self.base as usize;
         let generators: Vec<u32> = self
             .columns
@@ -143,12 +144,12 @@ impl Design {
     }
 
     /// Length of the shortest defining word; `None` for a full factorial (no word).
-    pub fn resolution(&self) -> Option<u32> {
+    pub(crate) fn resolution(&self) -> Option<u32> {
         self.words().iter().map(|w| w.count_ones()).min()
     }
 
     /// Number of words of length 3, 4, ... (the aberration criterion compares these in order).
-    pub fn wordlength_pattern(&self) -> Vec<usize> {
+    pub(crate) fn wordlength_pattern(&self) -> Vec<usize> {
         let mut pattern = vec![0; self.factors().saturating_sub(2).max(1)];
         for w in self.words() {
             let len = w.count_ones() as usize;
@@ -161,8 +162,9 @@ impl Design {
 
     /// The two-factor interactions grouped by alias chain: pairs `(a, b)` whose contrasts are
     /// the same column over the runs (only the chain's sum can be estimated), in a stable
-    /// order.
-    pub fn interaction_chains(&self) -> Vec<Vec<(usize, usize)>> {
+    /// order. (The analysis finds the chains from the points' names.)
+    #[cfg(test)]
+    pub(crate) fn interaction_chains(&self) -> Vec<Vec<(usize, usize)>> {
         let mut chains: std::collections::BTreeMap<u32, Vec<(usize, usize)>> =
             std::collections::BTreeMap::new();
         for a in 0..self.factors() {

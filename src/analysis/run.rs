@@ -11,13 +11,13 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::phase_log::group_names::{
-    point_groups, point_name, BASE_CHECK, NONE_POINT, POINT_PREFIX,
+    advice_name, point_groups, point_name, BASE_CHECK, NONE_POINT, POINT_PREFIX,
 };
 use crate::phase_log::{twin_name, SUFFIX};
 use crate::phase_log::{PhaseRecord, FAST, SLOW};
 
 use super::analyze_with;
-use super::attribution::{advise, attribute, Attribution, Recommendation};
+use super::attribution::{advise, attribute, Attribution, Prediction, Recommendation};
 use super::baseline::PFSOFF;
 use super::carryover::{profile, CarryoverProfile};
 use super::estimate::{Analysis, AnalysisError, Estimate, Metric, Options};
@@ -206,6 +206,10 @@ pub(crate) fn analyze_run(
         reference.as_deref(),
         options,
     );
+    let mut recommendation = recommendation;
+    if let (Some(r), Some(f)) = (recommendation.as_mut(), fast.as_ref()) {
+        r.confirmed = confirmed(f, &r.groups);
+    }
     Ok(RunAnalysis {
         level: options.level,
         fast,
@@ -216,6 +220,23 @@ pub(crate) fn analyze_run(
         attribution,
         recommendation,
         warnings,
+    })
+}
+
+/// The measured cost of the recommended groups, if the run confirmed exactly them (their
+/// `advice:` scenario against nothing instrumented).
+fn confirmed(fast: &Analysis, groups: &[String]) -> Option<Prediction> {
+    let e = fast.estimate(&advice_name(groups), Metric::Throughput)?;
+    if e.baseline != NONE_POINT {
+        return None;
+    }
+    // A throughput ratio r is a cost of -r; the interval flips.
+    Some(Prediction {
+        groups: groups.to_vec(),
+        predicted: -e.ratio,
+        ci_low: e.ci_high.map(|h| -h),
+        ci_high: e.ci_low.map(|l| -l),
+        n_segments: e.n_blocks,
     })
 }
 

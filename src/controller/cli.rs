@@ -10,7 +10,9 @@ use super::client::server::{ApplyReport, Controller};
 use super::error::ControllerError;
 use super::model::catalog::Catalog;
 use super::model::file::PsConfig;
+use super::model::groups::Groups;
 use super::model::scenario::Scenario;
+use super::model::setup_tables::SetupState;
 use super::model::snapshot::Snapshot;
 use super::paths;
 use super::show;
@@ -83,6 +85,24 @@ pub enum PsCommand {
         #[arg(long)]
         sql: bool,
     },
+    /// List the instrument groups `psprobe proxy --attribute` measures: name, what each turns
+    /// on (its instruments, enabled and timed, and its consumers; global and thread
+    /// instrumentation go with any group), description.
+    ///
+    /// Needs no server. User groups come from the [[group]] tables of --config:
+    ///   [[group]]
+    ///   name = "innodb_mutexes"
+    ///   consumers = ["events_waits_current"]
+    ///   instruments = ["wait/synch/mutex/innodb/%"]
+    Groups {
+        /// Also print the SQL that turns each group alone on.
+        #[arg(long)]
+        sql: bool,
+        /// Also count each group's rows on the server (needs the controller DSN): a group
+        /// with none is left out of an attribution there.
+        #[arg(long)]
+        server: bool,
+    },
     /// Show the server's flavour and version, whether PS is on, the consumers, the instruments
     /// per class, and which known scenario the current settings match.
     ///
@@ -135,8 +155,10 @@ pub fn run(args: &PsArgs) -> anyhow::Result<()> {
     crate::runtime::init_logging_from_env(None);
     let config = args.config.as_deref().map(PsConfig::load).transpose()?;
     let mut catalog = Catalog::builtin();
+    let mut groups = Groups::builtin();
     if let Some(c) = &config {
         catalog.add_toml(&c.text, &c.path)?;
+        groups.add_toml(&c.text, &c.path)?;
     }
     let warnings = crate::secrets::argv_warnings(std::env::args_os())
         .into_iter()
@@ -157,6 +179,15 @@ pub fn run(args: &PsArgs) -> anyhow::Result<()> {
     match &args.command {
         PsCommand::Scenarios { sql } => {
             print!("{}", show::scenarios(&ctx.catalog, *sql));
+            Ok(())
+        }
+        PsCommand::Groups { sql, server } => {
+            let state = if *server {
+                Some(crate::runtime::block_on_current_thread(ctx.read_state())?)
+            } else {
+                None
+            };
+            print!("{}", show::groups(&groups, *sql, state.as_ref()));
             Ok(())
         }
         PsCommand::Show { state_file } => block_on(ctx.show(state_file.as_deref())),
@@ -210,6 +241,18 @@ impl Context {
             .as_deref()
             .or_else(|| self.config.as_ref().and_then(|c| c.state_dir.as_deref()));
         paths::state_file(explicit, dir, dsn.host(), dsn.port())
+    }
+
+    /// Both setup tables as the server has them (no change).
+    async fn read_state(&self) -> anyhow::Result<SetupState> {
+        let dsn = self.dsn()?;
+        let mut ctl = Controller::connect(&dsn).await?;
+        let state = match ctl.require_ps() {
+            Ok(()) => ctl.read_state().await.map_err(anyhow::Error::from),
+            Err(e) => Err(e.into()),
+        };
+        ctl.disconnect().await;
+        state
     }
 
     async fn show(&self, state_file: Option<&Path>) -> anyhow::Result<()> {

@@ -1,4 +1,4 @@
-//! Text for `psprobe ps scenarios` and `psprobe ps show`. Pure functions over data, so the layout
+//! Text for `psprobe ps scenarios`, `psprobe ps groups` and `psprobe ps show`. Pure functions over data, so the layout
 //! is unit-tested without a server.
 
 use std::fmt::Write;
@@ -6,7 +6,8 @@ use std::path::Path;
 
 use super::client::server::ServerInfo;
 use super::model::catalog::Catalog;
-use super::model::scenario::Settings;
+use super::model::groups::{point_scenario, Groups, ALWAYS_WITH_A_GROUP};
+use super::model::scenario::{Settings, Source};
 use super::model::setup_tables::{yes_no, SetupState};
 use super::model::snapshot::Snapshot;
 
@@ -33,6 +34,67 @@ pub fn scenarios(catalog: &Catalog, sql: bool) -> String {
         };
         for line in lines {
             let _ = writeln!(out, "    {line}");
+        }
+    }
+    out
+}
+
+/// The instrument groups: name, what each turns on, description; with `sql`, the statements
+/// that turn that group alone on; with `server`, how many of the server's rows each turns on
+/// (a group with none is left out of an attribution there).
+pub fn groups(groups: &Groups, sql: bool, server: Option<&SetupState>) -> String {
+    let width = groups
+        .iter()
+        .map(|g| g.name.len())
+        .max()
+        .unwrap_or(4)
+        .max(5);
+    let mut out = format!(
+        "{:<width$}  SOURCE   DESCRIPTION
+",
+        "GROUP"
+    );
+    for g in groups.iter() {
+        let source = match g.source {
+            Source::File(_) => "config",
+            _ => "builtin",
+        };
+        let _ = writeln!(out, "{:<width$}  {source:<7}  {}", g.name, g.description);
+        let _ = writeln!(
+            out,
+            "    instruments (enabled and timed): {}",
+            if g.instruments.is_empty() {
+                "-".to_string()
+            } else {
+                g.instruments.join(", ")
+            }
+        );
+        let _ = writeln!(
+            out,
+            "    consumers: {}{}",
+            g.consumers.join(", "),
+            if g.consumers.is_empty() {
+                ALWAYS_WITH_A_GROUP.join(", ")
+            } else {
+                format!(" (and {})", ALWAYS_WITH_A_GROUP.join(", "))
+            }
+        );
+        if let Some(state) = server {
+            let (consumers, instruments) = g.rows_on(state);
+            let _ = writeln!(
+                out,
+                "    on this server: {instruments} instrument(s), {consumers} consumer(s){}",
+                if (consumers, instruments) == (0, 0) {
+                    ": none of its rows; an attribution leaves it out"
+                } else {
+                    ""
+                }
+            );
+        }
+        if sql {
+            for q in point_scenario(&[g]).sql().unwrap_or_default() {
+                let _ = writeln!(out, "    {q};");
+            }
         }
     }
     out

@@ -275,8 +275,8 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot copy the phase log to {}", kept_log.display()))?;
     let _ = std::fs::copy(&sysbench_out, output.with_extension("sysbench.txt"));
     println!("demo: phase log {}", kept_log.display());
-    let phases = crate::phase_log::read_phases(&kept_log)
+    let log = crate::phase_log::read_log(&kept_log)
         .with_context(|| format!("cannot read the phase log {}", kept_log.display()))?;
-    crate::report::write_demo_report(&phases, &output)?;
+    crate::report::write_demo_report(&log.phases, &log.runs, &output)?;
     Ok(())
 }

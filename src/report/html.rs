@@ -17,7 +17,17 @@ fn tables_from_markdown(md: &str) -> String {
     let mut out = String::new();
     let mut in_table = false;
     let mut header = true;
+    let mut in_code = false;
     for line in md.lines() {
+        if line.starts_with("```") {
+            out.push_str(if in_code { "</pre>" } else { "<pre>" });
+            in_code = !in_code;
+            continue;
+        }
+        if in_code {
+            let _ = writeln!(out, "{}", escape(line));
+            continue;
+        }
         if let Some(row) = line.strip_prefix('|') {
             if line.starts_with("| ---") || line.starts_with("| :") {
                 continue;
@@ -197,10 +207,16 @@ pub(super) fn html(r: &Report) -> String {
             .collect::<Vec<_>>(),
         &[],
     );
+    let groups = r
+        .analysis
+        .attribution
+        .as_ref()
+        .map(super::attribution::chart)
+        .unwrap_or_default();
     let carryover = carryover_chart(r).unwrap_or_default();
     let throughput = throughput_chart(r);
     format!(
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>psprobe report</title><style>{STYLE}</style></head><body><h1>performance_schema overhead</h1>{charts}{body}{carryover}{distribution}{throughput}</body></html>\n",
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>psprobe report</title><style>{STYLE}</style></head><body><h1>performance_schema overhead</h1>{groups}{charts}{body}{carryover}{distribution}{throughput}</body></html>\n",
         body = tables_from_markdown(&markdown(r).replacen("# performance_schema overhead\n", "", 1)),
     )
 }

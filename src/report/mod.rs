@@ -4,6 +4,7 @@
 //!
 //! Must not: compute estimates itself (that is `analysis`) or talk to a server.
 
+mod attribution;
 mod html;
 mod merge;
 mod model;
@@ -17,7 +18,7 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 
 use crate::analysis::{analyze_run, Options};
-use crate::phase_log::{parse_log, PhaseRecord};
+use crate::phase_log::{parse_log, PhaseRecord, RunRecord};
 
 pub use model::{build, Interval, Report};
 pub use text::headline_markdown;
@@ -52,6 +53,14 @@ pub struct ReportArgs {
     /// and 0.999. At 0.95 a scenario with no real effect is called significant 5% of the time.
     #[arg(long, value_name = "LEVEL", default_value_t = 0.95, value_parser = parse_level)]
     pub confidence: f64,
+    /// For a log of `psprobe proxy --attribute`: recommend the richest set of instrument
+    /// groups whose predicted throughput cost, at the upper end of its interval, stays within
+    /// P percent [default: the run's --budget, if it had one].
+    #[arg(long, value_name = "P")]
+    pub budget: Option<f64>,
+    /// With --budget: groups the recommendation must hold [default: the run's --need].
+    #[arg(long, value_delimiter = ',', value_name = "GROUP,...")]
+    pub need: Vec<String>,
 }
 
 fn parse_level(s: &str) -> Result<f64, String> {
@@ -93,16 +102,44 @@ pub fn render(report: &Report, format: Format) -> anyhow::Result<String> {
 }
 
 pub fn report_of(phases: &[PhaseRecord], baseline: Option<&str>) -> anyhow::Result<Report> {
-    report_at(phases, baseline, &Options::default())
+    report_at(phases, &[], baseline, &Options::default())
+}
+
+/// The report of a run: its phases analysed, and what its run records say (an attribution's
+/// groups, its budget and needs when `options` gives none).
+pub fn report_of_run(
+    phases: &[PhaseRecord],
+    runs: &[RunRecord],
+    baseline: Option<&str>,
+) -> anyhow::Result<Report> {
+    report_at(phases, runs, baseline, &Options::default())
 }
 
 fn report_at(
     phases: &[PhaseRecord],
+    runs: &[RunRecord],
     baseline: Option<&str>,
     options: &Options,
 ) -> anyhow::Result<Report> {
-    let analysis = analyze_run(phases, baseline, options)?;
-    Ok(build(analysis, phases))
+    let mut options = options.clone();
+    if options.budget.is_none() {
+        if let Some(plan) = runs.iter().find_map(|r| r.attribution.as_ref()) {
+            options.budget = plan.budget;
+            if options.need.is_empty() {
+                options.need = plan.need.clone();
+            }
+        }
+    }
+    if options.budget.is_none() && !options.need.is_empty() {
+        anyhow::bail!("--need goes with --budget (the throughput percent the advice may spend)");
+    }
+    let mut analysis = analyze_run(phases, baseline, &options)?;
+    if let Some(r) = analysis.recommendation.as_mut() {
+        attribution::complete(r, runs);
+    }
+    let mut report = build(analysis, phases);
+    report.runs = runs.to_vec();
+    Ok(report)
 }
 
 /// Every log named on the command line: files, the *.jsonl files of directories, stdin.
@@ -144,12 +181,23 @@ fn read_logs(paths: &[PathBuf]) -> anyhow::Result<Vec<merge::NamedLog>> {
 pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
     let logs = read_logs(&args.phase_logs)?;
     let traffic = traffic::sum(&logs);
+    let runs: Vec<RunRecord> = logs
+        .iter()
+        .flat_map(|l| l.contents.runs.iter().cloned())
+        .collect();
     let phases = merge::merge(logs)?;
+    if let Some(p) = args.budget {
+        if !(p > 0.0 && p <= 100.0) {
+            anyhow::bail!("--budget {p}: give the percent of throughput you accept to lose, more than 0 and at most 100 (e.g. 2)");
+        }
+    }
     let options = Options {
         level: args.confidence,
+        budget: args.budget,
+        need: args.need.clone(),
         ..Options::default()
     };
-    let mut report = report_at(&phases, args.baseline.as_deref(), &options)?;
+    let mut report = report_at(&phases, &runs, args.baseline.as_deref(), &options)?;
     report.traffic = traffic;
     let text = render(&report, format_of(args))?;
     match &args.output {
@@ -161,8 +209,12 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
 }
 
 /// `psprobe demo`'s ending: the HTML report to `output`, the headline table to stdout.
-pub fn write_demo_report(phases: &[PhaseRecord], output: &Path) -> anyhow::Result<()> {
-    let report = report_of(phases, None)?;
+pub fn write_demo_report(
+    phases: &[PhaseRecord],
+    runs: &[RunRecord],
+    output: &Path,
+) -> anyhow::Result<()> {
+    let report = report_of_run(phases, runs, None)?;
     std::fs::write(output, html::html(&report))
         .with_context(|| format!("cannot write {}", output.display()))?;
     println!("\n{}", headline_markdown(&report));

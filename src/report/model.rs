@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::analysis::{Analysis, Estimate, Metric, RunAnalysis};
+use crate::phase_log::group_names::{point_groups, BASE_CHECK};
 use crate::phase_log::PhaseRecord;
 use crate::stats::histogram::bucket_value_ns;
 
@@ -109,6 +110,9 @@ pub struct Report {
     /// Latency distribution per scenario: (latency ms, cumulative fraction) points.
     #[serde(skip)]
     pub distributions: Vec<(String, Vec<(f64, f64)>)>,
+    /// The run records of the logs (an attribution's group definitions).
+    #[serde(skip)]
+    pub runs: Vec<crate::phase_log::RunRecord>,
 }
 
 impl Report {
@@ -224,7 +228,9 @@ pub fn build(analysis: RunAnalysis, phases: &[PhaseRecord]) -> Report {
     }
     let mut digests = Vec::new();
     for ((scenario, digest), (text, timed, sum)) in &per {
-        if *scenario == baseline || *timed == 0 {
+        // An attribution's design points have their own per-digest breakdown.
+        let design_point = point_groups(scenario).is_some() || scenario == BASE_CHECK;
+        if *scenario == baseline || *timed == 0 || design_point {
             continue;
         }
         let Some((_, b_timed, b_sum)) = per.get(&(baseline.clone(), digest.clone())) else {
@@ -284,6 +290,7 @@ pub fn build(analysis: RunAnalysis, phases: &[PhaseRecord]) -> Report {
             .unwrap_or(1),
         traffic: None,
         distributions: Vec::new(),
+        runs: Vec::new(),
     };
     report.distributions = report
         .scenarios()

@@ -217,6 +217,12 @@ pub(super) fn markdown(r: &Report) -> String {
         warnings(&mut s, analysis);
         s.push('\n');
     }
+    if let Some(attribution) = &a.attribution {
+        super::attribution::markdown(&mut s, attribution, &r.runs);
+    }
+    if let Some(recommendation) = &a.recommendation {
+        super::attribution::recommendation_markdown(&mut s, recommendation);
+    }
     for w in &a.warnings {
         let _ = writeln!(s, "\n> warning: {w}");
     }
@@ -376,6 +382,20 @@ pub(super) fn csv(r: &Report) -> String {
     s
 }
 
+/// The report as JSON. An attribution's group costs are `analysis.attribution` (a list of
+/// objects with `group`, `metric`, `ratio`, `ci_low`, `ci_high`, like the estimates), the rest
+/// of it (base, all on, interactions, additivity, digests) `analysis.attribution_details`.
 pub(super) fn json(r: &Report) -> anyhow::Result<String> {
-    Ok(serde_json::to_string_pretty(r)?)
+    let mut value = serde_json::to_value(r)?;
+    if let Some(analysis) = value.get_mut("analysis").and_then(|a| a.as_object_mut()) {
+        if let Some(mut details) = analysis.remove("attribution").filter(|d| !d.is_null()) {
+            let effects = details
+                .as_object_mut()
+                .and_then(|d| d.remove("effects"))
+                .unwrap_or_default();
+            analysis.insert("attribution".into(), effects);
+            analysis.insert("attribution_details".into(), details);
+        }
+    }
+    Ok(serde_json::to_string_pretty(&value)?)
 }

@@ -30,6 +30,7 @@ use crate::controller::client::leadership::PhaseRow;
 use crate::controller::error::Result;
 use crate::controller::model::scenario::Settings;
 use crate::controller::model::startup;
+use crate::phase_log::group_names::{point_name, NONE_POINT};
 use crate::phase_log::{PhaseLog, PhaseRecord, FAST, SLOW};
 
 /// Not measured before each switch: statements started there would be slowed by it.
@@ -70,6 +71,8 @@ pub(crate) struct Leader<'a, S: LeadServer> {
     pub switch_estimate: Duration,
     pub started: Instant,
     pub warned_long_carryover: bool,
+    /// The phase number the next slot takes (a confirmation goes on from there).
+    pub next_phase: u64,
 }
 
 /// A stop was requested (the step did not complete).
@@ -84,6 +87,9 @@ impl<S: LeadServer> Leader<'_, S> {
                 precise: self.precise,
             };
             let step = timeline.next(progress);
+            if let Step::Fast { phase, .. } | Step::Slow { phase, .. } = step {
+                self.next_phase = phase + 1;
+            }
             let outcome = match step {
                 Step::Fast {
                     scenario,
@@ -160,8 +166,7 @@ impl<S: LeadServer> Leader<'_, S> {
         let fast = self.timeline_fast_count();
         let segments = self.fast_records.len() / fast.max(1);
         if self.s.settle.is_none() && segments >= PROFILE_AFTER_SEGMENTS {
-            let baseline = &self.fast_records[0].scenario;
-            if let Some(p) = carryover::profile(&self.fast_records, baseline, BIN_MS) {
+            if let Some(p) = self.carryover() {
                 let most = (self.s.phase / 2).max(Duration::from_millis(BIN_MS));
                 let settle = Duration::from_millis(p.suggested_settle_ms).min(most);
                 if settle != self.settle {
@@ -200,6 +205,24 @@ impl<S: LeadServer> Leader<'_, S> {
                 }
             }
         }
+    }
+
+    /// The carryover profile of this run's fast records: against the first scenario, or for an
+    /// attribution, its largest switch (nothing instrumented to every group on).
+    fn carryover(&self) -> Option<carryover::CarryoverProfile> {
+        let Some(plan) = &self.s.attribution else {
+            let baseline = &self.fast_records.first()?.scenario;
+            return carryover::profile(&self.fast_records, baseline, BIN_MS);
+        };
+        let names: Vec<&str> = plan.groups.iter().map(|g| g.name.as_str()).collect();
+        let all_on = point_name(&names);
+        let pair: Vec<PhaseRecord> = self
+            .fast_records
+            .iter()
+            .filter(|r| r.scenario == NONE_POINT || r.scenario == all_on)
+            .cloned()
+            .collect();
+        carryover::profile(&pair, NONE_POINT, BIN_MS)
     }
 
     fn timeline_fast_count(&self) -> usize {

@@ -173,6 +173,7 @@ fn run(script: &mut Script, slow: bool, stop: watch::Receiver<bool>) -> Ran {
             switch_estimate: Duration::from_millis(1),
             started: Instant::now(),
             warned_long_carryover: false,
+            next_phase: 0,
         };
         leader.run(Timeline::new(s.timeline(), 0, 0)).await
     });

@@ -7,6 +7,7 @@
 
 pub mod args;
 pub mod attribution;
+pub(crate) mod confirm;
 pub mod follow;
 pub(crate) mod follow_server;
 pub mod lead;

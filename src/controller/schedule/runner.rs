@@ -561,8 +561,79 @@ async fn lead_schedule(
         switch_estimate: Duration::from_millis(5),
         started: Instant::now(),
         warned_long_carryover: false,
+        next_phase: first_phase,
     };
-    leader.run(timeline).await
+    if !leader.run(timeline).await? {
+        return Ok(false);
+    }
+    let Some((confirm, note)) = super::confirm::plan(s, &leader.fast_records) else {
+        return Ok(true);
+    };
+    tracing::info!("{note}");
+    // The same connections, beat, tracker and log; the confirmation's two scenarios, in
+    // segments numbered on from the design's.
+    let next_segment = leader.fast_records.iter().map(|r| r.block + 1).max();
+    let next_phase = leader.next_phase;
+    let Leader {
+        server,
+        observer,
+        tracker,
+        log,
+        stop,
+        mode,
+        settle,
+        ..
+    } = leader;
+    let LiveServer {
+        ctl,
+        lead,
+        heartbeat,
+        switcher,
+        snapshot,
+        ..
+    } = server;
+    let mut ids = Vec::new();
+    for name in &confirm.scenarios {
+        ids.push(
+            observer
+                .scenarios
+                .intern(name)
+                .map_err(|e| ControllerError::Config {
+                    path: PathBuf::from("--confirm"),
+                    reason: e.to_string(),
+                })?,
+        );
+    }
+    let timeline = confirm.timeline();
+    let first_block = next_segment.unwrap_or(0) * timeline.blocks_per_segment();
+    let mut second = Leader {
+        s: &confirm,
+        server: LiveServer {
+            s: &confirm,
+            ctl,
+            lead,
+            heartbeat,
+            switcher,
+            snapshot,
+        },
+        ids: &ids,
+        observer,
+        tracker,
+        log,
+        stop,
+        mode,
+        settle,
+        fast_records: Vec::new(),
+        precise: false,
+        last_fast: None,
+        switch_estimate: Duration::from_millis(5),
+        started: Instant::now(),
+        warned_long_carryover: false,
+        next_phase,
+    };
+    second
+        .run(Timeline::new(timeline, first_block, next_phase))
+        .await
 }
 
 /// Connects anew in place of `lead` and `ctl` (the old connections may have been ended by the

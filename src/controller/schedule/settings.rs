@@ -16,6 +16,7 @@ use crate::controller::model::catalog::Catalog;
 use crate::phase_log::PhaseRecord;
 
 /// Everything the controller runs with, validated by the config layer.
+#[derive(Clone)]
 pub struct ControllerSettings {
     pub dsn: ControllerDsn,
     pub catalog: Catalog,

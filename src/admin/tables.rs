@@ -189,18 +189,9 @@ pub trait AdminData: Send + Sync + 'static {
 
 use ColumnKind::{Any, Float, Int, Text};
 
-pub const DIGEST_COLUMNS: &[Column] = &[
-    col(
-        "scenario",
-        Text,
-        "scenario in effect when the command started",
-    ),
-    col(
-        "digest",
-        Text,
-        "digest id: 16 hex digits (see docs/fingerprint.md)",
-    ),
-    col("digest_text", Text, "the fingerprint, cut at 1024 bytes"),
+/// The statistics of one aggregate of finished commands, after the key columns of the
+/// `digests` and `commands` tables; [`stats_values`] fills them.
+const STATS_COLUMNS: [Column; 9] = [
     col("count", Int, "commands finished"),
     col("errors", Int, "commands answered with ERR"),
     col("rows_sent", Int, "rows of result sets"),
@@ -216,31 +207,47 @@ pub const DIGEST_COLUMNS: &[Column] = &[
     col("max_ms", Float, "highest latency, milliseconds"),
 ];
 
-pub const COMMAND_COLUMNS: &[Column] = &[
+/// `keys` then [`STATS_COLUMNS`]; `N` is their sum (checked when the constant is evaluated,
+/// that is at compile time).
+const fn with_stats<const K: usize, const N: usize>(keys: [Column; K]) -> [Column; N] {
+    assert!(
+        N == K + STATS_COLUMNS.len(),
+        "N must be K + STATS_COLUMNS.len()"
+    );
+    let mut all = [STATS_COLUMNS[0]; N];
+    let mut i = 0;
+    while i < N {
+        all[i] = if i < K { keys[i] } else { STATS_COLUMNS[i - K] };
+        i += 1;
+    }
+    all
+}
+
+/// The scenario a `digests` or `commands` row counts under.
+const SCENARIO_KEY: Column = col(
+    "scenario",
+    Text,
+    "scenario in effect when the command started",
+);
+
+pub const DIGEST_COLUMNS: &[Column] = &with_stats::<3, 12>([
+    SCENARIO_KEY,
     col(
-        "scenario",
+        "digest",
         Text,
-        "scenario in effect when the command started",
+        "digest id: 16 hex digits (see docs/fingerprint.md)",
     ),
+    col("digest_text", Text, "the fingerprint, cut at 1024 bytes"),
+]);
+
+pub const COMMAND_COLUMNS: &[Column] = &with_stats::<2, 11>([
+    SCENARIO_KEY,
     col(
         "command",
         Text,
         "command kind, as the `command` label of psprobe_commands_total",
     ),
-    col("count", Int, "commands finished"),
-    col("errors", Int, "commands answered with ERR"),
-    col("rows_sent", Int, "rows of result sets"),
-    col("rows_affected", Int, "affected rows of OK packets"),
-    col("mean_ms", Float, "mean latency, milliseconds"),
-    col(
-        "p50_ms",
-        Float,
-        "median latency, milliseconds (log buckets, within 2.5%)",
-    ),
-    col("p95_ms", Float, "95th percentile latency, milliseconds"),
-    col("p99_ms", Float, "99th percentile latency, milliseconds"),
-    col("max_ms", Float, "highest latency, milliseconds"),
-];
+]);
 
 pub const PHASE_COLUMNS: &[Column] = &[
     col(
@@ -373,9 +380,9 @@ fn ns_to_ms(ns: f64) -> f64 {
 /// Command kinds counted as statements in the `phases` and `scenarios` tables.
 const STATEMENT_COMMANDS: [&str; 2] = ["query", "stmt_execute"];
 
-/// Count, errors, rows, latency mean / quantiles / max of one aggregate (the columns shared by
-/// `digests` and `commands`).
-fn latency_values(stats: &DigestStats) -> [Value; 9] {
+/// The values of [`STATS_COLUMNS`] of one aggregate: count, errors, rows, latency mean /
+/// quantiles / max.
+fn stats_values(stats: &DigestStats) -> [Value; STATS_COLUMNS.len()] {
     let quantile = |q| stats.quantile_ns(q).map(ns_to_ms);
     let max = (stats.timed > 0).then(|| ns_to_ms(stats.latency_max_ns as f64));
     [
@@ -394,14 +401,14 @@ fn latency_values(stats: &DigestStats) -> [Value; 9] {
 /// The `digests` row of one (scenario, digest) aggregate.
 pub fn digest_row(scenario: &str, digest: &str, text: &str, stats: &DigestStats) -> Row {
     let mut row = vec![scenario.into(), digest.into(), text.into()];
-    row.extend(latency_values(stats));
+    row.extend(stats_values(stats));
     row
 }
 
 /// The `commands` row of one (scenario, command kind) aggregate.
 pub fn command_row(scenario: &str, command: CommandKind, stats: &DigestStats) -> Row {
     let mut row = vec![scenario.into(), command.label().into()];
-    row.extend(latency_values(stats));
+    row.extend(stats_values(stats));
     row
 }
 
@@ -804,6 +811,28 @@ mod tests {
             &scenario_row(0, "none", true, &ScenarioTotals::default()),
         );
         check_row(Table::Status, &status_row("version", "1"));
+    }
+
+    /// What clients see of the shared statistics columns: keys first, then the nine.
+    #[test]
+    fn digests_and_commands_end_in_the_statistics_columns() {
+        let names = |t: Table| t.columns().iter().map(|c| c.name).collect::<Vec<_>>();
+        let stats = [
+            "count",
+            "errors",
+            "rows_sent",
+            "rows_affected",
+            "mean_ms",
+            "p50_ms",
+            "p95_ms",
+            "p99_ms",
+            "max_ms",
+        ];
+        let digest = [&["scenario", "digest", "digest_text"][..], &stats].concat();
+        let command = [&["scenario", "command"][..], &stats].concat();
+        assert_eq!(names(Table::Digests), digest);
+        assert_eq!(names(Table::Commands), command);
+        assert_eq!(DIGEST_COLUMNS[0], COMMAND_COLUMNS[0]);
     }
 
     #[test]

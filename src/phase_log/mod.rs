@@ -31,6 +31,9 @@ mod block_order;
 mod naming;
 mod traffic;
 
+#[cfg(test)]
+mod format_tests;
+
 pub use block_order::block_order;
 pub use naming::{twin_name, SUFFIX};
 pub use traffic::{traffic_between, TrafficRecord, TRAFFIC};

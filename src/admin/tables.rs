@@ -384,12 +384,13 @@ const STATEMENT_COMMANDS: [&str; 2] = ["query", "stmt_execute"];
 /// quantiles / max.
 fn stats_values(stats: &DigestStats) -> [Value; STATS_COLUMNS.len()] {
     let quantile = |q| stats.quantile_ns(q).map(ns_to_ms);
-    let max = (stats.timed > 0).then(|| ns_to_ms(stats.latency_max_ns as f64));
+    let t = &stats.totals;
+    let max = (t.timed > 0).then(|| ns_to_ms(t.latency_max_ns as f64));
     [
-        stats.count.into(),
-        stats.errors.into(),
-        stats.rows_sent.into(),
-        stats.rows_affected.into(),
+        t.count.into(),
+        t.errors.into(),
+        t.rows_sent.into(),
+        t.rows_affected.into(),
         stats.mean_ns().map(ns_to_ms).into(),
         quantile(0.5).into(),
         quantile(0.95).into(),
@@ -423,12 +424,12 @@ pub fn phase_row(record: &PhaseRecord) -> Row {
                 .is_some_and(|c| STATEMENT_COMMANDS.contains(&c))
         })
         .collect();
-    let count: u64 = statements.iter().map(|a| a.count).sum();
-    let errors: u64 = statements.iter().map(|a| a.errors).sum();
-    let timed: u64 = statements.iter().map(|a| a.timed).sum();
+    let count: u64 = statements.iter().map(|a| a.totals.count).sum();
+    let errors: u64 = statements.iter().map(|a| a.totals.errors).sum();
+    let timed: u64 = statements.iter().map(|a| a.totals.timed).sum();
     let latency_sum_ns: u64 = statements
         .iter()
-        .fold(0u64, |sum, a| sum.saturating_add(a.latency_sum_ns));
+        .fold(0u64, |sum, a| sum.saturating_add(a.totals.latency_sum_ns));
     let seconds = record.measured_ms() as f64 / 1000.0;
     let qps = (seconds > 0.0).then(|| count as f64 / seconds);
     let mean_ms = (timed > 0).then(|| ns_to_ms(latency_sum_ns as f64 / timed as f64));
@@ -580,7 +581,11 @@ impl ObserverData {
         let mut entries: Vec<_> = store.entries.iter().collect();
         // Busiest first; ties in a stable order.
         entries.sort_by(|((sa, da), a), ((sb, db), b)| {
-            b.count.cmp(&a.count).then(sa.cmp(sb)).then(da.0.cmp(&db.0))
+            b.totals
+                .count
+                .cmp(&a.totals.count)
+                .then(sa.cmp(sb))
+                .then(da.0.cmp(&db.0))
         });
         entries
             .into_iter()
@@ -606,10 +611,10 @@ impl ObserverData {
         let mut totals: HashMap<ScenarioId, ScenarioTotals> = HashMap::new();
         for ((scenario, kind), stats) in &store.commands {
             let t = totals.entry(*scenario).or_default();
-            t.commands += stats.count;
-            t.errors += stats.errors;
+            t.commands += stats.totals.count;
+            t.errors += stats.totals.errors;
             if STATEMENT_COMMANDS.contains(&kind.label()) {
-                t.statements += stats.count;
+                t.statements += stats.totals.count;
             }
         }
         let all = scenarios.all();
@@ -633,7 +638,7 @@ impl ObserverData {
     fn status(&self, store: &StoreSnapshot) -> Vec<Row> {
         let observer = &self.observer;
         let metrics = &observer.metrics;
-        let commands: u64 = store.commands.values().map(|s| s.count).sum();
+        let commands: u64 = store.commands.values().map(|s| s.totals.count).sum();
         let scenario = observer.scenarios.name(observer.scenarios.current());
         vec![
             status_row("uptime_seconds", self.started.elapsed().as_secs()),
@@ -773,14 +778,13 @@ mod tests {
                 command: Some("query".into()),
                 digest: None,
                 text: None,
-                count: 100,
-                errors: 2,
-                rows_sent: 0,
-                rows_affected: 0,
-                timed: 100,
-                latency_sum_ns: 200_000_000,
-                latency_min_ns: 0,
-                latency_max_ns: 0,
+                totals: crate::stats::Totals {
+                    count: 100,
+                    errors: 2,
+                    timed: 100,
+                    latency_sum_ns: 200_000_000,
+                    ..Default::default()
+                },
                 histogram: vec![],
             }],
             digests: vec![],

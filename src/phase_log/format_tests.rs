@@ -30,6 +30,25 @@ fn a_version_2_phase_record_is_read_and_written_exactly() {
     let phases = parse_log(VERSION_2_PHASE).phases;
     assert_eq!(phases.len(), 1);
     assert_eq!(serde_json::to_string(&phases[0]).unwrap(), VERSION_2_PHASE);
+    let rest = &phases[0].digests[1];
+    assert_eq!(
+        (rest.digest.as_deref(), rest.text.as_deref()),
+        (None, Some(REST))
+    );
+    assert_eq!(
+        rest.totals,
+        Totals {
+            count: 2,
+            errors: 1,
+            rows_sent: 4,
+            rows_affected: 3,
+            timed: 1,
+            latency_sum_ns: 4_000_000,
+            latency_min_ns: 500_000,
+            latency_max_ns: 2_000_000,
+        }
+    );
+    assert_eq!(rest.histogram, vec![(151, 1)]);
 }
 
 /// Every line of a version-1 log (tests/data/phases-v1.jsonl, written by psprobe 0.1) reads

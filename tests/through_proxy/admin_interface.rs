@@ -20,7 +20,7 @@ use psprobe::phase_log::{Aggregate, PhaseRecord};
 use psprobe::protocol::CommandKind;
 use psprobe::record::{ConnectionRecorder, Observer};
 use psprobe::session::{CommandFinished, CommandStarted, EventSink, Outcome, Statement};
-use psprobe::stats::{DigestStore, Scenarios};
+use psprobe::stats::{DigestStore, Scenarios, Totals};
 
 use common::cli::run_with_timeout;
 
@@ -553,14 +553,13 @@ fn observer_data_serves_recorded_statistics() {
         command: Some(command.to_string()),
         digest: None,
         text: None,
-        count,
-        errors: 2,
-        rows_sent: 0,
-        rows_affected: 0,
-        timed: count,
-        latency_sum_ns,
-        latency_min_ns: 0,
-        latency_max_ns: 0,
+        totals: Totals {
+            count,
+            errors: 2,
+            timed: count,
+            latency_sum_ns,
+            ..Totals::default()
+        },
         histogram: vec![],
     };
     phases.write().unwrap().push(PhaseRecord {

@@ -1,11 +1,13 @@
 //! Rate-limited log lines, for events a peer can repeat as fast as it likes (refused logins,
-//! accept failures): the first occurrence is logged at once; later ones within the interval are
-//! only counted, and the count goes into the next line (or into [`RateLimited::take_overdue`],
-//! called from a periodic tick, so a burst that stops is still reported).
+//! accept failures while out of file descriptors, refused clients, slowloris timeouts): the
+//! first occurrence is logged at once; later ones within the interval are only counted, and the
+//! count goes into the next line (or into [`RateLimited::take_overdue`], called from a periodic
+//! tick, so a burst that stops is still reported). The proxy, the admin interface and the
+//! metrics endpoint share it.
 //!
 //! Must not: drop the count of what it left out.
 
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 #[derive(Debug)]
@@ -34,7 +36,8 @@ impl RateLimited {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        // The state is two plain numbers, valid whatever a panicking holder left.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// One occurrence now: `Some(n)` when it is to be logged (`n` occurrences were suppressed
@@ -43,12 +46,10 @@ impl RateLimited {
         self.check_at(Instant::now())
     }
 
+    /// [`RateLimited::check`] at `now`.
     pub(crate) fn check_at(&self, now: Instant) -> Option<u64> {
         let mut state = self.lock();
-        let due = state
-            .last
-            .is_none_or(|last| now.saturating_duration_since(last) >= self.interval);
-        if due {
+        if self.due(&state, now) {
             state.last = Some(now);
             Some(std::mem::take(&mut state.suppressed))
         } else {
@@ -61,16 +62,29 @@ impl RateLimited {
     /// passed (they are then reported, and the interval starts again).
     pub(crate) fn take_overdue(&self, now: Instant) -> Option<u64> {
         let mut state = self.lock();
-        let overdue = state.suppressed > 0
-            && state
-                .last
-                .is_none_or(|last| now.saturating_duration_since(last) >= self.interval);
-        if overdue {
+        if state.suppressed > 0 && self.due(&state, now) {
             state.last = Some(now);
             Some(std::mem::take(&mut state.suppressed))
         } else {
             None
         }
+    }
+
+    /// A line may be written at `now`: none yet, or the last one an interval ago.
+    fn due(&self, state: &State, now: Instant) -> bool {
+        state
+            .last
+            .is_none_or(|last| now.saturating_duration_since(last) >= self.interval)
+    }
+}
+
+/// " (N more like it since the last line)" when lines were left out, for the end of a line
+/// [`RateLimited::check`] allowed.
+pub(crate) fn more(suppressed: u64) -> String {
+    if suppressed == 0 {
+        String::new()
+    } else {
+        format!(" ({suppressed} more like it since the last line)")
     }
 }
 
@@ -101,5 +115,27 @@ mod tests {
         assert_eq!(limit.take_overdue(t0 + Duration::from_millis(500)), None);
         assert_eq!(limit.take_overdue(t0 + Duration::from_secs(1)), Some(2));
         assert_eq!(limit.take_overdue(t0 + Duration::from_secs(5)), None);
+    }
+
+    /// The proxy's floods (accept errors, refusals, handshake timeouts): one line a second,
+    /// each with the count left out since the one before, the count starting again after it.
+    #[test]
+    fn one_line_per_interval_with_the_count_left_out() {
+        let limit = RateLimited::new(Duration::from_secs(1));
+        let start = Instant::now();
+        let at = |ms| start + Duration::from_millis(ms);
+        assert_eq!(limit.check_at(at(0)), Some(0));
+        let within: Vec<_> = (1..=40).map(|i| limit.check_at(at(i * 20))).collect();
+        assert!(within.iter().all(Option::is_none), "{within:?}");
+        assert_eq!(limit.check_at(at(1000)), Some(40));
+        assert_eq!(limit.check_at(at(1500)), None);
+        assert_eq!(limit.check_at(at(2000)), Some(1));
+        assert_eq!(limit.check_at(at(9000)), Some(0));
+    }
+
+    #[test]
+    fn more_says_nothing_when_nothing_was_left_out() {
+        assert_eq!(more(0), "");
+        assert_eq!(more(3), " (3 more like it since the last line)");
     }
 }

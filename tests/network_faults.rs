@@ -7,8 +7,8 @@
 //! Sizes come from the environment so that scripts/stress-faults.sh can run the same cases at
 //! full length: PSPROBE_FAULTS_RUN_SECS (sysbench run under the fault, default 8),
 //! PSPROBE_FAULTS_THREADS (default 8), PSPROBE_FAULTS_OUTAGE_SECS (link down, default 3).
-//! Each case prints one `FIGURES` line. Without root, iproute2 or /dev/net/tun the tests
-//! print why and skip.
+//! Each case prints one `FIGURES` line. Without root or /dev/net/tun (a container may deny
+//! them) the tests print why and skip; without iproute2 (scripts/setup.sh installs it) they fail.
 
 mod common;
 #[path = "network_faults/fleet.rs"]

@@ -190,18 +190,9 @@ pub trait AdminData: Send + Sync + 'static {
 
 use ColumnKind::{Any, Float, Int, Text};
 
-pub const DIGEST_COLUMNS: &[Column] = &[
-    col(
-        "scenario",
-        Text,
-        "scenario in effect when the command started",
-    ),
-    col(
-        "digest",
-        Text,
-        "digest id: 16 hex digits (see docs/fingerprint.md)",
-    ),
-    col("digest_text", Text, "the fingerprint, cut at 1024 bytes"),
+/// The statistics of one aggregate of finished commands, after the key columns of the
+/// `digests` and `commands` tables; [`stats_values`] fills them.
+const STATS_COLUMNS: [Column; 9] = [
     col("count", Int, "commands finished"),
     col("errors", Int, "commands answered with ERR"),
     col("rows_sent", Int, "rows of result sets"),
@@ -217,31 +208,47 @@ pub const DIGEST_COLUMNS: &[Column] = &[
     col("max_ms", Float, "highest latency, milliseconds"),
 ];
 
-pub const COMMAND_COLUMNS: &[Column] = &[
+/// `keys` then [`STATS_COLUMNS`]; `N` is their sum (checked when the constant is evaluated,
+/// that is at compile time).
+const fn with_stats<const K: usize, const N: usize>(keys: [Column; K]) -> [Column; N] {
+    assert!(
+        N == K + STATS_COLUMNS.len(),
+        "N must be K + STATS_COLUMNS.len()"
+    );
+    let mut all = [STATS_COLUMNS[0]; N];
+    let mut i = 0;
+    while i < N {
+        all[i] = if i < K { keys[i] } else { STATS_COLUMNS[i - K] };
+        i += 1;
+    }
+    all
+}
+
+/// The scenario a `digests` or `commands` row counts under.
+const SCENARIO_KEY: Column = col(
+    "scenario",
+    Text,
+    "scenario in effect when the command started",
+);
+
+pub const DIGEST_COLUMNS: &[Column] = &with_stats::<3, 12>([
+    SCENARIO_KEY,
     col(
-        "scenario",
+        "digest",
         Text,
-        "scenario in effect when the command started",
+        "digest id: 16 hex digits (see docs/fingerprint.md)",
     ),
+    col("digest_text", Text, "the fingerprint, cut at 1024 bytes"),
+]);
+
+pub const COMMAND_COLUMNS: &[Column] = &with_stats::<2, 11>([
+    SCENARIO_KEY,
     col(
         "command",
         Text,
         "command kind, as the `command` label of psprobe_commands_total",
     ),
-    col("count", Int, "commands finished"),
-    col("errors", Int, "commands answered with ERR"),
-    col("rows_sent", Int, "rows of result sets"),
-    col("rows_affected", Int, "affected rows of OK packets"),
-    col("mean_ms", Float, "mean latency, milliseconds"),
-    col(
-        "p50_ms",
-        Float,
-        "median latency, milliseconds (log buckets, within 2.5%)",
-    ),
-    col("p95_ms", Float, "95th percentile latency, milliseconds"),
-    col("p99_ms", Float, "99th percentile latency, milliseconds"),
-    col("max_ms", Float, "highest latency, milliseconds"),
-];
+]);
 
 pub const PHASE_COLUMNS: &[Column] = &[
     col(
@@ -374,16 +381,17 @@ fn ns_to_ms(ns: f64) -> f64 {
 /// Command kinds counted as statements in the `phases` and `scenarios` tables.
 const STATEMENT_COMMANDS: [&str; 2] = ["query", "stmt_execute"];
 
-/// Count, errors, rows, latency mean / quantiles / max of one aggregate (the columns shared by
-/// `digests` and `commands`).
-fn latency_values(stats: &DigestStats) -> [Value; 9] {
+/// The values of [`STATS_COLUMNS`] of one aggregate: count, errors, rows, latency mean /
+/// quantiles / max.
+fn stats_values(stats: &DigestStats) -> [Value; STATS_COLUMNS.len()] {
     let quantile = |q| stats.quantile_ns(q).map(ns_to_ms);
-    let max = (stats.timed > 0).then(|| ns_to_ms(stats.latency_max_ns as f64));
+    let t = &stats.totals;
+    let max = (t.timed > 0).then(|| ns_to_ms(t.latency_max_ns as f64));
     [
-        stats.count.into(),
-        stats.errors.into(),
-        stats.rows_sent.into(),
-        stats.rows_affected.into(),
+        t.count.into(),
+        t.errors.into(),
+        t.rows_sent.into(),
+        t.rows_affected.into(),
         stats.mean_ns().map(ns_to_ms).into(),
         quantile(0.5).into(),
         quantile(0.95).into(),
@@ -395,14 +403,14 @@ fn latency_values(stats: &DigestStats) -> [Value; 9] {
 /// The `digests` row of one (scenario, digest) aggregate.
 pub fn digest_row(scenario: &str, digest: &str, text: &str, stats: &DigestStats) -> Row {
     let mut row = vec![scenario.into(), digest.into(), text.into()];
-    row.extend(latency_values(stats));
+    row.extend(stats_values(stats));
     row
 }
 
 /// The `commands` row of one (scenario, command kind) aggregate.
 pub fn command_row(scenario: &str, command: CommandKind, stats: &DigestStats) -> Row {
     let mut row = vec![scenario.into(), command.label().into()];
-    row.extend(latency_values(stats));
+    row.extend(stats_values(stats));
     row
 }
 
@@ -417,12 +425,12 @@ pub fn phase_row(record: &PhaseRecord) -> Row {
                 .is_some_and(|c| STATEMENT_COMMANDS.contains(&c))
         })
         .collect();
-    let count: u64 = statements.iter().map(|a| a.count).sum();
-    let errors: u64 = statements.iter().map(|a| a.errors).sum();
-    let timed: u64 = statements.iter().map(|a| a.timed).sum();
+    let count: u64 = statements.iter().map(|a| a.totals.count).sum();
+    let errors: u64 = statements.iter().map(|a| a.totals.errors).sum();
+    let timed: u64 = statements.iter().map(|a| a.totals.timed).sum();
     let latency_sum_ns: u64 = statements
         .iter()
-        .fold(0u64, |sum, a| sum.saturating_add(a.latency_sum_ns));
+        .fold(0u64, |sum, a| sum.saturating_add(a.totals.latency_sum_ns));
     let seconds = record.measured_ms() as f64 / 1000.0;
     let qps = (seconds > 0.0).then(|| count as f64 / seconds);
     let mean_ms = (timed > 0).then(|| ns_to_ms(latency_sum_ns as f64 / timed as f64));
@@ -574,7 +582,11 @@ impl ObserverData {
         let mut entries: Vec<_> = store.entries.iter().collect();
         // Busiest first; ties in a stable order.
         entries.sort_by(|((sa, da), a), ((sb, db), b)| {
-            b.count.cmp(&a.count).then(sa.cmp(sb)).then(da.0.cmp(&db.0))
+            b.totals
+                .count
+                .cmp(&a.totals.count)
+                .then(sa.cmp(sb))
+                .then(da.0.cmp(&db.0))
         });
         entries
             .into_iter()
@@ -600,10 +612,10 @@ impl ObserverData {
         let mut totals: HashMap<ScenarioId, ScenarioTotals> = HashMap::new();
         for ((scenario, kind), stats) in &store.commands {
             let t = totals.entry(*scenario).or_default();
-            t.commands += stats.count;
-            t.errors += stats.errors;
+            t.commands += stats.totals.count;
+            t.errors += stats.totals.errors;
             if STATEMENT_COMMANDS.contains(&kind.label()) {
-                t.statements += stats.count;
+                t.statements += stats.totals.count;
             }
         }
         let all = scenarios.all();
@@ -627,7 +639,7 @@ impl ObserverData {
     fn status(&self, store: &StoreSnapshot) -> Vec<Row> {
         let observer = &self.observer;
         let metrics = &observer.metrics;
-        let commands: u64 = store.commands.values().map(|s| s.count).sum();
+        let commands: u64 = store.commands.values().map(|s| s.totals.count).sum();
         let scenario = observer.scenarios.name(observer.scenarios.current());
         vec![
             status_row("uptime_seconds", self.started.elapsed().as_secs()),
@@ -767,14 +779,13 @@ mod tests {
                 command: Some("query".into()),
                 digest: None,
                 text: None,
-                count: 100,
-                errors: 2,
-                rows_sent: 0,
-                rows_affected: 0,
-                timed: 100,
-                latency_sum_ns: 200_000_000,
-                latency_min_ns: 0,
-                latency_max_ns: 0,
+                totals: crate::stats::Totals {
+                    count: 100,
+                    errors: 2,
+                    timed: 100,
+                    latency_sum_ns: 200_000_000,
+                    ..Default::default()
+                },
                 histogram: vec![],
             }],
             digests: vec![],
@@ -805,6 +816,28 @@ mod tests {
             &scenario_row(0, "none", true, &ScenarioTotals::default()),
         );
         check_row(Table::Status, &status_row("version", "1"));
+    }
+
+    /// What clients see of the shared statistics columns: keys first, then the nine.
+    #[test]
+    fn digests_and_commands_end_in_the_statistics_columns() {
+        let names = |t: Table| t.columns().iter().map(|c| c.name).collect::<Vec<_>>();
+        let stats = [
+            "count",
+            "errors",
+            "rows_sent",
+            "rows_affected",
+            "mean_ms",
+            "p50_ms",
+            "p95_ms",
+            "p99_ms",
+            "max_ms",
+        ];
+        let digest = [&["scenario", "digest", "digest_text"][..], &stats].concat();
+        let command = [&["scenario", "command"][..], &stats].concat();
+        assert_eq!(names(Table::Digests), digest);
+        assert_eq!(names(Table::Commands), command);
+        assert_eq!(DIGEST_COLUMNS[0], COMMAND_COLUMNS[0]);
     }
 
     #[test]

@@ -96,23 +96,24 @@ impl PhaseData {
                 .as_deref()
                 .is_some_and(|c| STATEMENT_COMMANDS.contains(&c))
             {
-                self.statements += agg.count;
-                self.errors += agg.errors;
-                if agg.timed > 0 && agg.latency_max_ns >= agg.latency_min_ns {
-                    let (lo, hi) = (agg.latency_min_ns as f64, agg.latency_max_ns as f64);
+                let t = &agg.totals;
+                self.statements += t.count;
+                self.errors += t.errors;
+                if t.timed > 0 && t.latency_max_ns >= t.latency_min_ns {
+                    let (lo, hi) = (t.latency_min_ns as f64, t.latency_max_ns as f64);
                     self.min_ns = Some(self.min_ns.map_or(lo, |m| m.min(lo)));
                     self.max_ns = Some(self.max_ns.map_or(hi, |m| m.max(hi)));
                 }
-                self.timed += agg.timed;
-                self.latency_sum_ns += agg.latency_sum_ns as f64;
+                self.timed += t.timed;
+                self.latency_sum_ns += t.latency_sum_ns as f64;
                 weighted_hist::add(&mut self.histogram, &agg.histogram, 1.0);
             }
         }
         for agg in &record.digests {
             let key = digest_key(agg);
             let d = self.digests.entry(key).or_default();
-            d.timed += agg.timed;
-            d.latency_sum_ns += agg.latency_sum_ns as f64;
+            d.timed += agg.totals.timed;
+            d.latency_sum_ns += agg.totals.latency_sum_ns as f64;
             weighted_hist::add(&mut d.histogram, &agg.histogram, 1.0);
         }
     }

@@ -9,6 +9,7 @@
 use crate::phase_log::block_order;
 use crate::phase_log::{Aggregate, PhaseRecord};
 use crate::stats::histogram::bucket_of;
+use crate::stats::Totals;
 
 use super::rng::Rng;
 
@@ -158,14 +159,14 @@ pub(crate) fn run(
                     command: Some("query".into()),
                     digest: None,
                     text: None,
-                    count,
-                    errors: 0,
-                    rows_sent: 0,
-                    rows_affected: 0,
-                    timed: count,
-                    latency_sum_ns: *sum as u64,
-                    latency_min_ns: latency,
-                    latency_max_ns: latency,
+                    totals: Totals {
+                        count,
+                        timed: count,
+                        latency_sum_ns: *sum as u64,
+                        latency_min_ns: latency,
+                        latency_max_ns: latency,
+                        ..Totals::default()
+                    },
                     histogram: vec![(bucket_of(latency), count)],
                 };
                 let measured_ms = (*measured as f64 * TICK_S * 1000.0) as u64;

@@ -4,6 +4,7 @@
 
 use crate::phase_log::{Aggregate, PhaseRecord};
 use crate::stats::histogram::{BUCKET_FACTOR, FIRST_BOUND_NS};
+use crate::stats::Totals;
 
 use super::rng::Rng;
 use super::stats_math::normal_cdf;
@@ -135,14 +136,13 @@ fn aggregate(
         command: command.map(str::to_string),
         digest: digest.map(str::to_string),
         text: None,
-        count,
-        errors,
-        rows_sent: 0,
-        rows_affected: 0,
-        timed,
-        latency_sum_ns,
-        latency_min_ns: 0,
-        latency_max_ns: 0,
+        totals: Totals {
+            count,
+            errors,
+            timed,
+            latency_sum_ns,
+            ..Totals::default()
+        },
         histogram,
     }
 }
@@ -196,7 +196,7 @@ pub(super) fn simulate(rng: &mut Rng, sim: &Sim, arms: &[Arm]) -> Vec<PhaseRecor
                 digests.push(aggregate(None, Some(d.id), n, e, s, h));
             }
             hist.sort_unstable();
-            let count = digests.iter().map(|d| d.count).sum();
+            let count = digests.iter().map(|d| d.totals.count).sum();
             let from = clock + 5_000;
             let to = from + sim.window_ms;
             clock = to;

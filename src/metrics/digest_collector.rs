@@ -110,8 +110,8 @@ fn counter(labels: &[LabelPair], value: f64) -> Metric {
 
 fn summary(labels: &[LabelPair], s: &DigestStats) -> Metric {
     let mut summary = Summary::default();
-    summary.set_sample_count(s.timed);
-    summary.set_sample_sum(s.latency_sum_ns as f64 / 1e9);
+    summary.set_sample_count(s.totals.timed);
+    summary.set_sample_sum(s.totals.latency_sum_ns as f64 / 1e9);
     let quantiles = QUANTILES
         .iter()
         .filter_map(|&q| {
@@ -138,7 +138,7 @@ impl Collector for DigestCollector {
         let snapshot = self.store.snapshot();
         let mut totals: HashMap<DigestId, u64> = HashMap::new();
         for ((_, id), s) in &snapshot.entries {
-            *totals.entry(*id).or_default() += s.latency_sum_ns;
+            *totals.entry(*id).or_default() += s.totals.latency_sum_ns;
         }
         let exported = self.choose(&totals);
 
@@ -175,10 +175,10 @@ impl Collector for DigestCollector {
                 label("digest_text", &text),
                 label("scenario", &self.scenarios.name(scenario)),
             ];
-            families[0].push(counter(&labels, s.count as f64));
-            families[1].push(counter(&labels, s.errors as f64));
-            families[2].push(counter(&labels, s.rows_sent as f64));
-            families[3].push(counter(&labels, s.rows_affected as f64));
+            families[0].push(counter(&labels, s.totals.count as f64));
+            families[1].push(counter(&labels, s.totals.errors as f64));
+            families[2].push(counter(&labels, s.totals.rows_sent as f64));
+            families[3].push(counter(&labels, s.totals.rows_affected as f64));
             families[4].push(summary(&labels, s));
         }
 

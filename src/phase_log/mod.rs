@@ -33,13 +33,16 @@ pub mod group_names;
 mod naming;
 mod traffic;
 
+#[cfg(test)]
+mod format_tests;
+
 pub use block_order::block_order;
 pub use naming::{twin_name, SUFFIX};
 pub use traffic::{traffic_between, TrafficRecord, TRAFFIC};
 
 use crate::stats::histogram::{BUCKET_FACTOR, FIRST_BOUND_NS};
 use crate::stats::store::DigestId;
-use crate::stats::{DigestStats, ScenarioId, StoreSnapshot};
+use crate::stats::{DigestStats, ScenarioId, StoreSnapshot, Totals};
 
 pub const PHASE_LOG_VERSION: u32 = 2;
 
@@ -170,16 +173,25 @@ pub struct Aggregate {
     pub digest: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub text: Option<String>,
-    pub count: u64,
-    pub errors: u64,
-    pub rows_sent: u64,
-    pub rows_affected: u64,
-    pub timed: u64,
-    pub latency_sum_ns: u64,
-    pub latency_min_ns: u64,
-    pub latency_max_ns: u64,
+    /// `count` ... `latency_max_ns`, written as fields of the aggregate itself (as they always
+    /// were: the format is the same as when they were listed here one by one).
+    #[serde(flatten)]
+    pub totals: Totals,
     /// `[bucket index, count]` of the non-empty buckets.
     pub histogram: Vec<(u16, u64)>,
+}
+
+/// An aggregate of no command kind or digest yet (the caller names it).
+impl From<&DigestStats> for Aggregate {
+    fn from(stats: &DigestStats) -> Self {
+        Aggregate {
+            command: None,
+            digest: None,
+            text: None,
+            totals: stats.totals,
+            histogram: stats.latency.buckets().collect(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -251,32 +263,14 @@ pub(crate) fn test_aggregate(command: Option<&str>, digest: Option<&str>, count:
         command: command.map(str::to_string),
         digest: digest.map(str::to_string),
         text: digest.map(|d| format!("select {d}")),
-        count,
-        errors: count / 10,
-        rows_sent: 0,
-        rows_affected: 0,
-        timed: count,
-        latency_sum_ns: count * 2_000_000,
-        latency_min_ns: 0,
-        latency_max_ns: 0,
+        totals: Totals {
+            count,
+            errors: count / 10,
+            timed: count,
+            latency_sum_ns: count * 2_000_000,
+            ..Totals::default()
+        },
         histogram: vec![(150, count)],
-    }
-}
-
-fn aggregate(stats: &DigestStats) -> Aggregate {
-    Aggregate {
-        command: None,
-        digest: None,
-        text: None,
-        count: stats.count,
-        errors: stats.errors,
-        rows_sent: stats.rows_sent,
-        rows_affected: stats.rows_affected,
-        timed: stats.timed,
-        latency_sum_ns: stats.latency_sum_ns,
-        latency_min_ns: stats.latency_min_ns,
-        latency_max_ns: stats.latency_max_ns,
-        histogram: stats.latency.buckets().collect(),
     }
 }
 
@@ -304,8 +298,8 @@ pub fn listed_digests(
         let before = start
             .entries
             .get(&(*s, *id))
-            .map_or(0, |e| e.latency_sum_ns);
-        *time.entry(*id).or_default() += later.latency_sum_ns.saturating_sub(before);
+            .map_or(0, |e| e.totals.latency_sum_ns);
+        *time.entry(*id).or_default() += later.totals.latency_sum_ns.saturating_sub(before);
     }
     if time.len() <= MAX_DIGESTS_PER_RECORD {
         return None;
@@ -337,9 +331,9 @@ pub fn window_aggregates(
             let later = end.commands.get(&(scenario, *kind))?;
             let earlier = start.commands.get(&(scenario, *kind)).unwrap_or(&empty);
             let d = later.since(earlier);
-            (d.count > 0).then(|| Aggregate {
+            (d.totals.count > 0).then(|| Aggregate {
                 command: Some(kind.label().to_string()),
-                ..aggregate(&d)
+                ..Aggregate::from(&d)
             })
         })
         .collect();
@@ -352,7 +346,7 @@ pub fn window_aggregates(
         .filter_map(|((_, id), later)| {
             let earlier = start.entries.get(&(scenario, *id)).unwrap_or(&empty);
             let d = later.since(earlier);
-            if d.count == 0 {
+            if d.totals.count == 0 {
                 return None;
             }
             if listed.is_some_and(|l| !l.contains(id)) {
@@ -362,20 +356,21 @@ pub fn window_aggregates(
             Some(Aggregate {
                 digest: Some(id.to_string()),
                 text: end.texts.get(id).map(|t| t.to_string()),
-                ..aggregate(&d)
+                ..Aggregate::from(&d)
             })
         })
         .collect();
     digests.sort_by(|a, b| {
-        b.latency_sum_ns
-            .cmp(&a.latency_sum_ns)
-            .then(b.count.cmp(&a.count))
+        b.totals
+            .latency_sum_ns
+            .cmp(&a.totals.latency_sum_ns)
+            .then(b.totals.count.cmp(&a.totals.count))
             .then(a.digest.cmp(&b.digest))
     });
-    if rest.count > 0 {
+    if rest.totals.count > 0 {
         digests.push(Aggregate {
             text: Some(REST.to_string()),
-            ..aggregate(&rest)
+            ..Aggregate::from(&rest)
         });
     }
     (commands, digests)
@@ -491,9 +486,9 @@ mod tests {
         let (commands, digests) = window_aggregates(&start, &end, 1, None);
         assert_eq!(commands.len(), 1);
         assert_eq!(commands[0].command.as_deref(), Some("query"));
-        assert_eq!(commands[0].count, 3);
-        assert_eq!(commands[0].latency_sum_ns, 6_000_000);
-        assert_eq!(digests[0].count, 3);
+        assert_eq!(commands[0].totals.count, 3);
+        assert_eq!(commands[0].totals.latency_sum_ns, 6_000_000);
+        assert_eq!(digests[0].totals.count, 3);
         assert_eq!(digests[0].text.as_deref(), Some("select ?"));
         assert_eq!(digests[0].histogram.iter().map(|b| b.1).sum::<u64>(), 3);
 

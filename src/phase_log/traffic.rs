@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::stats::store::DigestId;
 use crate::stats::{DigestStats, StoreSnapshot};
 
-use super::{aggregate, Aggregate, PHASE_LOG_VERSION};
+use super::{Aggregate, PHASE_LOG_VERSION};
 
 /// `kind` of the record.
 pub const TRAFFIC: &str = "traffic";
@@ -47,14 +47,14 @@ pub fn traffic_between(
     let mut per_kind: HashMap<CommandKind, DigestStats> = HashMap::new();
     for (key, later) in &end.commands {
         let d = later.since(start.commands.get(key).unwrap_or(&empty));
-        if d.count > 0 {
+        if d.totals.count > 0 {
             per_kind.entry(key.1).or_default().merge(&d);
         }
     }
     let mut per_digest: HashMap<DigestId, DigestStats> = HashMap::new();
     for (key, later) in &end.entries {
         let d = later.since(start.entries.get(key).unwrap_or(&empty));
-        if d.count > 0 {
+        if d.totals.count > 0 {
             per_digest.entry(key.1).or_default().merge(&d);
         }
     }
@@ -62,7 +62,7 @@ pub fn traffic_between(
         .iter()
         .map(|(kind, stats)| Aggregate {
             command: Some(kind.label().to_string()),
-            ..aggregate(stats)
+            ..Aggregate::from(stats)
         })
         .collect();
     commands.sort_by(|a, b| a.command.cmp(&b.command));
@@ -71,10 +71,10 @@ pub fn traffic_between(
         .map(|(id, stats)| Aggregate {
             digest: Some(id.to_string()),
             text: end.texts.get(id).map(|t| t.to_string()),
-            ..aggregate(stats)
+            ..Aggregate::from(stats)
         })
         .collect();
-    digests.sort_by(|a, b| b.count.cmp(&a.count).then(a.digest.cmp(&b.digest)));
+    digests.sort_by_key(|d| (std::cmp::Reverse(d.totals.count), d.digest.clone()));
     TrafficRecord {
         version: PHASE_LOG_VERSION,
         kind: TRAFFIC.into(),
@@ -116,13 +116,13 @@ mod tests {
         assert_eq!((t.kind.as_str(), t.from_ms, t.to_ms), (TRAFFIC, 5, 9));
         assert_eq!(t.digests.len(), 31);
         assert_eq!(t.digests[0].text.as_deref(), Some("select ?"));
-        assert_eq!(t.digests[0].count, 4);
-        assert_eq!(t.digests.iter().map(|d| d.count).sum::<u64>(), 34);
+        assert_eq!(t.digests[0].totals.count, 4);
+        assert_eq!(t.digests.iter().map(|d| d.totals.count).sum::<u64>(), 34);
         let count = |label: &str| {
             t.commands
                 .iter()
                 .find(|c| c.command.as_deref() == Some(label))
-                .map(|c| c.count)
+                .map(|c| c.totals.count)
         };
         assert_eq!((count("query"), count("ping")), (Some(34), Some(1)));
     }

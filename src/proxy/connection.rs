@@ -11,12 +11,12 @@ use tokio::net::TcpStream;
 use tokio::sync::{watch, OwnedSemaphorePermit};
 
 use crate::connections::LiveConnection;
+use crate::log_limit::more;
 use crate::metrics::{ProxyMetrics, Refusal};
 use crate::record::ConnectionRecorder;
 
 use super::handshake::{self, ClientLeg, Ctx, Established, ServerLeg};
 use super::relay::{relay, RelayEnd, Side, Watch};
-use super::throttle::more;
 use super::{limits, upstream, Shared};
 
 /// How often a connection waiting for a file descriptor tries again when no connection of
@@ -115,7 +115,7 @@ async fn connection_phase<S: EventSink>(
         Ok(server) => server,
         Err(e) if limits::is_out_of_fds(&e) => {
             metrics.load.record_refusal(Refusal::NoFileDescriptors);
-            if let Some(left_out) = shared.logs.refusals.allow(std::time::Instant::now()) {
+            if let Some(left_out) = shared.logs.refusals.check() {
                 tracing::warn!(
                     "client {peer} refused with ERR 1040: no file descriptor left for its upstream connection ({e}); raise psprobe's limit (ulimit -n) or lower --max-connections{}",
                     more(left_out)
@@ -195,11 +195,7 @@ async fn connect_upstream(shared: &Shared) -> std::io::Result<TcpStream> {
 
 fn handshake_timed_out(peer: SocketAddr, limit: Duration, shared: &Shared) {
     shared.observer.metrics.load.handshake_timeouts.inc();
-    if let Some(left_out) = shared
-        .logs
-        .handshake_timeouts
-        .allow(std::time::Instant::now())
-    {
+    if let Some(left_out) = shared.logs.handshake_timeouts.check() {
         tracing::warn!(
             "client {peer}: no handshake response within {limit:?} (--client-handshake-timeout); closed{}",
             more(left_out)

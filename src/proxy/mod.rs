@@ -9,23 +9,22 @@ pub(crate) mod limits;
 pub(crate) mod packet_io;
 pub(crate) mod relay;
 mod reload;
-pub(crate) mod throttle;
 pub(crate) mod upstream;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Notify, Semaphore};
 use tokio::task::JoinSet;
 
+use crate::log_limit::{more, RateLimited};
 use crate::metrics::Refusal;
 use crate::record::Observer;
 use crate::tls::TlsRuntime;
 
 pub(crate) use reload::reload_on_sighup;
-use throttle::{more, Throttle};
 
 /// What the proxy needs to run, validated by the config layer.
 #[derive(Debug, Clone)]
@@ -67,9 +66,9 @@ impl MaxConnections {
 
 /// Lines that floods of clients would otherwise repeat: at most one of each kind a second.
 pub(crate) struct FloodLogs {
-    pub accept_errors: Throttle,
-    pub refusals: Throttle,
-    pub handshake_timeouts: Throttle,
+    pub accept_errors: RateLimited,
+    pub refusals: RateLimited,
+    pub handshake_timeouts: RateLimited,
 }
 
 const FLOOD_LOG_EVERY: Duration = Duration::from_secs(1);
@@ -113,9 +112,9 @@ pub(crate) async fn serve(
         observer,
         tls,
         logs: FloodLogs {
-            accept_errors: Throttle::new(FLOOD_LOG_EVERY),
-            refusals: Throttle::new(FLOOD_LOG_EVERY),
-            handshake_timeouts: Throttle::new(FLOOD_LOG_EVERY),
+            accept_errors: RateLimited::new(FLOOD_LOG_EVERY),
+            refusals: RateLimited::new(FLOOD_LOG_EVERY),
+            handshake_timeouts: RateLimited::new(FLOOD_LOG_EVERY),
         },
         fd_freed: Notify::new(),
     });
@@ -148,7 +147,7 @@ pub(crate) async fn serve(
                 }
                 Err(e) => {
                     shared.observer.metrics.load.accept_errors.inc();
-                    if let Some(left_out) = shared.logs.accept_errors.allow(Instant::now()) {
+                    if let Some(left_out) = shared.logs.accept_errors.check() {
                         let hint = if limits::is_out_of_fds(&e) {
                             "; psprobe is out of file descriptors: raise its limit (ulimit -n) or lower --max-connections"
                         } else {
@@ -203,7 +202,7 @@ async fn refuse_over_limit(mut client: TcpStream, peer: SocketAddr, shared: Arc<
         .metrics
         .load
         .record_refusal(Refusal::MaxConnections);
-    if let Some(left_out) = shared.logs.refusals.allow(Instant::now()) {
+    if let Some(left_out) = shared.logs.refusals.check() {
         tracing::warn!(
             "client {peer} refused with ERR 1040: --max-connections reached{}",
             more(left_out)

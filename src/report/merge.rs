@@ -189,19 +189,7 @@ fn add_aggregates(
 }
 
 fn add_aggregate(a: &mut Aggregate, o: &Aggregate) {
-    a.count = a.count.saturating_add(o.count);
-    a.errors = a.errors.saturating_add(o.errors);
-    a.rows_sent = a.rows_sent.saturating_add(o.rows_sent);
-    a.rows_affected = a.rows_affected.saturating_add(o.rows_affected);
-    // min over the timed ones only: an aggregate with nothing timed has min 0.
-    a.latency_min_ns = match (a.timed, o.timed) {
-        (0, _) => o.latency_min_ns,
-        (_, 0) => a.latency_min_ns,
-        _ => a.latency_min_ns.min(o.latency_min_ns),
-    };
-    a.timed = a.timed.saturating_add(o.timed);
-    a.latency_sum_ns = a.latency_sum_ns.saturating_add(o.latency_sum_ns);
-    a.latency_max_ns = a.latency_max_ns.max(o.latency_max_ns);
+    a.totals.merge(&o.totals);
     let mut buckets: BTreeMap<u16, u64> = a.histogram.iter().copied().collect();
     for &(b, n) in &o.histogram {
         let slot = buckets.entry(b).or_default();
@@ -230,20 +218,23 @@ fn add_bins(into: &mut Vec<BinRecord>, other: &[BinRecord]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::Totals;
 
     fn agg(command: &str, count: u64, hist: &[(u16, u64)]) -> Aggregate {
         Aggregate {
             command: Some(command.into()),
             digest: None,
             text: None,
-            count,
-            errors: 0,
-            rows_sent: count,
-            rows_affected: 0,
-            timed: count,
-            latency_sum_ns: count * 1_000_000,
-            latency_min_ns: 500_000,
-            latency_max_ns: 2_000_000,
+            totals: Totals {
+                count,
+                errors: 0,
+                rows_sent: count,
+                rows_affected: 0,
+                timed: count,
+                latency_sum_ns: count * 1_000_000,
+                latency_min_ns: 500_000,
+                latency_max_ns: 2_000_000,
+            },
             histogram: hist.to_vec(),
         }
     }
@@ -288,10 +279,10 @@ mod tests {
         let b = log("b", vec![phase("x", 0, 0, 1_200, 50), late]);
         let merged = merge(vec![a, b]).unwrap();
         assert_eq!(merged.len(), 2);
-        assert_eq!(merged[0].commands[0].count, 150);
+        assert_eq!(merged[0].commands[0].totals.count, 150);
         assert_eq!(merged[0].commands[0].histogram, vec![(10, 150)]);
         assert_eq!(merged[0].merged_from, Some(2));
-        assert_eq!(merged[1].commands[0].count, 120);
+        assert_eq!(merged[1].commands[0].totals.count, 120);
         assert_eq!(merged[1].measured_ms, Some(950));
         assert!(!merged[1].verified, "one probe saw the slot unverified");
     }

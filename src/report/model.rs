@@ -147,7 +147,11 @@ fn statements(p: &PhaseRecord) -> (u64, u64, u64) {
                 .is_some_and(|c| STATEMENT_COMMANDS.contains(&c))
         })
         .fold((0, 0, 0), |(n, t, sum), c| {
-            (n + c.count, t + c.timed, sum + c.latency_sum_ns)
+            (
+                n + c.totals.count,
+                t + c.totals.timed,
+                sum + c.totals.latency_sum_ns,
+            )
         })
 }
 
@@ -222,8 +226,8 @@ pub fn build(analysis: RunAnalysis, phases: &[PhaseRecord]) -> Report {
             let e = per
                 .entry(key)
                 .or_insert((d.text.clone().unwrap_or_default(), 0, 0));
-            e.1 += d.timed;
-            e.2 += d.latency_sum_ns;
+            e.1 += d.totals.timed;
+            e.2 += d.totals.latency_sum_ns;
         }
     }
     let mut digests = Vec::new();

@@ -52,10 +52,10 @@ pub(super) fn sum(logs: &[NamedLog]) -> Option<Traffic> {
         if e.0.is_empty() {
             e.0 = d.text.clone().unwrap_or_default();
         }
-        e.1 = e.1.saturating_add(d.count);
-        e.2 = e.2.saturating_add(d.errors);
-        e.3 = e.3.saturating_add(d.timed);
-        e.4 = e.4.saturating_add(d.latency_sum_ns);
+        e.1 = e.1.saturating_add(d.totals.count);
+        e.2 = e.2.saturating_add(d.totals.errors);
+        e.3 = e.3.saturating_add(d.totals.timed);
+        e.4 = e.4.saturating_add(d.totals.latency_sum_ns);
     }
     let mut digests: Vec<TrafficDigest> = per
         .into_iter()
@@ -82,7 +82,7 @@ pub(super) fn sum(logs: &[NamedLog]) -> Option<Traffic> {
                 .as_deref()
                 .is_some_and(|c| STATEMENT_COMMANDS.contains(&c))
         })
-        .map(|c| c.count)
+        .map(|c| c.totals.count)
         .sum();
     Some(Traffic {
         probes: logs
@@ -97,8 +97,8 @@ pub(super) fn sum(logs: &[NamedLog]) -> Option<Traffic> {
         from_ms: records.iter().map(|r| r.from_ms).min().unwrap_or(0),
         to_ms: records.iter().map(|r| r.to_ms).max().unwrap_or(0),
         statements,
-        commands: commands.clone().map(|c| c.count).sum(),
-        errors: commands.map(|c| c.errors).sum(),
+        commands: commands.clone().map(|c| c.totals.count).sum(),
+        errors: commands.map(|c| c.totals.errors).sum(),
         digests,
     })
 }

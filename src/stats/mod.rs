@@ -8,7 +8,7 @@ pub mod scenario;
 pub mod since_switch;
 pub mod store;
 
-pub use digest_stats::{DigestStats, Sample};
+pub use digest_stats::{DigestStats, Sample, Totals};
 pub use histogram::LogHistogram;
 pub use scenario::{Current, ScenarioId, Scenarios, SlotState, NO_SCENARIO};
 pub use store::{DigestStore, StoreSnapshot, Tag, DEFAULT_MAX_DIGESTS, OTHER_DIGEST};

@@ -257,9 +257,9 @@ mod tests {
             t.join().unwrap();
         }
         let snap = store.snapshot();
-        assert_eq!(snap.entries[&(0, id)].count, 4000);
-        assert_eq!(snap.entries[&(1, id)].count, 4000);
-        assert_eq!(snap.commands[&(0, CommandKind::Query)].count, 4000);
+        assert_eq!(snap.entries[&(0, id)].totals.count, 4000);
+        assert_eq!(snap.entries[&(1, id)].totals.count, 4000);
+        assert_eq!(snap.commands[&(0, CommandKind::Query)].totals.count, 4000);
         assert_eq!(&*snap.texts[&id], "select ?");
         assert_eq!(&*snap.texts[&OTHER_DIGEST], "other");
     }
@@ -287,12 +287,12 @@ mod tests {
         );
         store.record(tag(false, None), CommandKind::Ping, None, &sample(30));
         let all = store.snapshot();
-        assert_eq!(all.entries[&(3, id)].count, 2);
-        assert_eq!(all.commands[&(3, CommandKind::Query)].count, 2);
-        assert_eq!(all.commands[&(3, CommandKind::Ping)].count, 1);
+        assert_eq!(all.entries[&(3, id)].totals.count, 2);
+        assert_eq!(all.commands[&(3, CommandKind::Query)].totals.count, 2);
+        assert_eq!(all.commands[&(3, CommandKind::Ping)].totals.count, 1);
         let measured = store.snapshot_measured();
-        assert_eq!(measured.entries[&(3, id)].count, 1);
-        assert_eq!(measured.entries[&(3, id)].latency_sum_ns, 10);
+        assert_eq!(measured.entries[&(3, id)].totals.count, 1);
+        assert_eq!(measured.entries[&(3, id)].totals.latency_sum_ns, 10);
         assert!(!measured.commands.contains_key(&(3, CommandKind::Ping)));
         assert_eq!(all.entries.len(), 1, "no key carries the unmeasured bit");
         let bins = &measured.since_switch[&3];

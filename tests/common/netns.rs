@@ -5,7 +5,9 @@
 //! control traffic. The root namespace does not forward (ip_forward is left alone, no routes
 //! between hosts), so a cut link really cuts the hosts off from each other.
 //!
-//! Needs root, iproute2 and /dev/net/tun; [`unavailable`] says why not, and tests skip.
+//! Needs iproute2 (scripts/setup.sh installs it: missing, it fails the test), root and
+//! /dev/net/tun: without those two, which a container may deny whatever is installed,
+//! [`unavailable`] says why and the tests skip.
 
 use super::cli::run_with_timeout;
 use super::datadir::is_root;
@@ -32,7 +34,12 @@ const LOCK_FILE: &str = "/run/lock/psprobe-netns.lock";
 
 /// Why namespaces cannot be used here, or None when they can. Checked once per process by
 /// actually creating (and removing) a namespace with a TUN device, the two things we need.
+/// Panics without iproute2: a tool the setup installs is never a reason to skip.
 pub fn unavailable() -> Option<String> {
+    assert!(
+        Path::new(IP).exists(),
+        "{IP} (iproute2) is not installed: scripts/setup.sh installs it"
+    );
     static WHY: OnceLock<Option<String>> = OnceLock::new();
     WHY.get_or_init(|| {
         if !is_root() {
@@ -40,9 +47,6 @@ pub fn unavailable() -> Option<String> {
         }
         if !Path::new("/dev/net/tun").exists() {
             return Some("/dev/net/tun does not exist (no TUN driver)".into());
-        }
-        if !Path::new(IP).exists() {
-            return Some(format!("{IP} (iproute2) is not installed"));
         }
         sweep_stale();
         match Netns::create() {

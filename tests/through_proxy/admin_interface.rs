@@ -17,7 +17,7 @@ use psprobe::admin::{
 use psprobe::metrics::ProxyMetrics;
 use psprobe::phase_log::{Aggregate, PhaseRecord};
 use psprobe::record::{ConnectionRecorder, Observer};
-use psprobe::stats::{DigestStore, Scenarios};
+use psprobe::stats::{DigestStore, Scenarios, Totals};
 use psprobe_core::digest::FingerprintOptions;
 use psprobe_core::protocol::CommandKind;
 use psprobe_core::session::{CommandFinished, CommandStarted, EventSink, Outcome, Statement};
@@ -553,14 +553,13 @@ fn observer_data_serves_recorded_statistics() {
         command: Some(command.to_string()),
         digest: None,
         text: None,
-        count,
-        errors: 2,
-        rows_sent: 0,
-        rows_affected: 0,
-        timed: count,
-        latency_sum_ns,
-        latency_min_ns: 0,
-        latency_max_ns: 0,
+        totals: Totals {
+            count,
+            errors: 2,
+            timed: count,
+            latency_sum_ns,
+            ..Totals::default()
+        },
         histogram: vec![],
     };
     phases.write().unwrap().push(PhaseRecord {

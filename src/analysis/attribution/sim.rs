@@ -10,6 +10,7 @@ use crate::analysis::sim_fast::{Host, Noise, Schedule};
 use crate::phase_log::group_names::{point_name, BASE_CHECK, NONE_POINT};
 use crate::phase_log::{Aggregate, PhaseRecord};
 use crate::stats::histogram::bucket_of;
+use crate::stats::Totals;
 
 /// Simulation step (as in `sim_fast`).
 const TICK_S: f64 = 0.01;
@@ -165,14 +166,14 @@ fn record(
         command: Some("query".into()),
         digest: None,
         text: None,
-        count,
-        errors: 0,
-        rows_sent: 0,
-        rows_affected: 0,
-        timed: count,
-        latency_sum_ns: sum as u64,
-        latency_min_ns: latency,
-        latency_max_ns: latency,
+        totals: Totals {
+            count,
+            timed: count,
+            latency_sum_ns: sum as u64,
+            latency_min_ns: latency,
+            latency_max_ns: latency,
+            ..Totals::default()
+        },
         histogram: vec![(bucket_of(latency), count)],
     };
     let measured_ms = (measured as f64 * TICK_S * 1000.0) as u64;

@@ -412,14 +412,17 @@ mod tests {
         );
         assert_eq!(first.slots, Some(5));
         assert_eq!(first.schedule.as_deref(), Some("fast"));
-        let statements: u64 = first.commands.iter().map(|c| c.count).sum();
+        let statements: u64 = first.commands.iter().map(|c| c.totals.count).sum();
         assert_eq!(statements, 5 * 50, "settle commands are not measured");
         // The 20 digests with the most latency time in the segment, and the rest summed; the
         // other scenario's record of the segment lists the same digests.
         assert_eq!(first.digests.len(), 21);
         let last = first.digests.last().unwrap();
-        assert_eq!((last.text.as_deref(), last.count), (Some("(rest)"), 5 * 30));
-        assert!(first.digests[0].latency_sum_ns >= first.digests[19].latency_sum_ns);
+        assert_eq!(
+            (last.text.as_deref(), last.totals.count),
+            (Some("(rest)"), 5 * 30)
+        );
+        assert!(first.digests[0].totals.latency_sum_ns >= first.digests[19].totals.latency_sum_ns);
         let ids = |r: &PhaseRecord| {
             let mut ids: Vec<_> = r.digests.iter().map(|d| d.digest.clone()).collect();
             ids.sort();

@@ -179,7 +179,8 @@ pub async fn launch_with_tls(
                 Arc::clone(&observer),
                 Arc::clone(&live.phases),
                 Arc::clone(&live.overhead),
-            );
+            )
+            .with_attribution(Arc::clone(&live.attribution));
             // On a thread of its own at low priority: admin queries never take a relay worker.
             let listener = listener
                 .into_std()

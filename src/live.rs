@@ -11,7 +11,7 @@ use std::sync::{Arc, RwLock};
 
 use prometheus::{GaugeVec, Opts, Registry};
 
-use crate::admin::OverheadRow;
+use crate::admin::{AttributionRow, OverheadRow};
 use crate::analysis::attribution::GroupEffect;
 use crate::analysis::{analyze_run, Options};
 use crate::phase_log::PhaseRecord;
@@ -20,7 +20,7 @@ pub(crate) struct LiveResults {
     pub phases: Arc<RwLock<Vec<PhaseRecord>>>,
     pub overhead: Arc<RwLock<Vec<OverheadRow>>>,
     /// An attribution's group costs (the admin's `attribution` table).
-    pub attribution: Arc<RwLock<Vec<GroupEffect>>>,
+    pub attribution: Arc<RwLock<Vec<AttributionRow>>>,
     baseline: Option<String>,
     ratio: GaugeVec,
     ci_low: GaugeVec,
@@ -108,7 +108,7 @@ impl LiveResults {
         }
         *self.overhead.write().unwrap_or_else(|e| e.into_inner()) = rows;
         if let Some(a) = &analysis.attribution {
-            let mut effects = a.effects.clone();
+            let mut effects: Vec<GroupEffect> = a.effects.clone();
             effects.extend(a.base.iter().cloned());
             for e in &effects {
                 let labels = [e.group.as_str(), e.metric.label()];
@@ -120,7 +120,19 @@ impl LiveResults {
                     self.group_high.with_label_values(&labels).set(hi);
                 }
             }
-            *self.attribution.write().unwrap_or_else(|e| e.into_inner()) = effects;
+            let rows = effects
+                .iter()
+                .map(|e| AttributionRow {
+                    group: e.group.clone(),
+                    metric: e.metric.label().to_string(),
+                    change_pct: e.effect.ratio * 100.0,
+                    ci_low_pct: e.effect.ci_low.map_or(f64::NAN, |v| v * 100.0),
+                    ci_high_pct: e.effect.ci_high.map_or(f64::NAN, |v| v * 100.0),
+                    significant: e.effect.significant,
+                    segments: e.effect.n_segments as u64,
+                })
+                .collect();
+            *self.attribution.write().unwrap_or_else(|e| e.into_inner()) = rows;
         }
     }
 }

@@ -37,4 +37,6 @@ pub use engine::Limits;
 pub use error::AdminError;
 pub use login_limit::{LoginLimiter, LoginLimits};
 pub use server::{serve, serve_with, spawn_dedicated, AdminHandle};
-pub use tables::{AdminData, Column, ColumnKind, ObserverData, OverheadRow, Row, Table, Value};
+pub use tables::{
+    AdminData, AttributionRow, Column, ColumnKind, ObserverData, OverheadRow, Row, Table, Value,
+};

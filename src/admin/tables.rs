@@ -54,17 +54,19 @@ pub enum Table {
     Commands,
     Phases,
     Overhead,
+    Attribution,
     Connections,
     Scenarios,
     Status,
 }
 
 impl Table {
-    pub const ALL: [Table; 7] = [
+    pub const ALL: [Table; 8] = [
         Table::Digests,
         Table::Commands,
         Table::Phases,
         Table::Overhead,
+        Table::Attribution,
         Table::Connections,
         Table::Scenarios,
         Table::Status,
@@ -76,6 +78,7 @@ impl Table {
             Table::Commands => "commands",
             Table::Phases => "phases",
             Table::Overhead => "overhead",
+            Table::Attribution => "attribution",
             Table::Connections => "connections",
             Table::Scenarios => "scenarios",
             Table::Status => "status",
@@ -95,6 +98,7 @@ impl Table {
             Table::Commands => "per scenario and command kind (query, stmt_execute, ping, ...): counts and latency since start",
             Table::Phases => "the controller's finished phases",
             Table::Overhead => "each scenario against the baseline, with confidence intervals (after each phase)",
+            Table::Attribution => "an --attribute run: what each instrument group costs, with confidence intervals (after each segment)",
             Table::Connections => "client connections open now (no credentials, no statement text)",
             Table::Scenarios => "every scenario seen, the active one flagged",
             Table::Status => "counters and state of this psprobe (SHOW STATUS)",
@@ -107,6 +111,7 @@ impl Table {
             Table::Commands => COMMAND_COLUMNS,
             Table::Phases => PHASE_COLUMNS,
             Table::Overhead => OVERHEAD_COLUMNS,
+            Table::Attribution => ATTRIBUTION_COLUMNS,
             Table::Connections => CONNECTION_COLUMNS,
             Table::Scenarios => SCENARIO_COLUMNS,
             Table::Status => STATUS_COLUMNS,
@@ -335,6 +340,41 @@ pub const OVERHEAD_COLUMNS: &[Column] = &[
     ),
 ];
 
+pub const ATTRIBUTION_COLUMNS: &[Column] = &[
+    col(
+        "instrument_group",
+        Text,
+        "the instrument group (psprobe ps groups), or base: global and thread instrumentation",
+    ),
+    col("metric", Text, "throughput, mean_latency or server_cpu"),
+    col(
+        "change_pct",
+        Float,
+        "change when the group is on, averaged over the other groups, percent",
+    ),
+    col(
+        "ci_low_pct",
+        Float,
+        "lower bound of the confidence interval, percent",
+    ),
+    col(
+        "ci_high_pct",
+        Float,
+        "upper bound of the confidence interval, percent",
+    ),
+    col(
+        "halfwidth_pct",
+        Float,
+        "half the interval's width, percentage points (it tightens as the run goes)",
+    ),
+    col("significant", Int, "1 when the interval excludes zero"),
+    col(
+        "segments",
+        Int,
+        "complete replicates of the design behind the estimate",
+    ),
+];
+
 pub const CONNECTION_COLUMNS: &[Column] = &[
     col("id", Int, "psprobe's number for the connection, from 1"),
     col("client", Text, "client address and port"),
@@ -484,6 +524,33 @@ pub fn overhead_row(row: &OverheadRow) -> Row {
     ]
 }
 
+/// One instrument group's cost in an attribution run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttributionRow {
+    pub group: String,
+    pub metric: String,
+    pub change_pct: f64,
+    pub ci_low_pct: f64,
+    pub ci_high_pct: f64,
+    pub significant: bool,
+    pub segments: u64,
+}
+
+/// The `attribution` row of one group's cost (a NaN bound becomes NULL).
+pub fn attribution_row(row: &AttributionRow) -> Row {
+    let halfwidth = (row.ci_high_pct - row.ci_low_pct) / 2.0;
+    vec![
+        row.group.as_str().into(),
+        row.metric.as_str().into(),
+        row.change_pct.into(),
+        row.ci_low_pct.into(),
+        row.ci_high_pct.into(),
+        (!halfwidth.is_nan()).then_some(halfwidth).into(),
+        row.significant.into(),
+        row.segments.into(),
+    ]
+}
+
 /// The `connections` row of one live connection.
 pub fn connection_row(c: &ConnectionInfo) -> Row {
     let connected_at = c
@@ -545,6 +612,7 @@ pub struct ObserverData {
     observer: Arc<Observer>,
     phases: Arc<RwLock<Vec<PhaseRecord>>>,
     overhead: Arc<RwLock<Vec<OverheadRow>>>,
+    attribution: Arc<RwLock<Vec<AttributionRow>>>,
     started: Instant,
 }
 
@@ -559,8 +627,15 @@ impl ObserverData {
             observer,
             phases,
             overhead,
+            attribution: Arc::default(),
             started: Instant::now(),
         }
+    }
+
+    /// The attribution's rows, kept up to date by whoever computes them.
+    pub fn with_attribution(mut self, attribution: Arc<RwLock<Vec<AttributionRow>>>) -> Self {
+        self.attribution = attribution;
+        self
     }
 
     /// Sum of every series of a counter or gauge family in the metrics registry (for values
@@ -696,6 +771,10 @@ impl AdminData for ObserverData {
                 Table::Commands => self.commands(&store),
                 Table::Phases => phases.iter().map(phase_row).collect(),
                 Table::Overhead => read(&self.overhead).iter().map(overhead_row).collect(),
+                Table::Attribution => read(&self.attribution)
+                    .iter()
+                    .map(attribution_row)
+                    .collect(),
                 Table::Connections => self
                     .observer
                     .connections
@@ -808,6 +887,16 @@ mod tests {
             blocks: 3,
         };
         check_row(Table::Overhead, &overhead_row(&overhead));
+        let group = AttributionRow {
+            group: "stages".into(),
+            metric: "throughput".into(),
+            change_pct: -1.5,
+            ci_low_pct: -2.0,
+            ci_high_pct: -1.0,
+            significant: true,
+            segments: 40,
+        };
+        check_row(Table::Attribution, &attribution_row(&group));
         let table = crate::connections::ConnectionTable::default();
         let _entry = table.register("127.0.0.1:9".parse().unwrap());
         check_row(Table::Connections, &connection_row(&table.snapshot()[0]));

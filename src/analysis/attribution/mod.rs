@@ -10,7 +10,7 @@
 //!   so autocorrelated noise does not narrow the interval; the segment is the sample.
 //! - the **base**: global and thread instrumentation with no group on (`base_check`, the
 //!   settings of `g:base`) against nothing instrumented (`pfson_conoff_insoff`), run in
-//!   adjacent pairs several times a segment. A configuration's predicted cost is the base
+//!   adjacent pairs eight times a segment. A configuration's predicted cost is the base
 //!   plus its groups' main effects.
 //! - **two-factor interactions**: the contrast of each alias chain (pairs of groups whose
 //!   interaction columns coincide in this design, so only their sum is seen); flagged when the
@@ -437,7 +437,9 @@ fn digest_costs(
                 })
             })
             .collect();
-        costs.sort_by(|a, b| b.effect.ratio.total_cmp(&a.effect.ratio));
+        // By the lower bound: the statements surely hurt most, not the noisiest.
+        let low = |c: &DigestCost| c.effect.ci_low.unwrap_or(f64::NEG_INFINITY);
+        costs.sort_by(|a, b| low(b).total_cmp(&low(a)));
         found.extend(costs.into_iter().take(DIGESTS_PER_GROUP));
     }
     found

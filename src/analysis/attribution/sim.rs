@@ -1,6 +1,6 @@
 //! A simulated attribution run, for the calibration tests: the host of `sim_fast` (AR(1)
 //! noise with the measured 1-second shape, bursts, counting noise, closed-loop clients), the
-//! controller's slot order (each design point next to its mirror, four pairs of nothing
+//! controller's slot order (each design point next to its mirror, eight pairs of nothing
 //! instrumented and the base check, pairs in random order), one replicate per segment, records
 //! as the phase tracker writes them (several slots of one scenario in a segment: one record).
 
@@ -83,7 +83,7 @@ pub(crate) fn run(
             (names[b].clone(), truth.factor(design.point(b))),
         ]);
     }
-    for _ in 0..4 {
+    for _ in 0..8 {
         units.push(vec![
             (NONE_POINT.to_string(), 1.0),
             (BASE_CHECK.to_string(), truth.base),

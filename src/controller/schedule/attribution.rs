@@ -2,8 +2,9 @@
 //! with none of its rows is reported and left out), the fractional factorial design over them
 //! (`analysis::design`), its points as scenarios, and the slot order's units: each design point
 //! next to its mirror, and [`BASE_PAIRS`] pairs of nothing instrumented next to global and
-//! thread instrumentation only (the base every configuration with a group pays: measured in
-//! four pairs a replicate, its interval is about as tight as the groups' over sixteen).
+//! thread instrumentation only (the base every configuration with a group pays, and so every
+//! prediction; measured in eight pairs a replicate, its interval is about 1.4 times the
+//! groups', whose sixteen pairs each measure every group at once).
 //!
 //! Must not: talk to a server (the caller reads the rows) or run anything.
 
@@ -18,7 +19,7 @@ use crate::phase_log::block_order;
 use crate::phase_log::group_names::{BASE_CHECK, NONE_POINT};
 
 /// Pairs of (nothing instrumented, base) in each replicate.
-pub const BASE_PAIRS: usize = 4;
+pub const BASE_PAIRS: usize = 8;
 
 /// What `--attribute` asked for.
 #[derive(Debug, Clone)]

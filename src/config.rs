@@ -165,6 +165,10 @@ pub(crate) struct ConfigFile {
     #[serde(default)]
     #[allow(dead_code)]
     pub scenario: Option<Vec<toml::Table>>,
+    /// Instrument groups for `--attribute`, read by the controller's catalog likewise.
+    #[serde(default)]
+    #[allow(dead_code)]
+    pub group: Option<Vec<toml::Table>>,
     /// TLS options (`crate::tls::settings`).
     #[serde(default)]
     pub tls: Option<crate::tls::TlsFile>,

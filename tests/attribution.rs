@@ -68,11 +68,11 @@ fn every_group_is_reported_advised_and_confirmed_and_settings_end_as_found() {
     let before = setup_dump(&db);
     let dir = tempfile::tempdir().expect("tempdir");
     let args = flags(
-        "--attribute --duration 40s --budget 5 --confirm 12s --seed 3",
+        "--attribute --duration 60s --budget 5 --confirm 12s --seed 3",
         dir.path(),
     );
     let probe = start_controller(&db, &args);
-    let sysbench = load(&probe, 70);
+    let sysbench = load(&probe, 90);
     wait_restored(&db, &probe, &before, 120);
     let summary = sysbench.join().expect("sysbench");
     assert_eq!(summary.ignored_errors, 0, "{}", summary.text);

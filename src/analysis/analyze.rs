@@ -4,12 +4,18 @@ use crate::phase_log::PhaseRecord;
 
 use super::baseline;
 use super::bootstrap;
-use super::estimate::{Analysis, AnalysisError, Drift, Estimate, Method, Metric, Options, Scale};
+use super::estimate::{
+    Analysis, AnalysisError, Drift, Estimate, Method, Metric, MoreBlocks, Options, Scale,
+};
 use super::mix::latency_pair;
-use super::paired::{pair_blocks, pooled, robust_interval, trend, Interval, Pooled};
+use super::paired::{
+    pair_blocks, pairs_needed, pooled, robust_interval, trend, Interval, Pooled, MIN_SLOW_PAIRS,
+    PRIOR_SLOW_PAIR_SD,
+};
 use super::phase_data::{collect, PhaseData};
 use super::rng::seed_of;
-use super::stats_math::mean;
+use super::stats_math::{mean, sd};
+use crate::phase_log::SLOW;
 
 /// Below this share of the baseline's latency time in digests common to both phases, the
 /// mix-adjusted latency speaks for only part of the workload: warned.
@@ -78,6 +84,7 @@ pub(crate) fn analyze_with(
         ));
     }
     let blocks = data.blocks();
+    let block_seconds = block_seconds(phases);
     let complete = blocks
         .iter()
         .filter(|&&b| data.scheduled.iter().all(|s| data.get(s, b).is_some()))
@@ -131,6 +138,7 @@ pub(crate) fn analyze_with(
             baseline: &base_name,
             options,
             schedule: data.schedule.as_str(),
+            block_seconds,
         };
         let mut fewest = usize::MAX;
         for (metric, s) in series {
@@ -208,6 +216,26 @@ pub(crate) fn analyze_with(
     })
 }
 
+/// Mean time from a block's first switch to its last measured moment, seconds.
+fn block_seconds(phases: &[PhaseRecord]) -> Option<f64> {
+    let mut spans: std::collections::BTreeMap<u64, (u64, u64)> = std::collections::BTreeMap::new();
+    for p in phases.iter().filter(|p| p.kind == "phase") {
+        let e = spans
+            .entry(p.block)
+            .or_insert((p.switched_at_ms, p.measure_to_ms));
+        e.0 = e.0.min(p.switched_at_ms);
+        e.1 = e.1.max(p.measure_to_ms);
+    }
+    let n = spans.len();
+    (n > 0).then(|| {
+        spans
+            .values()
+            .map(|(a, b)| b.saturating_sub(*a) as f64 / 1000.0)
+            .sum::<f64>()
+            / n as f64
+    })
+}
+
 /// Every metric's per-block values for one scenario, from its (block, baseline, scenario)
 /// phases.
 fn block_series(
@@ -268,6 +296,8 @@ struct Comparison<'a> {
     baseline: &'a str,
     options: &'a Options,
     schedule: &'a str,
+    /// Mean length of a block (a slow pair: both phases, restarts included), seconds.
+    block_seconds: Option<f64>,
 }
 
 impl Comparison<'_> {
@@ -304,6 +334,18 @@ impl Comparison<'_> {
             metric,
             Metric::Throughput | Metric::ErrorRate | Metric::ServerCpu
         );
+        // A restart comparison with too few pairs gets no interval, and says what it needs.
+        let (bounds, p_value, significant, needs) =
+            if self.schedule == SLOW && n < MIN_SLOW_PAIRS && scale == Scale::Ratio {
+                (None, None, false, Some(self.more_blocks(&s.diffs)))
+            } else {
+                (
+                    bounds,
+                    p_value,
+                    interval.is_some_and(|i| i.significant()),
+                    None,
+                )
+            };
         Estimate {
             schedule: self.schedule.to_string(),
             metric,
@@ -313,7 +355,7 @@ impl Comparison<'_> {
             ratio: to_scale(center),
             ci_low: bounds.map(|b| to_scale(b.0)),
             ci_high: bounds.map(|b| to_scale(b.1)),
-            significant: interval.is_some_and(|i| i.significant()),
+            significant,
             p_value,
             method,
             n_blocks: n,
@@ -321,6 +363,21 @@ impl Comparison<'_> {
             scenario_value: mean(&s.scen).unwrap_or(f64::NAN),
             mix_adjusted: latency && s.adjusted,
             digest_coverage: if latency { s.coverage } else { None },
+            needs,
+        }
+    }
+
+    /// How many more slow pairs (and minutes of them) an interval of the target half-width
+    /// needs, from the pairs' own spread once there are two, else a prior.
+    fn more_blocks(&self, diffs: &[f64]) -> MoreBlocks {
+        let spread = sd(diffs).filter(|s| *s > 0.0).unwrap_or(PRIOR_SLOW_PAIR_SD);
+        let target = self.options.slow_target;
+        let needed = pairs_needed(spread, target / 100.0, self.options.level);
+        let more = needed.saturating_sub(diffs.len() as u64).max(1);
+        MoreBlocks {
+            blocks: more,
+            minutes: more as f64 * self.block_seconds.unwrap_or(60.0) / 60.0,
+            halfwidth_points: target,
         }
     }
 

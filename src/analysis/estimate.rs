@@ -122,6 +122,31 @@ pub struct Estimate {
     /// Smallest share, over the blocks, of the baseline's latency time held by digests seen in
     /// both phases (latency metrics with per-digest data only).
     pub digest_coverage: Option<f64>,
+    /// A comparison of scenarios entered by restart with too few pairs for an honest interval
+    /// (no bounds then): how many more it needs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub needs: Option<MoreBlocks>,
+}
+
+/// What an estimate without an interval would need: about `blocks` more slow pairs, `minutes`
+/// of schedule, for an interval of +-`halfwidth_points`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MoreBlocks {
+    pub blocks: u64,
+    pub minutes: f64,
+    pub halfwidth_points: f64,
+}
+
+impl MoreBlocks {
+    /// "not enough restarts for an interval: about N more blocks (M minutes) for +-P points".
+    pub fn text(&self) -> String {
+        format!(
+            "not enough restarts for an interval: about {} more blocks ({:.0} minutes) for +-{} points",
+            self.blocks,
+            self.minutes.max(1.0).ceil(),
+            self.halfwidth_points
+        )
+    }
 }
 
 impl Estimate {
@@ -204,6 +229,9 @@ pub(crate) struct Options {
     /// must hold.
     pub budget: Option<f64>,
     pub need: Vec<String>,
+    /// The half-width (points) a restart comparison without an interval is told how far it is
+    /// from.
+    pub slow_target: f64,
 }
 
 impl Default for Options {
@@ -215,6 +243,7 @@ impl Default for Options {
             headline_only: false,
             budget: None,
             need: Vec::new(),
+            slow_target: 3.0,
         }
     }
 }

@@ -24,6 +24,24 @@ use super::stats_math::{mean, newey_west_se, ols_slope, sd, t_quantile, t_two_si
 
 /// Below this many pairs a comparison's own variance is not trusted alone.
 pub(crate) const MIN_OWN_PAIRS: usize = 6;
+/// Below this many pairs a comparison of scenarios entered by restart gets no interval: with
+/// two or three, Student's t on a handful of restart-separated pairs gives intervals of
+/// hundreds of points that say nothing (the report says how many more it needs instead).
+pub(crate) const MIN_SLOW_PAIRS: usize = 5;
+/// Noise of one slow pair's log-ratio assumed before two pairs say otherwise (the spread of
+/// restart-separated 10-30 s phases measured here: 5-10%).
+pub(crate) const PRIOR_SLOW_PAIR_SD: f64 = 0.08;
+
+/// Pairs needed for an interval of +-`halfwidth` (a fraction) with pairs of spread `sd`, at
+/// `level`: the smallest n (at least [`MIN_SLOW_PAIRS`]) with t(n-1)·sd/√n within it.
+pub(crate) fn pairs_needed(sd: f64, halfwidth: f64, level: f64) -> u64 {
+    (MIN_SLOW_PAIRS as u64..100_000)
+        .find(|&n| {
+            let n_f = n as f64;
+            t_quantile(0.5 + level / 2.0, n_f - 1.0) * sd / n_f.sqrt() <= halfwidth
+        })
+        .unwrap_or(100_000)
+}
 
 /// A noise estimate shared by the comparisons of one run and metric: the variance of the
 /// per-block differences around each comparison's own mean, and its degrees of freedom.

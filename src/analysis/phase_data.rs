@@ -187,6 +187,7 @@ struct Window {
 pub(crate) fn collect(records: &[PhaseRecord]) -> Collected {
     let mut out = Collected::default();
     let (mut unverified, mut empty, mut newer, mut unsettled) = (0, 0, 0, 0);
+    let mut failed: Vec<String> = Vec::new();
     let mut windows: BTreeMap<(String, u64, u64), Window> = BTreeMap::new();
     for r in records.iter().filter(|r| r.kind == "phase") {
         if out.schedule.is_empty() {
@@ -197,6 +198,13 @@ pub(crate) fn collect(records: &[PhaseRecord]) -> Collected {
         }
         if r.version > PHASE_LOG_VERSION {
             newer += 1;
+            continue;
+        }
+        if let Some(why) = &r.failure {
+            failed.push(format!(
+                "{} (block {}, phase {}) left out: {why}",
+                r.scenario, r.block, r.phase
+            ));
             continue;
         }
         if !r.verified {
@@ -257,6 +265,7 @@ pub(crate) fn collect(records: &[PhaseRecord]) -> Collected {
     let repeated = pooled.values().filter(|(_, n)| *n > 1).count();
     out.phases = pooled.into_values().map(|(d, _)| d).collect();
 
+    out.warnings.extend(failed);
     let mut warn = |n: usize, what: &str| {
         if n > 0 {
             out.warnings.push(format!("{n} phase record(s) {what}"));

@@ -21,6 +21,7 @@ use super::attribution::{advise, attribute, Attribution, Prediction, Recommendat
 use super::baseline::PFSOFF;
 use super::carryover::{profile, CarryoverProfile};
 use super::estimate::{Analysis, AnalysisError, Estimate, Metric, Options};
+use super::restart_profile::{restart_profile, RestartProfile};
 
 /// What switching into a scenario cost over the run (fast schedule).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -60,6 +61,8 @@ pub struct RunAnalysis {
     pub attribution: Option<Attribution>,
     /// The configuration to run within `--budget` (an attribution with a budget).
     pub recommendation: Option<Recommendation>,
+    /// How the restarts of the slow phases went and how the statement rate came back.
+    pub restarts: Option<RestartProfile>,
     pub warnings: Vec<String>,
 }
 
@@ -168,10 +171,28 @@ pub(crate) fn analyze_run(
     } else {
         reference.clone()
     };
+    // Each restart scenario is paired with the reference beside it: the headline compares
+    // against the baseline in the pairs that hold it (a startup scenario's pairs are compared
+    // with the reference below, in "startup against runtime").
+    let headline_slow: Vec<PhaseRecord> = match slow_baseline.as_deref() {
+        Some(b) => {
+            let with: std::collections::BTreeSet<u64> = slow_records
+                .iter()
+                .filter(|r| r.scenario == b)
+                .map(|r| r.block)
+                .collect();
+            slow_records
+                .iter()
+                .filter(|r| with.contains(&r.block) || r.failure.is_some())
+                .cloned()
+                .collect()
+        }
+        None => slow_records.clone(),
+    };
     let slow = if slow_records.is_empty() {
         None
     } else {
-        match analyze_with(&slow_records, slow_baseline.as_deref(), options) {
+        match analyze_with(&headline_slow, slow_baseline.as_deref(), options) {
             Ok(a) => Some(a),
             Err(e) => {
                 warnings.push(format!("scenarios entered by restart not compared: {e}"));
@@ -219,6 +240,7 @@ pub(crate) fn analyze_run(
         startup,
         attribution,
         recommendation,
+        restarts: restart_profile(&slow_records),
         warnings,
     })
 }

@@ -10,7 +10,6 @@ use super::client::server::{ApplyReport, Controller};
 use super::error::ControllerError;
 use super::model::catalog::Catalog;
 use super::model::file::PsConfig;
-use super::model::groups::Groups;
 use super::model::scenario::Scenario;
 use super::model::setup_tables::SetupState;
 use super::model::snapshot::Snapshot;
@@ -155,11 +154,10 @@ pub fn run(args: &PsArgs) -> anyhow::Result<()> {
     crate::runtime::init_logging_from_env(None);
     let config = args.config.as_deref().map(PsConfig::load).transpose()?;
     let mut catalog = Catalog::builtin();
-    let mut groups = Groups::builtin();
     if let Some(c) = &config {
         catalog.add_toml(&c.text, &c.path)?;
-        groups.add_toml(&c.text, &c.path)?;
     }
+    let groups = catalog.groups().clone();
     let warnings = crate::secrets::argv_warnings(std::env::args_os())
         .into_iter()
         .chain(crate::secrets::exposed_secret_files(

@@ -137,6 +137,7 @@ pub fn run_schedule(
         settle: plan.settle,
         segment: Duration::from_secs(5),
         restart_settle: plan.restart_settle,
+        restart_settle_auto: true,
         slow_phase: plan.slow_phase,
         slow_blocks: Some(plan.slow_blocks),
         slow_every: Duration::from_secs(120),

@@ -266,6 +266,21 @@ impl ProxyMetrics {
         &self.series(scenario).commands[kind.index()][outcome.index()]
     }
 
+    /// Statements (text queries and prepared executions) finished under `scenario`, whatever
+    /// their outcome: the controller samples it after a restart (atomic reads, off the relay).
+    pub fn statements_finished(&self, scenario: ScenarioId) -> u64 {
+        let series = self.series(scenario);
+        [
+            CommandKind::Query,
+            CommandKind::StmtExecute,
+            CommandKind::StmtBulkExecute,
+        ]
+        .iter()
+        .flat_map(|k| series.commands[k.index()].iter())
+        .map(IntCounter::get)
+        .sum()
+    }
+
     pub fn duration(&self, scenario: ScenarioId, kind: CommandKind) -> &Histogram {
         &self.series(scenario).durations[kind.index()]
     }

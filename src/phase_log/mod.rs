@@ -235,6 +235,37 @@ pub struct PhaseRecord {
     /// Set by `psprobe report` when it merged this slot from several probes' logs: how many.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged_from: Option<u64>,
+    /// A phase entered through a restart: how the restart went and how the statement rate came
+    /// back (the leader's records only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart: Option<RestartRecord>,
+    /// Why this phase is left out (a restart that failed, hung, or brought the server back
+    /// with the wrong setting); such a record measures nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+}
+
+/// A restart as psprobe saw it, from the moment it ran the restart command: when the server
+/// stopped accepting connections, when it accepted them again, when the command returned, when
+/// the first query succeeded with performance_schema as asked; then the statements finished
+/// through the proxy in each `bin_ms` bin from that first query on (settle and measured window).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct RestartRecord {
+    /// Until the server refused connections (`None`: never seen down between two probes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_ms: Option<u64>,
+    /// From then until it accepted them again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_ms: Option<u64>,
+    /// The restart command's own run time.
+    pub command_ms: u64,
+    /// Until the first successful query with the setting asked for.
+    pub first_query_ms: u64,
+    /// The settle time used before the measured window.
+    pub settle_ms: u64,
+    pub bin_ms: u64,
+    /// Statements finished in each bin after the first query.
+    pub after: Vec<u64>,
 }
 
 impl PhaseRecord {

@@ -321,6 +321,7 @@ pub(super) fn chart(a: &Attribution) -> String {
             value: e.effect.ratio * 100.0,
             low: e.effect.ci_low.map(|v| v * 100.0),
             high: e.effect.ci_high.map(|v| v * 100.0),
+            note: None,
         })
         .collect();
     for (label, list) in [("base", &a.base), ("all groups (measured)", &a.all_on)] {
@@ -330,6 +331,7 @@ pub(super) fn chart(a: &Attribution) -> String {
                 value: e.effect.ratio * 100.0,
                 low: e.effect.ci_low.map(|v| v * 100.0),
                 high: e.effect.ci_high.map(|v| v * 100.0),
+                note: None,
             });
         }
     }

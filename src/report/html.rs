@@ -74,7 +74,7 @@ fn overhead_chart(r: &Report, schedule: &str, baseline: &str) -> String {
         .iter()
         .filter(|h| h.schedule == schedule)
         .map(|h| {
-            let c = h.qps_change;
+            let c = h.qps_change.as_ref();
             Bar {
                 label: if h.is_baseline {
                     format!("{} (baseline)", h.scenario)
@@ -84,6 +84,7 @@ fn overhead_chart(r: &Report, schedule: &str, baseline: &str) -> String {
                 value: c.map_or(0.0, |c| c.percent),
                 low: c.and_then(|c| c.low),
                 high: c.and_then(|c| c.high),
+                note: c.and_then(|c| c.needs.clone()),
             }
         })
         .collect();

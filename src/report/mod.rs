@@ -8,6 +8,7 @@ mod attribution;
 mod html;
 mod merge;
 mod model;
+mod restarts;
 pub mod svg;
 mod text;
 mod traffic;

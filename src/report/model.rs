@@ -32,12 +32,15 @@ pub struct HeadlineRow {
 }
 
 /// A change in percent with its interval.
-#[derive(Debug, Serialize, Clone, Copy)]
+#[derive(Debug, Serialize, Clone)]
 pub struct Interval {
     pub percent: f64,
     pub low: Option<f64>,
     pub high: Option<f64>,
     pub significant: bool,
+    /// Why there is no interval, when a restart comparison has too few pairs: what it needs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub needs: Option<String>,
 }
 
 impl Interval {
@@ -47,6 +50,7 @@ impl Interval {
             low: e.ci_low.map(|v| v * 100.0),
             high: e.ci_high.map(|v| v * 100.0),
             significant: e.significant,
+            needs: e.needs.as_ref().map(|n| n.text()),
         }
     }
 
@@ -59,7 +63,10 @@ impl Interval {
                 hi,
                 if self.significant { " *" } else { "" }
             ),
-            _ => format!("{:+.1}% (no interval)", self.percent),
+            _ => match &self.needs {
+                Some(needs) => format!("{:+.1}% ({needs})", self.percent),
+                None => format!("{:+.1}% (no interval)", self.percent),
+            },
         }
     }
 

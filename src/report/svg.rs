@@ -71,6 +71,8 @@ pub struct Bar {
     pub value: f64,
     pub low: Option<f64>,
     pub high: Option<f64>,
+    /// Said in place of an interval that is missing (why: too few restarts, say).
+    pub note: Option<String>,
 }
 
 fn header(s: &mut String, title: &str, height: f64) {
@@ -135,8 +137,20 @@ pub fn bars_with_whiskers(title: &str, unit: &str, bars: &[Bar]) -> String {
                 x(l),
                 x(h)
             );
-            for (end, clipped) in [(l, l < lo), (h, h > hi)] {
-                if !clipped {
+            for (end, clipped, outward) in [(l, l < lo, -1.0), (h, h > hi, 1.0)] {
+                if clipped {
+                    // An arrowhead at the axis' edge: the interval goes on past it.
+                    let tip = x(end);
+                    let _ = write!(
+                        s,
+                        r##"<path class="clipped" d="M{:.1},{} L{:.1},{cy} L{:.1},{} Z" fill="#222"><title>the interval goes on past the axis</title></path>"##,
+                        tip - 7.0 * outward,
+                        cy - 5.0,
+                        tip,
+                        tip - 7.0 * outward,
+                        cy + 5.0
+                    );
+                } else {
                     let _ = write!(
                         s,
                         r##"<line class="whisker-end" x1="{0:.1}" y1="{1}" x2="{0:.1}" y2="{2}" stroke="#222"/>"##,
@@ -147,8 +161,16 @@ pub fn bars_with_whiskers(title: &str, unit: &str, bars: &[Bar]) -> String {
                 }
             }
         }
-        let text = match (b.low, b.high) {
-            (Some(l), Some(h)) => format!("{:+.1}{unit} ({:+.1}..{:+.1})", b.value, l, h),
+        let clipped = b.low.is_some_and(|l| l < lo) || b.high.is_some_and(|h| h > hi);
+        let text = match (b.low, b.high, &b.note) {
+            (Some(l), Some(h), _) => format!(
+                "{:+.1}{unit} ({:+.1}..{:+.1}){}",
+                b.value,
+                l,
+                h,
+                if clipped { ", clipped" } else { "" }
+            ),
+            (_, _, Some(note)) => format!("{:+.1}{unit}: {note}", b.value),
             _ => format!("{:+.1}{unit}", b.value),
         };
         let _ = write!(
@@ -388,12 +410,14 @@ mod tests {
                 value: -5.0,
                 low: Some(-7.0),
                 high: Some(-3.0),
+                note: None,
             },
             Bar {
                 label: "c".into(),
                 value: 2.0,
                 low: None,
                 high: None,
+                note: None,
             },
         ];
         let svg = bars_with_whiskers("t", "%", &bars);
@@ -427,6 +451,42 @@ mod tests {
             .collect();
         assert_eq!(xs.len(), 2);
         assert!(xs.iter().all(|x| *x > plot_right), "{xs:?}");
+    }
+
+    #[test]
+    fn a_clipped_whisker_is_marked_and_a_missing_interval_says_why() {
+        let bars = vec![
+            Bar {
+                label: "ok".into(),
+                value: -2.0,
+                low: Some(-3.0),
+                high: Some(-1.0),
+                note: None,
+            },
+            Bar {
+                label: "wide".into(),
+                value: -1.3,
+                low: Some(-79.8),
+                high: Some(382.1),
+                note: None,
+            },
+            Bar {
+                label: "few".into(),
+                value: 4.0,
+                low: None,
+                high: None,
+                note: Some("not enough restarts for an interval".into()),
+            },
+        ];
+        let svg = bars_with_whiskers("t", "%", &bars);
+        assert_eq!(
+            svg.matches("class=\"clipped\"").count(),
+            2,
+            "both ends marked"
+        );
+        assert!(svg.contains("(-79.8..+382.1), clipped"), "{svg}");
+        assert!(svg.contains("+4.0%: not enough restarts for an interval"));
+        assert_eq!(svg.matches("class=\"whisker\"").count(), 2);
     }
 
     #[test]

@@ -217,6 +217,9 @@ pub(super) fn markdown(r: &Report) -> String {
         warnings(&mut s, analysis);
         s.push('\n');
     }
+    if let Some(restarts) = &a.restarts {
+        super::restarts::markdown(&mut s, restarts);
+    }
     if let Some(attribution) = &a.attribution {
         super::attribution::markdown(&mut s, attribution, &r.runs);
     }

@@ -113,6 +113,14 @@ pub(crate) fn collect_segments(records: &[PhaseRecord], design: &Points) -> Coll
         phases: Vec::new(),
     };
     for block in data.blocks() {
+        // Segments of the design only (a confirmation's come after it).
+        let in_design = design
+            .points
+            .iter()
+            .any(|(name, _)| data.get(name, block).is_some());
+        if !in_design {
+            continue;
+        }
         let none = data.get(NONE_POINT, block);
         let check = data.get(BASE_CHECK, block);
         let points: Option<Vec<&PhaseData>> = design

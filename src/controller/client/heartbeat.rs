@@ -14,7 +14,7 @@
 //!
 //! Must not: decide anything about the schedule; it only reports whether the lead still holds.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -123,6 +123,8 @@ pub struct Heartbeat {
     /// Milliseconds from `base` to the last beat that was written.
     last_ok_ms: Arc<AtomicU64>,
     base: Instant,
+    /// The leader restarts the server on purpose now: failed beats are expected.
+    planned: Arc<AtomicBool>,
 }
 
 impl Heartbeat {
@@ -132,6 +134,7 @@ impl Heartbeat {
         let base = Instant::now();
         let last_ok_ms = Arc::new(AtomicU64::new(u64::MAX));
         let (tx, rx) = watch::channel(conns);
+        let planned = Arc::new(AtomicBool::new(false));
         let mut beater = Beater {
             dsn: dsn.clone(),
             leader: leader.to_string(),
@@ -140,6 +143,7 @@ impl Heartbeat {
             base,
             last_ok_ms: Arc::clone(&last_ok_ms),
             warned_at: None,
+            planned: Arc::clone(&planned),
         };
         beater.beat().await;
         let task = tokio::spawn(async move { beater.run().await });
@@ -148,7 +152,14 @@ impl Heartbeat {
             conns: tx,
             last_ok_ms,
             base,
+            planned,
         }
+    }
+
+    /// The leader is restarting the server on purpose (true), or has it back (false): beats
+    /// that fail meanwhile are logged at debug, not warned about.
+    pub fn planned_absence(&self, planned: bool) {
+        self.planned.store(planned, Ordering::Relaxed);
     }
 
     /// The leader's connections changed (a restart): beats now name these.
@@ -194,6 +205,7 @@ struct Beater {
     base: Instant,
     last_ok_ms: Arc<AtomicU64>,
     warned_at: Option<Instant>,
+    planned: Arc<AtomicBool>,
 }
 
 impl Beater {
@@ -256,6 +268,10 @@ impl Beater {
 impl Beater {
     /// At most one line every 10 s: a leader that cannot beat would otherwise log twice a second.
     fn warn(&mut self, line: &str) {
+        if self.planned.load(Ordering::Relaxed) {
+            tracing::debug!("{line} (the leader is restarting the server)");
+            return;
+        }
         let now = Instant::now();
         if self
             .warned_at

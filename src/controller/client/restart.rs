@@ -2,11 +2,14 @@
 //! performance_schema ON or OFF (`{pfs}`) and extra startup options (`{opts}`: shell-quoted
 //! words, empty except for `NAME@startup` scenarios), for the scenarios that need a restart.
 //! psprobe runs it, then waits (bounded) until the server accepts connections again and has
-//! loaded its buffer pool back, so a restarted phase does not start on a cold cache.
+//! loaded its buffer pool back, so a restarted phase does not start on a cold cache. Meanwhile
+//! it probes the server's port every 20 ms, so each restart's parts are measured: how long the
+//! server took to stop, to start, and to answer the first query ([`RestartTiming`]).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::process::Command;
+use tokio::sync::watch;
 
 use crate::controller::error::{ControllerError, Result};
 
@@ -18,7 +21,7 @@ pub async fn restart_server(
 ) -> Result<()> {
     let value = if performance_schema { "ON" } else { "OFF" };
     let line = command.replace("{pfs}", value).replace("{opts}", opts);
-    tracing::info!("restarting the server with performance_schema={value}: {line}");
+    tracing::debug!("restarting the server with performance_schema={value}: {line}");
     let run = Command::new("sh")
         .arg("-c")
         .arg(&line)
@@ -52,15 +55,129 @@ pub async fn restart_server(
     Ok(())
 }
 
+/// Slack on a server's start time, which comes from its uptime in whole seconds.
+const UPTIME_SLACK_S: u64 = 1;
+
+/// Seconds since the epoch (to compare with a server's start time).
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// How one restart went, from the moment the restart command started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RestartTiming {
+    /// Until the server refused connections (`None`: never seen down between two probes).
+    pub stop: Option<Duration>,
+    /// From then until it accepted connections again.
+    pub start: Option<Duration>,
+    /// The command's own run time.
+    pub command: Duration,
+    /// Until the first query succeeded with performance_schema as asked.
+    pub first_query: Duration,
+}
+
+impl RestartTiming {
+    /// "stop 0.9 s, start 0.3 s, first query after 1.4 s".
+    pub fn describe(&self) -> String {
+        let s = |d: Option<Duration>| {
+            d.map_or("-".to_string(), |d| format!("{:.1} s", d.as_secs_f64()))
+        };
+        format!(
+            "stop {}, start {}, first query after {:.1} s",
+            s(self.stop),
+            s(self.start),
+            self.first_query.as_secs_f64()
+        )
+    }
+}
+
+/// Runs the restart command, waits for the server (see [`wait_ready`]), and times both, with
+/// the server's port (`addr`) probed meanwhile for when it went down and came back.
+pub async fn restart_and_wait(
+    command: &str,
+    performance_schema: bool,
+    opts: &str,
+    timeout: Duration,
+    dsn: &super::dsn::ControllerDsn,
+) -> Result<(super::server::Controller, RestartTiming)> {
+    let t0 = Instant::now();
+    let since = unix_now();
+    let (done_tx, done_rx) = watch::channel(false);
+    let addr = format!("{}:{}", dsn.host(), dsn.port());
+    let work = async {
+        restart_server(command, performance_schema, opts, timeout).await?;
+        let command_took = t0.elapsed();
+        let ctl = wait_ready(dsn, performance_schema, timeout, Some(since)).await?;
+        let _ = done_tx.send(true);
+        Ok::<_, ControllerError>((ctl, command_took))
+    };
+    let (outcome, (down, up)) = tokio::join!(work, watch_port(&addr, done_rx));
+    let (ctl, command_took) = outcome?;
+    Ok((
+        ctl,
+        RestartTiming {
+            stop: down.map(|d| d - t0),
+            start: down.zip(up).map(|(d, u)| u.saturating_duration_since(d)),
+            command: command_took,
+            first_query: t0.elapsed(),
+        },
+    ))
+}
+
+/// Probes `addr` every 20 ms until `done`: when it first refused connections, and when it
+/// accepted them again after that.
+async fn watch_port(
+    addr: &str,
+    mut done: watch::Receiver<bool>,
+) -> (Option<Instant>, Option<Instant>) {
+    const EVERY: Duration = Duration::from_millis(20);
+    let (mut down, mut up) = (None, None);
+    loop {
+        let probe = tokio::time::timeout(EVERY * 5, tokio::net::TcpStream::connect(addr));
+        let accepting = matches!(probe.await, Ok(Ok(_)));
+        let now = Instant::now();
+        match (accepting, down) {
+            (false, None) => down = Some(now),
+            (true, Some(_)) if up.is_none() => up = Some(now),
+            _ => {}
+        }
+        if up.is_some() || *done.borrow() {
+            return (down, up);
+        }
+        tokio::select! {
+            () = tokio::time::sleep(EVERY) => {}
+            changed = done.changed() => if changed.is_err() { return (down, up); }
+        }
+    }
+}
+
 /// Connects once the restarted server accepts connections with performance_schema as wanted.
+///
+/// `restarted_since` (unix seconds, when the restart command began): a server that started
+/// before then is still the old one (a command that returns before it stops the server), and
+/// is waited for like one that does not answer yet.
 pub async fn wait_ready(
     dsn: &super::dsn::ControllerDsn,
     performance_schema: bool,
     timeout: Duration,
+    restarted_since: Option<u64>,
 ) -> Result<super::server::Controller> {
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         let last = match super::server::Controller::connect(dsn).await {
+            // Still the old server (a restart command that returns before it stops it): wait.
+            Ok(ctl)
+                if ctl
+                    .info()
+                    .identity
+                    .started_at_unix
+                    .zip(restarted_since)
+                    .is_some_and(|(s, since)| s + UPTIME_SLACK_S < since) =>
+            {
+                "the server has not restarted yet".to_string()
+            }
             Ok(mut ctl) if ctl.info().performance_schema.unwrap_or(false) == performance_schema => {
                 match ctl.buffer_pool_loading().await {
                     Ok(Some(status)) if tokio::time::Instant::now() < deadline => {
@@ -71,11 +188,18 @@ pub async fn wait_ready(
                     _ => return Ok(ctl),
                 }
             }
-            Ok(ctl) => format!(
-                "performance_schema is {:?}, expected {}",
-                ctl.info().performance_schema,
-                performance_schema
-            ),
+            Ok(ctl) => {
+                // The server is up with the other setting: the command did not pass {pfs} on
+                // (or the server ignored it). Waiting would not change that.
+                let on_off = |b: bool| if b { "ON" } else { "OFF" };
+                return Err(ControllerError::Restart {
+                    reason: format!(
+                        "the server came back with performance_schema={}, not {}: does the restart command pass {{pfs}} on to mysqld?",
+                        ctl.info().performance_schema.map_or("unknown", on_off),
+                        on_off(performance_schema)
+                    ),
+                });
+            }
             Err(e) => e.to_string(),
         };
         if tokio::time::Instant::now() >= deadline {

@@ -1,9 +1,13 @@
 //! The scenarios psprobe knows: `original`, the six of the reference study (built from the same
 //! selections a user writes in TOML), and the user's own from `[[scenario]]` tables.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use serde::Deserialize;
+
+use super::groups::{advice_scenario, point_scenario, Group, Groups};
+use crate::phase_log::group_names::{advice_groups, point_groups, BASE_CHECK};
 
 use super::pattern::Selection;
 use super::scenario::{InstrumentRule, Scenario, Settings, Source};
@@ -21,6 +25,9 @@ pub const SQLON_CONSUMERS: [&str; 5] = [
 #[derive(Clone, Debug)]
 pub struct Catalog {
     scenarios: Vec<Scenario>,
+    /// The instrument groups (built-in and `[[group]]`): an attribution's design points,
+    /// base check and advice are scenarios made of them, found by name like the others.
+    groups: Groups,
 }
 
 impl Catalog {
@@ -80,11 +87,43 @@ impl Catalog {
                 runtime(all(), all(), all()),
             ),
         ];
-        Catalog { scenarios }
+        Catalog {
+            scenarios,
+            groups: Groups::builtin(),
+        }
     }
 
-    /// Add the `[[scenario]]` tables of a TOML document read from `path`.
+    /// The instrument groups known (built-in, then the config file's).
+    pub fn groups(&self) -> &Groups {
+        &self.groups
+    }
+
+    /// The scenario called `name`: a catalog entry, or one made of instrument groups (an
+    /// attribution's design point `g:...`, its `base_check`, a recommendation `advice:...`), so
+    /// a run's last published scenario is known to `ps restore` and the next leader.
+    pub fn lookup(&self, name: &str) -> Option<Cow<'_, Scenario>> {
+        if let Some(s) = self.find(name) {
+            return Some(Cow::Borrowed(s));
+        }
+        let of = |names: Vec<&str>| -> Option<Vec<&Group>> {
+            names.iter().map(|n| self.groups.find(n)).collect()
+        };
+        if name == BASE_CHECK {
+            let mut s = point_scenario(&[]);
+            s.name = name.to_string();
+            return Some(Cow::Owned(s));
+        }
+        if let Some(on) = point_groups(name).and_then(of) {
+            return Some(Cow::Owned(point_scenario(&on)));
+        }
+        advice_groups(name)
+            .and_then(of)
+            .map(|on| Cow::Owned(advice_scenario(&on)))
+    }
+
+    /// Add the `[[scenario]]` and `[[group]]` tables of a TOML document read from `path`.
     pub fn add_toml(&mut self, text: &str, path: &Path) -> Result<()> {
+        self.groups.add_toml(text, path)?;
         let file: ScenarioFile = super::file::parse_toml(text, path)?;
         for entry in file.scenario {
             let scenario = entry.into_scenario(path)?;

@@ -123,9 +123,9 @@ pub enum Verdict {
 
 /// The rows `last` leaves on a server whose rows were `base` (`None`: not known here).
 pub fn rows_after(catalog: &Catalog, last: &str, base: &SetupState) -> Option<SetupState> {
-    let scenario = catalog.find(last).or_else(|| {
+    let scenario = catalog.lookup(last).or_else(|| {
         let twin = super::startup::twin_name(last)?;
-        catalog.find(twin)
+        catalog.lookup(twin)
     })?;
     if scenario.settings == Settings::Original {
         return Some(base.clone());

@@ -13,7 +13,6 @@ use crate::controller::client::server_cpu::PidSource;
 use crate::controller::error::ControllerError;
 use crate::controller::model::catalog::Catalog;
 use crate::controller::model::file::PsConfig;
-use crate::controller::model::groups::Groups;
 use crate::controller::model::startup::twin_name;
 use crate::controller::paths;
 use crate::duration::{duration_arg, parse_duration};
@@ -22,8 +21,12 @@ use crate::duration::{duration_arg, parse_duration};
 /// slot length that gave the tightest interval under sysbench on the 2-core machine.
 pub const DEFAULT_PHASE: &str = "250ms";
 pub const DEFAULT_SEGMENT: &str = "5s";
-pub const DEFAULT_RESTART_SETTLE: &str = "20s";
-pub const DEFAULT_SLOW_PHASE: &str = "30s";
+/// Settle time after a restart before the restart profile has chosen one (the profile
+/// usually finds 1-3 s on a throwaway server; `--restart-settle` fixes it).
+pub const INITIAL_RESTART_SETTLE: &str = "5s";
+/// A phase entered by restart: settle + measured window. Short, so many pairs fit a run (their
+/// noise is the host's drift between phases, which grows with the time between them).
+pub const DEFAULT_SLOW_PHASE: &str = "12s";
 pub const DEFAULT_SLOW_BLOCKS: u64 = 4;
 pub const DEFAULT_SLOW_EVERY: &str = "2m";
 pub const DEFAULT_RESTART_TIMEOUT: &str = "120s";
@@ -69,11 +72,14 @@ pub struct ScheduleArgs {
     /// scenarios is within +-P percentage points (or at --duration), after the slow blocks.
     #[arg(long, value_name = "P")]
     pub target_halfwidth: Option<f64>,
-    /// Settle time after a server restart [default: 20s].
+    /// Settle time after a server restart, before the measured window [default: chosen as
+    /// the run goes from the restart profile (when the statement rate is back to steady),
+    /// starting at 5s].
     #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
     pub restart_settle: Option<Duration>,
-    /// One phase of a scenario entered by restart: restart settle + measured window
-    /// [default: 30s, or --phase when nothing is switched at runtime].
+    /// One phase of a scenario entered by restart: restart settle + measured window (the
+    /// restart itself comes on top) [default: 12s, or --phase when nothing is switched at
+    /// runtime].
     #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
     pub slow_phase: Option<Duration>,
     /// Slow blocks (each restarts into every restart scenario and the reference once)
@@ -241,6 +247,7 @@ impl ScheduleArgs {
             settle: self.settle,
             segment: timing.segment,
             restart_settle: slow.restart_settle,
+            restart_settle_auto: self.restart_settle.is_none(),
             slow_phase: slow.phase,
             slow_blocks: slow.blocks,
             slow_reference: slow.reference,
@@ -266,11 +273,10 @@ impl ScheduleArgs {
     /// known).
     fn choose(&self, config: Option<&PsConfig>) -> anyhow::Result<Chosen> {
         let mut catalog = Catalog::builtin();
-        let mut groups = Groups::builtin();
         if let Some(c) = config {
             catalog.add_toml(&c.text, &c.path)?;
-            groups.add_toml(&c.text, &c.path)?;
         }
+        let groups = catalog.groups().clone();
         let Some(asked) = &self.attribute else {
             for (i, name) in self.scenarios.iter().enumerate() {
                 catalog.resolve(name)?;
@@ -402,11 +408,10 @@ impl ScheduleArgs {
             (None, false) if self.phase.is_some() => phase,
             (None, _) => parse_duration("slow_phase", DEFAULT_SLOW_PHASE)?,
         };
-        let restart_settle = duration(
-            "restart_settle",
-            self.restart_settle,
-            DEFAULT_RESTART_SETTLE,
-        )?;
+        let restart_settle = match self.restart_settle {
+            Some(given) => given,
+            None => parse_duration("restart_settle", INITIAL_RESTART_SETTLE)?.min(slow_phase / 2),
+        };
         if !restart.is_empty() && restart_settle >= slow_phase {
             let name = if self.slow_phase.is_some() || fast_part {
                 "--slow-phase"

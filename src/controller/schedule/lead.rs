@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
+use crate::analysis::restart_profile::restart_profile;
 use crate::analysis::{analyze_run, carryover, Options};
 use crate::record::Observer;
 use crate::stats::since_switch::BIN_MS;
@@ -27,11 +28,12 @@ use super::settings::ControllerSettings;
 use super::timeline::{Progress, Step, Timeline};
 use crate::controller::client::heartbeat::FENCE_AFTER;
 use crate::controller::client::leadership::PhaseRow;
-use crate::controller::error::Result;
+use crate::controller::client::restart::RestartTiming;
+use crate::controller::error::{ControllerError, Result};
 use crate::controller::model::scenario::Settings;
 use crate::controller::model::startup;
 use crate::phase_log::group_names::{point_name, NONE_POINT};
-use crate::phase_log::{PhaseLog, PhaseRecord, FAST, SLOW};
+use crate::phase_log::{PhaseLog, PhaseRecord, RestartRecord, FAST, SLOW};
 
 /// Not measured before each switch: statements started there would be slowed by it.
 pub const GUARD: Duration = Duration::from_millis(20);
@@ -39,6 +41,12 @@ pub const GUARD: Duration = Duration::from_millis(20);
 const PROFILE_AFTER_SEGMENTS: usize = 4;
 /// Segments of every fast scenario before the target half-width may stop the run.
 const PRECISE_AFTER_SEGMENTS: usize = 6;
+/// The statement rate after a restart is sampled in bins this wide (the restart profile).
+pub const RATE_BIN: Duration = Duration::from_millis(250);
+/// Restarts that may fail in a row before the schedule stops.
+pub const MAX_RESTART_FAILURES: u32 = 3;
+/// Slow phases with a rate profile before it chooses the restart settle time.
+const RESTART_PROFILE_AFTER: usize = 4;
 
 /// What the last restart left the server running with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,6 +56,9 @@ pub enum ServerMode {
     Off,
     /// Started with the options of this startup scenario.
     Startup(String),
+    /// A restart failed: what runs now is not known (the next fast slot or the restore
+    /// restarts it with its own options).
+    Unknown,
 }
 
 /// The leader's slot loop: what it decides (which slot, how long, what counts) is here; what it
@@ -73,6 +84,12 @@ pub(crate) struct Leader<'a, S: LeadServer> {
     pub warned_long_carryover: bool,
     /// The phase number the next slot takes (a confirmation goes on from there).
     pub next_phase: u64,
+    /// Settle time after a restart: `--restart-settle`, or chosen from the restart profile.
+    pub restart_settle: Duration,
+    /// This run's slow records (the restart profile).
+    pub slow_records: Vec<PhaseRecord>,
+    /// Restarts that failed in a row.
+    pub restart_failures: u32,
 }
 
 /// A stop was requested (the step did not complete).
@@ -158,6 +175,40 @@ impl<S: LeadServer> Leader<'_, S> {
         if records.first().is_some_and(|r| r.schedule() == FAST) {
             self.fast_records.extend(records);
             self.retune();
+        } else {
+            self.slow_records.extend(records);
+            self.retune_restart_settle();
+        }
+    }
+
+    /// Re-chooses the settle time after a restart from the restart profile (unless
+    /// `--restart-settle` was given): from when the statement rate is back to steady.
+    fn retune_restart_settle(&mut self) {
+        if !self.s.restart_settle_auto {
+            return;
+        }
+        let Some(p) = restart_profile(&self.slow_records) else {
+            return;
+        };
+        if p.phases < RESTART_PROFILE_AFTER {
+            return;
+        }
+        let most = self.s.slow_phase.saturating_sub(Duration::from_secs(2));
+        let settle = Duration::from_millis(p.suggested_settle_ms)
+            .min(most)
+            .max(Duration::from_secs(1));
+        if settle != self.restart_settle {
+            tracing::info!(
+                "settle time after a restart {:.1}s -> {:.1}s from the restart profile ({} restarts: the statement rate is steady {})",
+                self.restart_settle.as_secs_f64(),
+                settle.as_secs_f64(),
+                p.phases,
+                p.steady_after_ms.map_or("only at the end".to_string(), |ms| format!(
+                    "{:.1}s after the first query",
+                    ms as f64 / 1000.0
+                ))
+            );
+            self.restart_settle = settle;
         }
     }
 
@@ -373,17 +424,68 @@ impl<S: LeadServer> Leader<'_, S> {
     async fn back_to_default(&mut self) -> Result<std::result::Result<(), Stopped>> {
         self.server.ensure_lead().await?;
         self.unmeasured();
-        self.restart(true, "").await?;
+        let timing = loop {
+            match self.restart(true, "").await {
+                Ok(timing) => break timing,
+                Err(ControllerError::Restart { reason }) => {
+                    tracing::warn!(
+                        "the restart with the server's own options failed: {reason}; trying again"
+                    );
+                    self.count_restart_failure(&reason)?;
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        self.restart_failures = 0;
+        tracing::info!(
+            "restarted the server with its own options for the runtime scenarios: {}",
+            timing.describe()
+        );
         *self.mode = ServerMode::Default;
-        Ok(self
-            .sleep_until(Instant::now() + self.s.restart_settle)
-            .await)
+        Ok(self.sleep_until(Instant::now() + self.restart_settle).await)
     }
 
-    async fn restart(&mut self, ps: bool, opts: &str) -> Result<()> {
-        self.server.restart(ps, opts).await?;
-        // What the last fast slot's rows were is not known across a restart.
+    async fn restart(&mut self, ps: bool, opts: &str) -> Result<RestartTiming> {
+        // What the last fast slot's rows were is not known across a restart (or a failed one).
         self.last_fast = None;
+        self.server.restart(ps, opts).await
+    }
+
+    /// A restart into a slow phase failed: the phase is left out (named in the report), the
+    /// server's state is unknown (restarted with its own options before anything else runs),
+    /// and the schedule goes on, unless this is the [`MAX_RESTART_FAILURES`]th in a row.
+    fn restart_failed(
+        &mut self,
+        i: usize,
+        (block, phase, switched_at_ms): (u64, u64, u64),
+        reason: String,
+    ) -> Result<std::result::Result<(), Stopped>> {
+        let name = &self.s.scenarios[i];
+        tracing::warn!(
+            "{name} (slow pair {block}): the restart failed, so this phase is left out: {reason}"
+        );
+        self.tracker.failed(
+            name,
+            self.ids[i],
+            phase,
+            switched_at_ms,
+            format!("the restart failed: {reason}"),
+        );
+        *self.mode = ServerMode::Unknown;
+        self.count_restart_failure(&reason)?;
+        Ok(Ok(()))
+    }
+
+    /// One more restart failed; the [`MAX_RESTART_FAILURES`]th in a row stops the schedule.
+    fn count_restart_failure(&mut self, reason: &str) -> Result<()> {
+        self.restart_failures += 1;
+        if self.restart_failures >= MAX_RESTART_FAILURES {
+            return Err(ControllerError::Restart {
+                reason: format!(
+                    "{MAX_RESTART_FAILURES} restarts in a row failed, so the schedule stops (the settings are restored as far as the server allows); the last: {reason}"
+                ),
+            });
+        }
         Ok(())
     }
 
@@ -396,7 +498,6 @@ impl<S: LeadServer> Leader<'_, S> {
         let name = self.s.scenarios[i].clone();
         let scenario = self.s.catalog.get(&name)?.clone();
         self.server.ensure_lead().await?;
-        let t0 = Instant::now();
         let switched_at_ms = now_ms();
         self.unmeasured();
         let zero = Duration::ZERO;
@@ -404,7 +505,15 @@ impl<S: LeadServer> Leader<'_, S> {
             .await?;
         let consumers = self.server.consumers();
         let opts = startup::options(&scenario, &consumers)?.join(" ");
-        self.restart(scenario.wants_ps(), &opts).await?;
+        let t0 = Instant::now();
+        let timing = match self.restart(scenario.wants_ps(), &opts).await {
+            Ok(timing) => timing,
+            Err(ControllerError::Restart { reason }) => {
+                return self.restart_failed(i, (block, phase, switched_at_ms), reason);
+            }
+            Err(e) => return Err(e),
+        };
+        self.restart_failures = 0;
         let verified = match &scenario.settings {
             Settings::PsOff => {
                 *self.mode = ServerMode::Off;
@@ -429,9 +538,14 @@ impl<S: LeadServer> Leader<'_, S> {
                 true
             }
         };
+        tracing::info!(
+            "restarted the server into {name} (slow pair {block}, performance_schema={}): {}",
+            if scenario.wants_ps() { "ON" } else { "OFF" },
+            timing.describe()
+        );
         let t1 = Instant::now();
         self.publish_state(self.ids[i], SlotState::Settling, t1);
-        let settle = self.s.restart_settle;
+        let settle = self.restart_settle;
         let measure = self.s.slow_phase.saturating_sub(settle);
         self.tracker.slot_started(&SlotStart {
             scenario: &name,
@@ -446,15 +560,63 @@ impl<S: LeadServer> Leader<'_, S> {
         });
         self.publish_slow(i, (block, phase), "settling", (settle, measure))
             .await?;
-        if let Err(stopped) = self.sleep_until(t1 + settle).await {
-            return Ok(Err(stopped));
-        }
-        self.publish_state(self.ids[i], SlotState::Measuring, t1);
-        self.tracker.measuring();
-        let done = self.sleep_until(t1 + settle + measure).await;
+        let (done, after) = self.settle_and_measure(i, t1, settle, measure).await;
         self.unmeasured();
+        let ms = |d: Duration| d.as_millis() as u64;
+        self.tracker.restart(RestartRecord {
+            stop_ms: timing.stop.map(ms),
+            start_ms: timing.start.map(ms),
+            command_ms: ms(timing.command),
+            first_query_ms: ms(timing.first_query),
+            settle_ms: ms(settle),
+            bin_ms: ms(RATE_BIN),
+            after,
+        });
         self.tracker.slot_ended();
         Ok(done)
+    }
+
+    /// Waits out a slow phase's settle time, then measures, sampling the statement rate every
+    /// [`RATE_BIN`] from `t1` (the first query after the restart) to the window's end: the
+    /// restart profile that chooses the settle time.
+    async fn settle_and_measure(
+        &mut self,
+        i: usize,
+        t1: Instant,
+        settle: Duration,
+        measure: Duration,
+    ) -> (std::result::Result<(), Stopped>, Vec<u64>) {
+        let id = self.ids[i];
+        let (from, end) = (t1 + settle, t1 + settle + measure);
+        let mut bins = Vec::new();
+        let mut last = self.observer.metrics.statements_finished(id);
+        let mut next_bin = t1 + RATE_BIN;
+        let mut measuring = false;
+        loop {
+            let wake = if measuring {
+                next_bin.min(end)
+            } else {
+                next_bin.min(from)
+            };
+            if let Err(stopped) = self.sleep_until(wake).await {
+                return (Err(stopped), bins);
+            }
+            let now = Instant::now();
+            if now >= next_bin {
+                let count = self.observer.metrics.statements_finished(id);
+                bins.push(count.saturating_sub(last));
+                last = count;
+                next_bin += RATE_BIN;
+            }
+            if !measuring && now >= from {
+                measuring = true;
+                self.publish_state(id, SlotState::Measuring, t1);
+                self.tracker.measuring();
+            }
+            if now >= end {
+                return (Ok(()), bins);
+            }
+        }
     }
 }
 

@@ -9,7 +9,7 @@
 use crate::controller::client::fast_switch::{Switched, Switcher};
 use crate::controller::client::heartbeat::{Heartbeat, BEAT};
 use crate::controller::client::leadership::{Leadership, PhaseRow};
-use crate::controller::client::restart::{restart_server, wait_ready};
+use crate::controller::client::restart::{restart_and_wait, RestartTiming};
 use crate::controller::client::server::Controller;
 use crate::controller::error::{ControllerError, Result};
 use crate::controller::model::scenario::Scenario;
@@ -39,8 +39,8 @@ pub(crate) trait LeadServer {
 
     /// Restarts the server through the restart hook with performance_schema `ps` and startup
     /// `opts`, connects again and keeps the leader lock; what was learned of the rows before is
-    /// forgotten.
-    async fn restart(&mut self, ps: bool, opts: &str) -> Result<()>;
+    /// forgotten. Returns how long the restart's parts took.
+    async fn restart(&mut self, ps: bool, opts: &str) -> Result<RestartTiming>;
 
     /// `@@performance_schema` of the server as last connected.
     fn performance_schema(&self) -> Option<bool>;
@@ -101,7 +101,7 @@ impl LeadServer for LiveServer<'_> {
         self.lead.publish(row).await
     }
 
-    async fn restart(&mut self, ps: bool, opts: &str) -> Result<()> {
+    async fn restart(&mut self, ps: bool, opts: &str) -> Result<RestartTiming> {
         let s = self.s;
         let command = s
             .restart_cmd
@@ -109,8 +109,17 @@ impl LeadServer for LiveServer<'_> {
             .ok_or_else(|| ControllerError::NeedsRestart {
                 name: "pfsoff".into(),
             })?;
-        restart_server(command, ps, opts, s.restart_timeout).await?;
-        *self.ctl = wait_ready(&s.dsn, ps, s.restart_timeout).await?;
+        // A planned absence: the heartbeat's failures meanwhile are not news.
+        self.heartbeat.planned_absence(true);
+        let restarted = restart_and_wait(command, ps, opts, s.restart_timeout, &s.dsn).await;
+        let (ctl, timing) = match restarted {
+            Ok(back) => back,
+            Err(e) => {
+                self.heartbeat.planned_absence(false);
+                return Err(e);
+            }
+        };
+        *self.ctl = ctl;
         *self.lead = Leadership::connect(&s.dsn).await?;
         if !self.lead.try_acquire().await? {
             return Err(ControllerError::Connection {
@@ -122,11 +131,13 @@ impl LeadServer for LiveServer<'_> {
         self.switcher.forget();
         self.heartbeat
             .set_conns(vec![self.lead.connection_id(), self.ctl.connection_id()]);
+        self.heartbeat.planned_absence(false);
         // This run restarted the server itself: a later recovery must not take the new start
         // time for someone else's restart.
         self.snapshot.known_start_unix = self.ctl.info().identity.started_at_unix;
         self.snapshot.save(&s.state_file)?;
-        self.lead.save_snapshot(&self.snapshot).await
+        self.lead.save_snapshot(&self.snapshot).await?;
+        Ok(timing)
     }
 
     fn performance_schema(&self) -> Option<bool> {

@@ -10,6 +10,7 @@ use tokio::sync::watch;
 
 use super::*;
 use crate::controller::client::fast_switch::Switched;
+use crate::controller::client::restart::RestartTiming;
 use crate::controller::error::ControllerError;
 use crate::controller::model::scenario::Scenario;
 use crate::controller::model::setup_tables::Mismatch;
@@ -30,8 +31,10 @@ struct Script {
     previous_changed_at: Option<usize>,
     /// What a segment-end check of the rows finds (`None`: held).
     confirm: Option<bool>,
-    /// The restart hook fails with this reason.
+    /// The restart hook fails with this reason (every time, or only the n-th restart).
     restart_fails: Option<&'static str>,
+    restart_fails_only: Option<usize>,
+    restarts: usize,
     /// After the n-th switch a stop is requested (the slot is then settling).
     stop_after_switch: Option<(usize, watch::Sender<bool>)>,
     /// Calls, in order: `switch NAME`, `confirm`, `publish STATE`, `restart ON|OFF`, `verify`.
@@ -86,16 +89,19 @@ impl LeadServer for &mut Script {
         Ok(())
     }
 
-    async fn restart(&mut self, ps: bool, _opts: &str) -> Result<()> {
+    async fn restart(&mut self, ps: bool, _opts: &str) -> Result<RestartTiming> {
         self.calls
             .push(format!("restart {}", if ps { "ON" } else { "OFF" }));
+        self.restarts += 1;
         if let Some(reason) = self.restart_fails {
-            return Err(ControllerError::Restart {
-                reason: reason.into(),
-            });
+            if self.restart_fails_only.is_none_or(|n| n == self.restarts) {
+                return Err(ControllerError::Restart {
+                    reason: reason.into(),
+                });
+            }
         }
         self.ps = Some(ps);
-        Ok(())
+        Ok(RestartTiming::default())
     }
 
     fn performance_schema(&self) -> Option<bool> {
@@ -174,6 +180,9 @@ fn run(script: &mut Script, slow: bool, stop: watch::Receiver<bool>) -> Ran {
             started: Instant::now(),
             warned_long_carryover: false,
             next_phase: 0,
+            restart_settle: s.restart_settle,
+            slow_records: Vec::new(),
+            restart_failures: 0,
         };
         leader.run(Timeline::new(s.timeline(), 0, 0)).await
     });
@@ -259,7 +268,33 @@ fn rows_that_do_not_hold_leave_their_segment_unverified() {
 }
 
 #[test]
-fn a_restart_hook_that_fails_or_times_out_ends_the_lead() {
+fn a_restart_that_fails_leaves_its_phase_out_named_and_the_schedule_goes_on() {
+    // The first restart (into the slow pair's first phase) fails once.
+    let mut script = Script {
+        restart_fails: Some("exited with status 1"),
+        restart_fails_only: Some(1),
+        ..Script::default()
+    };
+    let ran = run(&mut script, true, no_stop());
+    assert!(matches!(ran.outcome, Ok(true)), "{:?}", ran.outcome.err());
+    let failed: Vec<&PhaseRecord> = ran.phases.iter().filter(|p| p.failure.is_some()).collect();
+    assert_eq!(failed.len(), 1, "{:?}", ran.phases);
+    let f = failed[0];
+    assert!(f
+        .failure
+        .as_deref()
+        .unwrap()
+        .contains("exited with status 1"));
+    assert!(!f.verified && f.measured_ms() == 0 && f.restarted);
+    // The other phase of the pair still ran and measured.
+    assert!(ran
+        .phases
+        .iter()
+        .any(|p| p.schedule.as_deref() == Some("slow") && p.failure.is_none() && p.verified));
+}
+
+#[test]
+fn restarts_that_keep_failing_or_timing_out_end_the_lead() {
     for reason in ["exited with status 1", "did not finish within 5s (killed)"] {
         let mut script = Script {
             restart_fails: Some(reason),
@@ -267,17 +302,24 @@ fn a_restart_hook_that_fails_or_times_out_ends_the_lead() {
         };
         let ran = run(&mut script, true, no_stop());
         match &ran.outcome {
-            Err(ControllerError::Restart { reason: r }) => assert_eq!(r, reason),
-            other => panic!("the hook's failure ends the lead: {other:?}"),
+            Err(ControllerError::Restart { reason: r }) => {
+                assert!(
+                    r.contains("3 restarts in a row failed") && r.contains(reason),
+                    "{r}"
+                )
+            }
+            other => panic!("three failures end the lead: {other:?}"),
         }
         let restarts = script.calls.iter().filter(|c| c.starts_with("restart"));
-        assert_eq!(restarts.count(), 1, "{:?}", script.calls);
-        // The slow phase that was restarting is not written; the roles restore from here
-        // (restarting with the server's own options first: the mode says a slow phase ran).
+        assert_eq!(restarts.count(), 3, "{:?}", script.calls);
+        // Each failed phase is written, named, measuring nothing; the roles restore from here
+        // (restarting with the server's own options first: the mode says it is not known).
         assert!(ran
             .phases
             .iter()
-            .all(|p| p.schedule.as_deref() != Some("slow")));
+            .filter(|p| p.schedule.as_deref() == Some("slow"))
+            .all(|p| p.failure.is_some() && p.measured_ms() == 0));
+        assert_eq!(ran.mode, ServerMode::Unknown);
     }
 }
 

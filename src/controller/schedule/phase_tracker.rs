@@ -17,7 +17,7 @@ use super::settings::PhaseHook;
 use crate::controller::client::server_cpu::{cpu_ms, PidSource};
 use crate::controller::error::Result;
 use crate::phase_log::{
-    listed_digests, window_aggregates, BinRecord, PhaseLog, PhaseRecord, SwitchCost,
+    listed_digests, window_aggregates, BinRecord, PhaseLog, PhaseRecord, RestartRecord, SwitchCost,
     PHASE_LOG_VERSION,
 };
 
@@ -39,6 +39,33 @@ struct Totals {
     verified: bool,
     /// Slots whose post-switch time covered each bin.
     covered: [u64; BINS],
+    /// How the restart into it went (a slow phase of the leader's).
+    restart: Option<RestartRecord>,
+    /// Why the phase is left out (its restart failed).
+    failure: Option<String>,
+}
+
+impl Totals {
+    fn new(name: &str, id: ScenarioId, phase: u64, switched_at_ms: u64) -> Self {
+        Totals {
+            name: name.to_string(),
+            id,
+            first_phase: phase,
+            switched_at_ms,
+            from_ms: None,
+            to_ms: 0,
+            measured_ms: 0,
+            slots: 0,
+            cpu_ms: Some(0),
+            switch: SwitchCost::default(),
+            settle_ms: 0,
+            restarted: false,
+            verified: true,
+            covered: [0; BINS],
+            restart: None,
+            failure: None,
+        }
+    }
 }
 
 struct Segment {
@@ -134,22 +161,9 @@ impl PhaseTracker {
         let index = match segment.totals.iter().position(|t| t.id == s.id) {
             Some(i) => i,
             None => {
-                segment.totals.push(Totals {
-                    name: s.scenario.to_string(),
-                    id: s.id,
-                    first_phase: s.phase,
-                    switched_at_ms: s.switched_at_ms,
-                    from_ms: None,
-                    to_ms: 0,
-                    measured_ms: 0,
-                    slots: 0,
-                    cpu_ms: Some(0),
-                    switch: SwitchCost::default(),
-                    settle_ms: 0,
-                    restarted: false,
-                    verified: true,
-                    covered: [0; BINS],
-                });
+                segment
+                    .totals
+                    .push(Totals::new(s.scenario, s.id, s.phase, s.switched_at_ms));
                 segment.totals.len() - 1
             }
         };
@@ -226,6 +240,35 @@ impl PhaseTracker {
         };
     }
 
+    /// How the restart into the slot in progress went, with the statement rate after it
+    /// (the leader's slow phases).
+    pub fn restart(&mut self, record: RestartRecord) {
+        let (Some(slot), Some(segment)) = (self.slot.as_ref(), self.segment.as_mut()) else {
+            return;
+        };
+        segment.totals[slot.index].restart = Some(record);
+    }
+
+    /// A phase that could not be entered (its restart failed): written as left out, with why.
+    pub fn failed(
+        &mut self,
+        scenario: &str,
+        id: ScenarioId,
+        phase: u64,
+        switched_at_ms: u64,
+        why: String,
+    ) {
+        self.slot_ended();
+        let Some(segment) = self.segment.as_mut() else {
+            return;
+        };
+        let mut t = Totals::new(scenario, id, phase, switched_at_ms);
+        t.restarted = true;
+        t.verified = false;
+        t.failure = Some(why);
+        segment.totals.push(t);
+    }
+
     /// The scenario's rows were found changed after one of its slots in this segment: its
     /// record is written as not verified (the analysis leaves it out).
     pub fn unverify(&mut self, id: ScenarioId) {
@@ -262,8 +305,11 @@ impl PhaseTracker {
         let listed = listed_digests(&segment.start, &end, &ids);
         let mut records = Vec::new();
         for t in segment.totals {
-            let Some(from_ms) = t.from_ms.filter(|_| t.measured_ms > 0) else {
-                continue;
+            let from_ms = match (t.from_ms.filter(|_| t.measured_ms > 0), &t.failure) {
+                (Some(from), _) => from,
+                // A failed phase is written (so the report can name it), measuring nothing.
+                (None, Some(_)) => t.switched_at_ms,
+                (None, None) => continue,
             };
             let (commands, digests) =
                 window_aggregates(&segment.start, &end, t.id, listed.as_ref());
@@ -275,7 +321,11 @@ impl PhaseTracker {
                 phase: t.first_phase,
                 switched_at_ms: t.switched_at_ms,
                 measure_from_ms: from_ms,
-                measure_to_ms: t.to_ms.max(from_ms + 1),
+                measure_to_ms: if t.failure.is_some() {
+                    from_ms
+                } else {
+                    t.to_ms.max(from_ms + 1)
+                },
                 restarted: t.restarted,
                 verified: t.verified,
                 commands,
@@ -288,6 +338,8 @@ impl PhaseTracker {
                 switch: (t.switch.count > 0).then_some(t.switch),
                 since_switch: bins(&segment.start, &end, t.id, &t.covered),
                 merged_from: None,
+                restart: t.restart,
+                failure: t.failure,
             };
             log.append(&record)?;
             records.push(record);

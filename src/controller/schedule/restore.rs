@@ -11,7 +11,7 @@ use super::lead::ServerMode;
 use super::runner::lost_lead;
 use super::settings::ControllerSettings;
 use crate::controller::client::leadership::{Leadership, PhaseRow};
-use crate::controller::client::restart::{restart_server, wait_ready};
+use crate::controller::client::restart::restart_and_wait;
 use crate::controller::client::server::Controller;
 use crate::controller::error::{ControllerError, Result};
 use crate::controller::model::snapshot::Snapshot;
@@ -53,9 +53,14 @@ pub(crate) async fn leave_as_found(
             keep_or_take_lead(s, lead).await?;
             if fresh.info().performance_schema == Some(false) || restart_needed {
                 if let Some(command) = &s.restart_cmd {
-                    restart_server(command, true, "", s.restart_timeout).await?;
+                    let (back, timing) =
+                        restart_and_wait(command, true, "", s.restart_timeout, &s.dsn).await?;
                     restart_needed = false;
-                    fresh = wait_ready(&s.dsn, true, s.restart_timeout).await?;
+                    tracing::info!(
+                        "restarted the server with its own options to restore it: {}",
+                        timing.describe()
+                    );
+                    fresh = back;
                 }
             }
             fresh.restore(&snapshot).await?;

@@ -562,6 +562,9 @@ async fn lead_schedule(
         started: Instant::now(),
         warned_long_carryover: false,
         next_phase: first_phase,
+        restart_settle: s.restart_settle,
+        slow_records: Vec::new(),
+        restart_failures: 0,
     };
     if !leader.run(timeline).await? {
         return Ok(false);
@@ -630,6 +633,9 @@ async fn lead_schedule(
         started: Instant::now(),
         warned_long_carryover: false,
         next_phase,
+        restart_settle: confirm.restart_settle,
+        slow_records: Vec::new(),
+        restart_failures: 0,
     };
     second
         .run(Timeline::new(timeline, first_block, next_phase))

@@ -27,7 +27,10 @@ pub struct ControllerSettings {
     pub settle: Option<Duration>,
     /// Target length of a segment of fast slots (the unit the analysis pairs).
     pub segment: Duration,
+    /// Settle time after a restart (the first one, when chosen as the run goes).
     pub restart_settle: Duration,
+    /// The settle time after a restart is chosen from the restart profile as the run goes.
+    pub restart_settle_auto: bool,
     /// One phase of a scenario entered through a restart: restart settle + measured window.
     pub slow_phase: Duration,
     /// Slow blocks (`None`: until the run ends).
@@ -133,6 +136,7 @@ pub(crate) mod tests {
             settle: Some(Duration::from_millis(5)),
             segment: Duration::from_millis(80),
             restart_settle: Duration::from_millis(5),
+            restart_settle_auto: false,
             slow_phase: Duration::from_millis(40),
             slow_blocks: Some(1),
             slow_reference: None,

@@ -5,8 +5,11 @@
 //!   slot each (`--phase`), slots grouped into segments of about `--segment` (whole blocks),
 //!   the unit the analysis pairs.
 //! - **Slow part**: scenarios that need a restart (pfsoff, `NAME@startup`) and the reference
-//!   they are compared with, every phase entered through a restart, in randomized blocks of
-//!   their own, spread evenly over the run (one slow block is one segment).
+//!   they are compared with, every phase entered through a restart. A slow block holds one
+//!   pair per restart scenario, (reference, scenario) next to each other in random order, the
+//!   pairs in random order; each pair is a segment of its own (the unit the analysis pairs),
+//!   so every restart phase is compared with the reference phase beside it in time. Blocks
+//!   are spread evenly over the run.
 //! - The run ends after `--blocks` fast blocks, at `--duration`, or when the fast estimates are
 //!   precise enough (`--target-halfwidth`, reported by the caller), once the slow blocks are
 //!   done; else when stopped.
@@ -25,7 +28,8 @@ const UNIT_SALT: u64 = 0x756e_6974_2d6f_7264;
 pub struct TimelineConfig {
     /// Indices (into the run's scenario list) switched at runtime.
     pub fast: Vec<usize>,
-    /// Indices entered through a restart, the slow reference among them.
+    /// Indices entered through a restart: the slow reference first, then the restart
+    /// scenarios.
     pub slow: Vec<usize>,
     pub slot: Duration,
     pub segment: Duration,
@@ -77,13 +81,14 @@ pub enum Step {
         segment: u64,
         phase: u64,
     },
-    /// One phase of a slow block: restart into `scenario`, settle, measure.
+    /// One phase of a slow block: restart into `scenario`, settle, measure. `block` numbers
+    /// the (reference, scenario) pair, the slow segment.
     Slow {
         scenario: usize,
         block: u64,
         phase: u64,
     },
-    /// Write the open segment (fast) or slow block.
+    /// Write the open segment (fast) or slow pair.
     EndSegment,
     Done,
 }
@@ -108,8 +113,10 @@ pub struct Timeline {
     blocks_in_segment: u64,
     segment_open: bool,
     slow_done: u64,
-    slow_queue: VecDeque<usize>,
-    slow_open: bool,
+    /// The slow block in progress: `Some(scenario)` a phase, `None` the end of a pair.
+    slow_queue: VecDeque<Option<usize>>,
+    /// Slow pairs begun (the next pair's segment number).
+    slow_pair: u64,
     phase: u64,
     fast_slots: u64,
     done: bool,
@@ -129,7 +136,7 @@ impl Timeline {
             segment_open: false,
             slow_done: 0,
             slow_queue: VecDeque::new(),
-            slow_open: false,
+            slow_pair: 0,
             phase: first_phase,
             fast_slots: 0,
             done: false,
@@ -192,14 +199,16 @@ impl Timeline {
         if self.done {
             return Step::Done;
         }
-        if let Some(scenario) = self.slow_queue.pop_front() {
-            self.slow_open = true;
-            return self.slow(scenario);
-        }
-        if self.slow_open {
-            self.slow_open = false;
-            self.slow_done += 1;
-            return Step::EndSegment;
+        match self.slow_queue.pop_front() {
+            Some(Some(scenario)) => return self.slow(scenario),
+            Some(None) => {
+                self.slow_pair += 1;
+                if self.slow_queue.is_empty() {
+                    self.slow_done += 1;
+                }
+                return Step::EndSegment;
+            }
+            None => {}
         }
         if self.pos > 0 && self.pos < self.order.len() {
             return self.fast();
@@ -225,9 +234,7 @@ impl Timeline {
             return Step::Done;
         }
         if self.slow_due(&p) {
-            let seed = self.cfg.seed ^ SLOW_SALT;
-            let order = block_order(self.cfg.slow.len(), self.slow_done, seed);
-            self.slow_queue = order.into_iter().map(|i| self.cfg.slow[i]).collect();
+            self.slow_queue = self.slow_block();
             return self.next(p);
         }
         self.order = self.fast_order();
@@ -254,6 +261,30 @@ impl Timeline {
             .collect()
     }
 
+    /// The next slow block: one (reference, scenario) pair per restart scenario, in random
+    /// order, each pair's own order random, each pair ended by `None`.
+    fn slow_block(&self) -> VecDeque<Option<usize>> {
+        let Some((&reference, restart)) = self.cfg.slow.split_first() else {
+            return VecDeque::new();
+        };
+        if restart.is_empty() {
+            // Only the reference (a run of one scenario entered by restart): one phase a pair.
+            return VecDeque::from([Some(reference), None]);
+        }
+        let seed = self.cfg.seed ^ SLOW_SALT;
+        let block = self.slow_done;
+        let mut queue = VecDeque::new();
+        for u in block_order(restart.len(), block, seed) {
+            let pair = [reference, restart[u]];
+            let salt = seed ^ UNIT_SALT ^ (u as u64).wrapping_mul(0x9E37_79B9);
+            for i in block_order(2, block, salt) {
+                queue.push_back(Some(pair[i]));
+            }
+            queue.push_back(None);
+        }
+        queue
+    }
+
     fn fast(&mut self) -> Step {
         let step = Step::Fast {
             scenario: self.order[self.pos],
@@ -270,7 +301,7 @@ impl Timeline {
     fn slow(&mut self, scenario: usize) -> Step {
         let step = Step::Slow {
             scenario,
-            block: self.slow_done,
+            block: self.slow_pair,
             phase: self.phase,
         };
         self.phase += 1;
@@ -364,7 +395,7 @@ mod tests {
 
     #[test]
     fn slow_blocks_are_spread_and_closed_as_segments() {
-        let steps = run(cfg(&[0, 1, 2], &[3, 0]), None, 1000);
+        let steps = run(cfg(&[0, 1, 2], &[0, 3]), None, 1000);
         assert_eq!(fast_count(&steps), 30);
         let slow: Vec<usize> = steps
             .iter()
@@ -372,7 +403,7 @@ mod tests {
             .filter(|(_, s)| matches!(s, Step::Slow { .. }))
             .map(|(i, _)| i)
             .collect();
-        assert_eq!(slow.len(), 4, "2 blocks of 2: {steps:?}");
+        assert_eq!(slow.len(), 4, "2 blocks of one pair: {steps:?}");
         // Each slow block is preceded by a segment end (the fast segment closes) and followed
         // by its own end.
         for pair in slow.chunks(2) {
@@ -395,9 +426,54 @@ mod tests {
     }
 
     #[test]
+    fn each_restart_phase_is_paired_with_the_reference_beside_it() {
+        // Reference 0 and two restart scenarios: a block is two pairs, each its own segment.
+        let mut c = cfg(&[0], &[0, 1, 2]);
+        c.slow_blocks = Some(20);
+        let steps = run(c, None, 1000);
+        let mut pairs: Vec<Vec<usize>> = vec![Vec::new()];
+        let mut blocks: Vec<u64> = Vec::new();
+        for s in &steps {
+            match s {
+                Step::Slow {
+                    scenario, block, ..
+                } => {
+                    pairs.last_mut().unwrap().push(*scenario);
+                    blocks.push(*block);
+                }
+                Step::EndSegment => pairs.push(Vec::new()),
+                _ => {}
+            }
+        }
+        pairs.retain(|p| !p.is_empty());
+        assert_eq!(pairs.len(), 40, "two pairs a block, 20 blocks");
+        let mut orders = std::collections::HashSet::new();
+        for (i, p) in pairs.iter().enumerate() {
+            assert_eq!(p.len(), 2);
+            assert!(
+                p.contains(&0) && (p.contains(&1) || p.contains(&2)),
+                "{p:?}"
+            );
+            orders.insert(p.clone());
+            // Both phases of a pair carry its segment number.
+            assert_eq!(blocks[2 * i], i as u64);
+            assert_eq!(blocks[2 * i + 1], i as u64);
+        }
+        assert_eq!(
+            orders.len(),
+            4,
+            "both orders of both pairs occur: {orders:?}"
+        );
+        // Each block holds one pair of each restart scenario.
+        for b in pairs.chunks(2) {
+            assert!(b.iter().any(|p| p.contains(&1)) && b.iter().any(|p| p.contains(&2)));
+        }
+    }
+
+    #[test]
     fn slow_only_and_reference_sharing() {
         // One runtime scenario that is the slow reference: no fast part.
-        let mut c = cfg(&[0], &[1, 0]);
+        let mut c = cfg(&[0], &[0, 1]);
         c.slow_blocks = Some(3);
         let steps = run(c, None, 100);
         assert_eq!(fast_count(&steps), 0);
@@ -423,7 +499,7 @@ mod tests {
         assert_eq!(fast_count(&steps), 12, "stops at the block after precision");
 
         // Precise early, slow blocks still to do: they run, then the run ends.
-        c.slow = vec![2, 0];
+        c.slow = vec![0, 2];
         c.slow_blocks = Some(2);
         let steps = run(c, Some(4), 1000);
         let slow = steps
@@ -435,7 +511,7 @@ mod tests {
 
     #[test]
     fn unbounded_runs_interleave_slow_blocks_by_fast_time() {
-        let mut c = cfg(&[0, 1], &[2, 0]);
+        let mut c = cfg(&[0, 1], &[0, 2]);
         c.blocks = None;
         c.slow_blocks = None;
         c.slow_every = Duration::from_secs(10);

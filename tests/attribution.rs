@@ -76,6 +76,29 @@ fn every_group_is_reported_advised_and_confirmed_and_settings_end_as_found() {
     wait_restored(&db, &probe, &before, 120);
     let summary = sysbench.join().expect("sysbench");
     assert_eq!(summary.ignored_errors, 0, "{}", summary.text);
+    // The live gauges the dashboard's attribution panel reads, one series per group.
+    let scrape = probe.scrape();
+    for g in ["stages", "memory", "base"] {
+        for name in [
+            "psprobe_attribution_ratio",
+            "psprobe_attribution_ratio_ci_low",
+            "psprobe_attribution_ratio_ci_high",
+        ] {
+            let series: Vec<f64> = scrape
+                .series(name)
+                .into_iter()
+                .filter(|s| {
+                    s.labels.get("group").map(String::as_str) == Some(g)
+                        && s.labels.get("metric").map(String::as_str) == Some("throughput")
+                })
+                .map(|s| s.value)
+                .collect();
+            assert!(
+                series.len() == 1 && series[0].abs() < 1.0,
+                "{name}{{group={g}}}: {series:?}"
+            );
+        }
+    }
     let stderr = probe.stderr_text();
     assert!(
         stderr.contains("attribution:") && stderr.contains("resolution 4"),

@@ -48,5 +48,5 @@ mod tests;
 pub(crate) use analyze::analyze;
 pub(crate) use analyze::analyze_with;
 pub(crate) use carryover::CarryoverProfile;
-pub(crate) use estimate::{Analysis, Estimate, Metric, MoreBlocks, Options};
+pub(crate) use estimate::{Analysis, Estimate, Metric, Options};
 pub(crate) use run::{analyze_run, RunAnalysis};

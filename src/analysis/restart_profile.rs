@@ -3,10 +3,13 @@
 //! first successful query), and how long the restarts' parts took.
 //!
 //! Each phase's bins are divided by its own steady rate (the mean of its last third, well inside
-//! its measured window), so phases of different scenarios and loads line up; per bin, the mean
-//! over phases. The rate is steady from the first bin after which every bin's mean stays within
-//! [`TOLERANCE`] of 1. The settle time this supports starts one bin later (at least a second):
-//! the measured window then begins where the data say the restart is over, not at a guess.
+//! its measured window), so phases of different scenarios and loads line up; then per second
+//! (four bins), the mean over phases and its standard error. The rate is steady from the first
+//! second after which every second's mean is within [`TOLERANCE`] of 1, widened by two standard
+//! errors (a busy host's rate varies by a fifth from one 250 ms bin to the next: without that,
+//! noise alone would keep the rate from ever counting as steady). The settle time this supports
+//! is the start of that second (at least one): the measured window begins where the data say
+//! the restart is over, not at a guess.
 //!
 //! Must not: read files or choose anything itself (the leader applies the suggestion).
 
@@ -16,7 +19,7 @@ use serde::Serialize;
 
 use crate::phase_log::{PhaseRecord, SLOW};
 
-use super::stats_math::mean;
+use super::stats_math::{mean, sd};
 
 /// A bin's mean rate within this share of steady counts as steady.
 pub(crate) const TOLERANCE: f64 = 0.05;
@@ -24,6 +27,8 @@ pub(crate) const TOLERANCE: f64 = 0.05;
 const STEADY_SHARE: f64 = 1.0 / 3.0;
 /// The shortest settle time suggested.
 const MIN_SETTLE_MS: u64 = 1000;
+/// Bins are judged in windows this long.
+const WINDOW_MS: u64 = 1000;
 
 /// The medians of one scenario's restarts (ms).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -98,18 +103,32 @@ pub(crate) fn restart_profile(records: &[PhaseRecord]) -> Option<RestartProfile>
             Some((b as u64 * bin_ms, mean(&at)?))
         })
         .collect();
-    // The first bin from which every later one is within the tolerance.
-    let steady_from = (0..points.len()).find(|&b| {
-        points[b..]
+    // Per window of about a second: each phase's mean rate in it, then over phases.
+    let per_window = ((WINDOW_MS / bin_ms) as usize).max(1);
+    let windows: Vec<(f64, f64)> = (0..shortest / per_window)
+        .filter_map(|w| {
+            let at: Vec<f64> = normalized
+                .iter()
+                .filter_map(|n| mean(&n[w * per_window..(w + 1) * per_window]))
+                .collect();
+            let m = mean(&at)?;
+            let se = sd(&at).map_or(0.0, |s| s / (at.len() as f64).sqrt());
+            Some((m, se))
+        })
+        .collect();
+    // The first window from which every later one is within the tolerance (and its noise).
+    let steady_from = (0..windows.len()).find(|&w| {
+        windows[w..]
             .iter()
-            .all(|(_, r)| (r - 1.0).abs() <= TOLERANCE)
+            .all(|(m, se)| (m - 1.0).abs() <= TOLERANCE + 2.0 * se)
     });
+    let window_ms = per_window as u64 * bin_ms;
     let steady_after_ms = steady_from
-        .filter(|&b| b + 1 < points.len())
-        .map(|b| b as u64 * bin_ms);
-    let suggested_settle_ms = match steady_from {
-        Some(b) => ((b as u64 + 1) * bin_ms).max(MIN_SETTLE_MS),
-        None => points.len() as u64 * bin_ms,
+        .filter(|&w| w + 1 < windows.len())
+        .map(|w| w as u64 * window_ms);
+    let suggested_settle_ms = match steady_after_ms {
+        Some(ms) => ms.max(MIN_SETTLE_MS),
+        None => windows.len() as u64 * window_ms,
     };
     let settles: Vec<u64> = restarts.iter().map(|(_, x)| x.settle_ms).collect();
     let mut by: BTreeMap<&str, Vec<&crate::phase_log::RestartRecord>> = BTreeMap::new();
@@ -181,8 +200,8 @@ mod tests {
 
     #[test]
     fn the_settle_starts_where_the_rate_is_back_to_steady() {
-        // Rates of different sizes ramp over 8 bins (2 s): steady from bin 8 (within 5% from
-        // bin 8; bin 7 is at 7/8 = 87.5%).
+        // Rates of different sizes ramp over 8 bins (2 s): the first two seconds are below
+        // steady, the third on is steady.
         let records = vec![
             phase("pfsoff", 8, 1000, 48),
             phase("pfson_conoff_insoff", 8, 600, 48),
@@ -192,7 +211,7 @@ mod tests {
         assert_eq!(p.phases, 3);
         assert_eq!(p.points.len(), 40, "the shortest phase's bins");
         assert_eq!(p.steady_after_ms, Some(2000));
-        assert_eq!(p.suggested_settle_ms, 2250);
+        assert_eq!(p.suggested_settle_ms, 2000);
         assert!((p.points[4].1 - 0.5).abs() < 1e-9);
         assert_eq!(p.parts.len(), 2);
         let off = p.parts.iter().find(|x| x.scenario == "pfsoff").unwrap();
@@ -201,12 +220,31 @@ mod tests {
     }
 
     #[test]
+    fn noise_alone_does_not_keep_the_rate_from_steady() {
+        // Steady from the start, with bins that swing by 30% from one to the next.
+        let noisy = |scenario: &str, seed: u64| {
+            let mut p = phase(scenario, 1, 1000, 40);
+            let r = p.restart.as_mut().unwrap();
+            let mut x = seed;
+            for c in &mut r.after {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                *c = 700 + (x >> 33) % 600;
+            }
+            p
+        };
+        let records: Vec<PhaseRecord> = (0..6).map(|i| noisy("a", i + 1)).collect();
+        let p = restart_profile(&records).unwrap();
+        assert!(p.steady_after_ms.is_some_and(|ms| ms <= 1000), "{p:?}");
+    }
+
+    #[test]
     fn a_fast_recovery_still_settles_a_second_and_a_never_steady_one_says_so() {
+        // Only the first 250 ms bin is empty: steady from the second second on.
         let p = restart_profile(&[phase("a", 1, 1000, 20), phase("b", 1, 1000, 20)]).unwrap();
-        assert_eq!(p.steady_after_ms, Some(250));
+        assert_eq!(p.steady_after_ms, Some(1000));
         assert_eq!(p.suggested_settle_ms, MIN_SETTLE_MS);
-        // Still climbing at the end: steady only in its last bins.
-        let p = restart_profile(&[phase("a", 30, 1000, 20)]).unwrap();
+        // Still climbing at the end: steady only in its last second.
+        let p = restart_profile(&[phase("a", 30, 1000, 20), phase("b", 30, 900, 20)]).unwrap();
         assert_eq!(p.steady_after_ms, None);
         assert_eq!(p.suggested_settle_ms, 20 * 250);
         assert!(restart_profile(&[PhaseRecord::default()]).is_none());

@@ -15,7 +15,7 @@ fn seconds(ms: Option<f64>) -> String {
 pub(super) fn markdown(s: &mut String, p: &RestartProfile) {
     let _ = writeln!(
         s,
-        "\n## Restarts\n\nEvery phase of the slow blocks is entered through a restart; psprobe timed each (medians by scenario) by probing the server's port every 20 ms:\n\n| into scenario | restarts | server stopped after | started after | restart command took | first query after |\n| --- | ---: | ---: | ---: | ---: | ---: |"
+        "\n## Restarts\n\nEvery phase of the slow blocks is entered through a restart; psprobe timed each (medians by scenario) by probing the server's port every 20 ms:\n\n| into scenario | restarts | port closed after | port open again after | restart command took | first query after |\n| --- | ---: | ---: | ---: | ---: | ---: |"
     );
     for x in &p.parts {
         let _ = writeln!(

@@ -20,6 +20,7 @@ use common::controller::{
 };
 use common::mariadb::{MariaDb, Options};
 use common::probe::Probe;
+use common::restart::{restart_script, Reaper};
 use serde_json::Value;
 
 const COMMANDS: &str = "psprobe_commands_total";
@@ -405,58 +406,6 @@ fn a_stopped_leader_is_taken_over_and_follows_when_it_resumes() {
     };
     println!("old leader said: {:#?}", warned(&text));
     println!("survivor said: {:#?}", warned(&said));
-}
-
-fn sh_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
-
-/// Writes `restart.sh ON|OFF [OPTION...]`: stops the mariadbd of the harness's pid file
-/// (SIGTERM), waits until it is gone, and starts it again detached, with the same arguments
-/// (read from /proc) but `--performance-schema=$1` and the options after it (a startup
-/// scenario's). Appends each pid it starts to `DIR/pids`.
-fn restart_script(db: &MariaDb, dir: &Path) -> PathBuf {
-    let cmdline = std::fs::read_to_string(format!("/proc/{}/cmdline", db.pid())).unwrap();
-    let args: Vec<&str> = cmdline.split('\0').filter(|a| !a.is_empty()).collect();
-    let pid_file = args
-        .iter()
-        .find_map(|a| a.strip_prefix("--pid-file="))
-        .unwrap();
-    let keep = |a: &&&str| !a.starts_with("--performance-schema=");
-    let kept: Vec<String> = args.iter().filter(keep).map(|a| sh_quote(a)).collect();
-    let file = |name: &str| sh_quote(&dir.join(name).display().to_string());
-    let text = format!(
-        "#!/bin/sh\nset -eu\nold=$(cat {})\nkill -TERM \"$old\"\n\
-         while [ -e /proc/$old ] && ! grep -q '^State:.Z' /proc/$old/status; do sleep 0.05; done\n\
-         pfs=$1\nshift\n\
-         setsid nohup {} \"--performance-schema=$pfs\" \"$@\" </dev/null >>{} 2>&1 &\necho $! >>{}\n",
-        sh_quote(pid_file),
-        kept.join(" "),
-        file("restarted.log"),
-        file("pids"),
-    );
-    std::fs::write(dir.join("restart.sh"), text).unwrap();
-    dir.join("restart.sh")
-}
-
-/// Kills the mariadbds the restart script started (the harness kills only its own child).
-struct Reaper(PathBuf);
-
-impl Drop for Reaper {
-    fn drop(&mut self) {
-        let pids = std::fs::read_to_string(self.0.join("pids")).unwrap_or_default();
-        for pid in pids.lines() {
-            let proc_file = |f: &str| std::fs::read_to_string(format!("/proc/{pid}/{f}"));
-            if !proc_file("cmdline").is_ok_and(|c| c.contains("mariadbd")) {
-                continue;
-            }
-            // SAFETY: kill(2) on a mariadbd our script started, still running.
-            unsafe { libc::kill(pid.parse().unwrap(), libc::SIGKILL) };
-            poll("a restarted mariadbd to die", 10, || {
-                proc_file("status").map_or(Some(()), |s| s.contains("State:\tZ").then_some(()))
-            });
-        }
-    }
 }
 
 #[test]

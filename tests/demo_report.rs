@@ -1,6 +1,7 @@
 //! `psprobe demo --quick` end to end (throwaway mariadbd, the five runtime scenarios switched
-//! fast, pfsoff in slow blocks through restarts, sysbench through psprobe), then the report in
-//! every format and the HTML page rendered by headless Chromium.
+//! fast, pfsoff left to the full demo in one line, every instrument group's cost with the
+//! advice, sysbench through psprobe), then the report in every format and both HTML pages
+//! rendered by headless Chromium; no WARN line on the way.
 
 mod common;
 
@@ -9,8 +10,7 @@ use std::process::Command;
 
 use common::cli::psprobe;
 
-const SCENARIOS: [&str; 6] = [
-    "pfsoff",
+const SCENARIOS: [&str; 5] = [
     "pfson_conoff_insoff",
     "pfson_conon_insoff",
     "pfson_conon_ins_sqlon",
@@ -39,10 +39,41 @@ fn demo_quick_then_reports_and_html_in_chromium() {
         );
     }
     assert!(
-        stdout.contains("statements/s change vs pfson_conoff_insoff")
-            && stdout.contains("statements/s change vs pfsoff"),
-        "a table per design: {stdout}"
+        stdout.contains("statements/s change vs pfson_conoff_insoff"),
+        "the runtime table: {stdout}"
     );
+    // pfsoff is left to the full demo, in one line that says why.
+    let pfsoff: Vec<&str> = stdout.lines().filter(|l| l.contains("pfsoff")).collect();
+    assert!(
+        pfsoff.len() == 1 && pfsoff[0].contains("full demo"),
+        "{pfsoff:?}"
+    );
+    // The instrument groups: each one's cost, the precision, the advice for the sample budget.
+    for g in [
+        "statements",
+        "stages",
+        "sync_waits",
+        "memory",
+        "transactions",
+        "base",
+    ] {
+        assert!(stdout.contains(&format!("| {g}")), "{g}: {stdout}");
+    }
+    assert!(
+        stdout.contains("Precision: every group within +-"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Advice within 5% of statements/s"),
+        "{stdout}"
+    );
+    // Planned restarts and switches never warn.
+    let warned: Vec<&str> = stdout
+        .lines()
+        .chain(stderr.lines())
+        .filter(|l| l.contains("WARN"))
+        .collect();
+    assert!(warned.is_empty(), "{warned:#?}");
     // The throwaway server runs here, so each window recorded mysqld's CPU time: the CPU
     // column (second to last) holds a number on every row.
     assert!(stdout.contains("server CPU µs/statement"), "{stdout}");
@@ -50,7 +81,7 @@ fn demo_quick_then_reports_and_html_in_chromium() {
         .lines()
         .filter(|l| SCENARIOS.iter().any(|s| l.starts_with(&format!("| {s} |"))))
         .collect();
-    assert_eq!(rows.len(), 7, "5 fast rows, 2 slow rows:\n{stdout}");
+    assert_eq!(rows.len(), 5, "5 fast rows:\n{stdout}");
     for row in &rows {
         let cells: Vec<&str> = row.trim_end_matches(" |").split(" | ").collect();
         let cpu = cells[cells.len() - 2];
@@ -67,8 +98,8 @@ fn demo_quick_then_reports_and_html_in_chromium() {
         "significant: {inson}"
     );
 
-    // The phase log kept beside the report: segments of the fast schedule (one record per
-    // scenario each), then the two slow blocks (pfsoff and its reference, entered by restart).
+    // The phase log kept beside the report: segments of the fast schedule, one record per
+    // scenario each.
     let log = dir.path().join("report.phases.jsonl");
     let text = std::fs::read_to_string(&log).expect("phase log kept");
     let records: Vec<serde_json::Value> = text
@@ -76,13 +107,8 @@ fn demo_quick_then_reports_and_html_in_chromium() {
         .filter(|l| l.contains("\"kind\":\"phase\""))
         .map(|l| serde_json::from_str(l).expect("json"))
         .collect();
-    let slow: Vec<_> = records.iter().filter(|r| r["schedule"] == "slow").collect();
-    assert_eq!(slow.len(), 4, "{text}");
-    assert!(slow
-        .iter()
-        .all(|r| r["restarted"] == true && r["verified"] == true));
-    let fast = records.len() - slow.len();
-    assert!(fast >= 5 * 8, "{fast} fast records");
+    assert!(records.iter().all(|r| r["schedule"] == "fast"));
+    assert!(records.len() >= 5 * 8, "{} fast records", records.len());
 
     let log = log.to_str().unwrap();
     let md = psprobe(&["report", log]);
@@ -105,11 +131,10 @@ fn demo_quick_then_reports_and_html_in_chromium() {
     assert!(csv_text.starts_with("schedule,scenario,metric,baseline,ratio"));
     let count = |pattern: &str| csv_text.lines().filter(|l| l.contains(pattern)).count();
     assert_eq!(count(",throughput,pfson_conoff_insoff,"), 4, "{csv_text}");
-    assert_eq!(count(",throughput,pfsoff,"), 1, "{csv_text}");
     let json = psprobe(&["report", log, "--format", "json"]);
     let value: serde_json::Value = serde_json::from_slice(&json.stdout).expect("report JSON");
     assert_eq!(value["analysis"]["fast"]["baseline"], "pfson_conoff_insoff");
-    assert_eq!(value["analysis"]["slow"]["baseline"], "pfsoff");
+    assert!(value["analysis"]["slow"].is_null());
     assert_eq!(
         value["timeline"].as_array().map(Vec::len),
         Some(records.len())
@@ -118,7 +143,9 @@ fn demo_quick_then_reports_and_html_in_chromium() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("nope"));
     let md99 = psprobe(&["report", log, "--confidence", "0.99"]);
-    assert!(String::from_utf8_lossy(&md99.stdout).contains("change vs pfsoff (99% CI)"));
+    assert!(
+        String::from_utf8_lossy(&md99.stdout).contains("change vs pfson_conoff_insoff (99% CI)")
+    );
     let percent = psprobe(&["report", log, "--confidence", "95"]);
     assert!(!percent.status.success());
     assert!(String::from_utf8_lossy(&percent.stderr).contains("not 95"));
@@ -161,14 +188,40 @@ fn demo_quick_then_reports_and_html_in_chromium() {
         serde_json::json!([]),
         "console messages: {found}"
     );
-    assert_eq!(
-        found["bars"], 7,
-        "one bar per scenario in each design's chart: {found}"
-    );
+    assert_eq!(found["bars"], 5, "one bar per scenario: {found}");
     let titles = found["titles"].to_string();
     assert!(titles.contains("Throughput over time"), "{titles}");
     assert!(std::fs::metadata(&shot)
         .map(|m| m.len() > 10_000)
         .unwrap_or(false));
     eprintln!("layout {found}; screenshot: {}", shot.display());
+
+    // The instrument groups' page: its chart first, a bar per group, the base and all groups.
+    let groups_html = dir.path().join("report.groups.html");
+    let shot = artifacts.join("demo-groups.png");
+    let layout = Command::new("node")
+        .env("NODE_PATH", root.join("target/clients/node/node_modules"))
+        .env("PSPROBE_CHROMIUM", browser)
+        .arg(root.join("tests/clients/report_layout.js"))
+        .arg(&groups_html)
+        .arg(&shot)
+        .output()
+        .expect("run node");
+    assert!(
+        layout.status.success(),
+        "{}",
+        String::from_utf8_lossy(&layout.stderr)
+    );
+    let found: serde_json::Value = serde_json::from_slice(&layout.stdout).expect("JSON");
+    assert_eq!(found["problems"], serde_json::json!([]), "{found}");
+    assert_eq!(found["console"], serde_json::json!([]), "{found}");
+    assert_eq!(found["firstUnderTitle"], true, "{found}");
+    assert_eq!(
+        found["bars"], 11,
+        "nine groups, the base, all groups: {found}"
+    );
+    assert!(found["titles"]
+        .to_string()
+        .contains("Cost by instrument group"));
+    eprintln!("groups layout {found}; screenshot: {}", shot.display());
 }

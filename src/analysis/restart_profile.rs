@@ -227,7 +227,9 @@ mod tests {
             let r = p.restart.as_mut().unwrap();
             let mut x = seed;
             for c in &mut r.after {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 *c = 700 + (x >> 33) % 600;
             }
             p

@@ -76,6 +76,20 @@ impl RunAnalysis {
         self.analyses().flat_map(|a| a.estimates.iter())
     }
 
+    /// Widest half-width (points) of the restart comparisons' headline estimates, `None` while
+    /// any has no interval yet (too few pairs).
+    pub fn slow_halfwidth(&self) -> Option<f64> {
+        let slow = self.slow.as_ref()?;
+        let mut widest: Option<f64> = None;
+        for scenario in slow.scenarios.iter().filter(|s| **s != slow.baseline) {
+            for metric in Metric::HEADLINE {
+                let h = slow.estimate(scenario, metric)?.halfwidth_points()?;
+                widest = Some(widest.map_or(h, |w: f64| w.max(h)));
+            }
+        }
+        widest
+    }
+
     /// Widest half-width (points) of the fast headline estimates (an attribution's main
     /// effects), `None` while any is missing its interval or there is nothing to compare yet.
     pub fn fast_halfwidth(&self) -> Option<f64> {

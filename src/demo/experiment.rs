@@ -109,8 +109,9 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
         duration,
         restart_settle,
         slow_phase,
-        slow_blocks: args.slow_blocks.max(1),
+        slow_blocks: Some(args.slow_blocks.max(1)),
         seed: args.seed,
+        target_halfwidth: None,
     };
     let output = args
         .output
@@ -134,7 +135,7 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
     let _ = writeln!(
         doc,
         "Each cell is the mean QPS psprobe measured in that scenario's slots; the row below it the change against the baseline with its 95% interval (`*` = significant): runtime scenarios against the least instrumented one, switched every slot; pfsoff against its reference, both entered by restart, in {} slow blocks of {}s phases. sysbench's own QPS for the whole run is in the last column. {}s per run.\n",
-        plan.slow_blocks,
+        args.slow_blocks.max(1),
         plan.slow_phase.as_secs(),
         plan.duration.as_secs()
     );
@@ -163,6 +164,7 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
                 threads,
                 catalog: catalog.clone(),
                 scenarios: scenarios.clone(),
+                attribution: None,
                 phase_log: phase_log.clone(),
                 sysbench_out: sysbench_out.clone(),
             };

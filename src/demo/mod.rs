@@ -1,7 +1,9 @@
 //! `psprobe demo`: the whole study on a throwaway server in one command. Starts a mariadbd
-//! (performance_schema ON), runs the proxy with the controller cycling the six seed scenarios
-//! (pfsoff through a restart of the throwaway server), drives sysbench through the proxy,
-//! then writes the HTML report and prints the headline table.
+//! (performance_schema ON) and runs, with sysbench through the proxy: the seed study's five
+//! runtime scenarios switched fast; pfsoff in short slow pairs through restarts of the
+//! throwaway server, until its interval is within +-3 points (the full demo; the quick one
+//! says how long that takes and leaves it out); then what each instrument group costs, with
+//! the advice for a sample budget. Writes the HTML reports and prints their headlines.
 //!
 //! Must not: touch any server but the throwaway one it started, or leave processes behind.
 
@@ -19,7 +21,9 @@ use crate::app::launch;
 use crate::config::ProxyConfig;
 use crate::controller::client::dsn::ControllerDsn;
 use crate::controller::model::catalog::Catalog;
+use crate::controller::model::groups::Groups;
 use crate::controller::schedule::args::{default_slow_reference, DEFAULT_PHASE};
+use crate::controller::schedule::attribution::AttributionPlan;
 use crate::controller::schedule::settings::ControllerSettings;
 use crate::proxy::ProxySettings;
 
@@ -63,33 +67,36 @@ pub struct Plan {
     pub duration: Duration,
     pub restart_settle: Duration,
     pub slow_phase: Duration,
-    pub slow_blocks: u64,
+    /// `None`: as many as the duration holds, or until `target_halfwidth` (slow-only runs).
+    pub slow_blocks: Option<u64>,
     /// Seed of the schedule's order (`None`: a fixed one).
     pub seed: Option<u64>,
+    /// Stop once every interval is within this many points.
+    pub target_halfwidth: Option<f64>,
 }
 
 impl Plan {
-    pub fn new(quick: bool) -> Self {
-        if quick {
-            Plan {
-                phase: None,
-                settle: None,
-                duration: Duration::from_secs(150),
-                restart_settle: Duration::from_secs(3),
-                slow_phase: Duration::from_secs(8),
-                slow_blocks: 2,
-                seed: None,
-            }
-        } else {
-            Plan {
-                phase: None,
-                settle: None,
-                duration: Duration::from_secs(480),
-                restart_settle: Duration::from_secs(5),
-                slow_phase: Duration::from_secs(20),
-                slow_blocks: 4,
-                seed: None,
-            }
+    /// The runtime scenarios' schedule of a demo.
+    pub fn runtime(quick: bool) -> Self {
+        Plan {
+            phase: None,
+            settle: None,
+            duration: Duration::from_secs(if quick { 90 } else { 180 }),
+            restart_settle: Duration::from_secs(5),
+            slow_phase: Duration::from_secs(12),
+            slow_blocks: None,
+            seed: None,
+            target_halfwidth: None,
+        }
+    }
+
+    /// pfsoff against pfson_conoff_insoff in slow pairs until +-`target` points (or `cap`).
+    pub fn pfsoff(cap: Duration, target: f64) -> Self {
+        Plan {
+            duration: cap,
+            slow_blocks: None,
+            target_halfwidth: Some(target),
+            ..Plan::runtime(false)
         }
     }
 
@@ -106,6 +113,8 @@ pub struct ScheduledRun {
     /// The built-in scenarios and any from a config file.
     pub catalog: Catalog,
     pub scenarios: Vec<String>,
+    /// Instead of `scenarios`: what each of these groups costs.
+    pub attribution: Option<AttributionPlan>,
     pub phase_log: PathBuf,
     pub sysbench_out: PathBuf,
 }
@@ -139,11 +148,11 @@ pub fn run_schedule(
         restart_settle: plan.restart_settle,
         restart_settle_auto: true,
         slow_phase: plan.slow_phase,
-        slow_blocks: Some(plan.slow_blocks),
+        slow_blocks: plan.slow_blocks,
         slow_every: Duration::from_secs(120),
         blocks: None,
         duration: Some(plan.duration),
-        target_halfwidth: None,
+        target_halfwidth: plan.target_halfwidth,
         seed: plan.seed.unwrap_or(20261129),
         state_file: server.dir().join("ps-snapshot.json"),
         phase_log: run.phase_log.clone(),
@@ -156,18 +165,21 @@ pub fn run_schedule(
         mysqld_pid: Some(crate::controller::client::server_cpu::PidSource::File(
             server.pid_file(),
         )),
-        attribution: None,
+        attribution: run.attribution.clone(),
     };
     let nominal = plan.nominal();
     crate::runtime::block_on_multi_thread(async {
         let config = local_proxy_config(&server.addr());
         let mut running = launch(&config, Some(settings)).await?;
+        let what = match &run.attribution {
+            Some(a) => format!("{} instrument groups", a.groups.len()),
+            None => format!("{} scenarios", run.scenarios.len()),
+        };
         println!(
-            "{who}: {} x {} threads through psprobe {}: {} scenarios for about {}s",
+            "{who}: {} x {} threads through psprobe {}: {what} for about {}s",
             run.workload,
             run.threads,
             running.proxy_addr,
-            run.scenarios.len(),
             nominal.as_secs() + 15
         );
         // Longer than the schedule; stopped when the schedule is done.
@@ -237,10 +249,18 @@ pub fn local_proxy_config(upstream: &str) -> ProxyConfig {
     }
 }
 
+/// The sample budget the demo advises for (percent of throughput).
+const DEMO_BUDGET: f64 = 5.0;
+/// pfsoff's interval in the full demo, points (and the longest it may take).
+const PFSOFF_TARGET: f64 = 3.0;
+const PFSOFF_CAP: Duration = Duration::from_secs(20 * 60);
+
 pub fn run(args: &DemoArgs) -> anyhow::Result<()> {
-    // Clients refused while the server restarts for pfsoff are expected here.
-    crate::runtime::init_logging_from_env(Some("warn,psprobe::proxy=error"));
-    let plan = Plan::new(args.quick);
+    // Clients refused while the server restarts for pfsoff are expected here; psprobe's own
+    // account of each planned restart (what, why, how long) is shown.
+    crate::runtime::init_logging_from_env(Some(
+        "warn,psprobe::proxy=error,psprobe::controller::schedule::lead=info",
+    ));
     let threads = args.threads.unwrap_or(4);
     let output = args
         .output
@@ -258,26 +278,85 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<()> {
         size: 10_000,
     };
     sysbench::prepare(&server.addr(), &tables)?;
+    let run =
+        |name: &str, scenarios: Vec<String>, attribution: Option<AttributionPlan>| ScheduledRun {
+            workload: "oltp_read_write",
+            threads,
+            catalog: Catalog::builtin(),
+            scenarios,
+            attribution,
+            phase_log: server.dir().join(format!("{name}.phases.jsonl")),
+            sysbench_out: server.dir().join(format!("{name}.sysbench.txt")),
+        };
 
-    let phase_log = server.dir().join("phases.jsonl");
-    let sysbench_out = server.dir().join("sysbench.txt");
-    let run = ScheduledRun {
-        workload: "oltp_read_write",
-        threads,
-        catalog: Catalog::builtin(),
-        scenarios: Catalog::seed_names(),
-        phase_log: phase_log.clone(),
-        sysbench_out: sysbench_out.clone(),
+    // 1. The seed study's runtime scenarios, switched fast.
+    let runtime: Vec<String> = Catalog::seed_names()
+        .into_iter()
+        .filter(|s| s != "pfsoff")
+        .collect();
+    let fast = run("runtime", runtime, None);
+    run_schedule(&server, &tables, &Plan::runtime(args.quick), &fast, "demo")?;
+    let mut study = std::fs::read_to_string(&fast.phase_log).unwrap_or_default();
+
+    // 2. pfsoff: performance_schema OFF, only through restarts, in short slow pairs.
+    let pfsoff_scenarios = vec!["pfsoff".to_string(), "pfson_conoff_insoff".to_string()];
+    if args.quick {
+        println!(
+            "demo: pfsoff (performance_schema OFF) needs a restart per phase: about 10-15 minutes of \
+             slow pairs for an interval of +-{PFSOFF_TARGET} points on a machine like this one; the full \
+             demo measures it (DEMO_FULL=1 scripts/demo.sh, or psprobe demo without --quick)"
+        );
+    } else {
+        let slow = run("pfsoff", pfsoff_scenarios, None);
+        run_schedule(
+            &server,
+            &tables,
+            &Plan::pfsoff(PFSOFF_CAP, PFSOFF_TARGET),
+            &slow,
+            "demo",
+        )?;
+        study.push_str(&std::fs::read_to_string(&slow.phase_log).unwrap_or_default());
+    }
+
+    // 3. What each instrument group costs, and the advice for a sample budget.
+    let groups = Groups::builtin();
+    let mut plan = AttributionPlan::new(
+        groups.select(&groups.builtin_names())?,
+        Some(DEMO_BUDGET),
+        Vec::new(),
+    );
+    let (attribution_time, confirm) = if args.quick {
+        (120, None)
+    } else {
+        (480, Some(Duration::from_secs(120)))
     };
-    run_schedule(&server, &tables, &plan, &run, "demo")?;
-    // Keep the phase log and sysbench's output beside the report (the server's directory goes).
+    plan.confirm = confirm;
+    let attribution = run("groups", Vec::new(), Some(plan));
+    let attribution_plan = Plan {
+        duration: Duration::from_secs(attribution_time),
+        ..Plan::runtime(args.quick)
+    };
+    run_schedule(&server, &tables, &attribution_plan, &attribution, "demo")?;
+
+    // Keep the phase logs and sysbench's output beside the reports (the server's directory
+    // goes).
     let kept_log = output.with_extension("phases.jsonl");
-    std::fs::copy(&phase_log, &kept_log)
-        .with_context(|| format!("cannot copy the phase log to {}", kept_log.display()))?;
-    let _ = std::fs::copy(&sysbench_out, output.with_extension("sysbench.txt"));
-    println!("demo: phase log {}", kept_log.display());
-    let log = crate::phase_log::read_log(&kept_log)
-        .with_context(|| format!("cannot read the phase log {}", kept_log.display()))?;
+    std::fs::write(&kept_log, &study)
+        .with_context(|| format!("cannot write the phase log {}", kept_log.display()))?;
+    let groups_output = output.with_extension("groups.html");
+    let groups_log = groups_output.with_extension("phases.jsonl");
+    std::fs::copy(&attribution.phase_log, &groups_log)
+        .with_context(|| format!("cannot copy the phase log to {}", groups_log.display()))?;
+    let _ = std::fs::copy(&fast.sysbench_out, output.with_extension("sysbench.txt"));
+    println!(
+        "demo: phase logs {} and {}",
+        kept_log.display(),
+        groups_log.display()
+    );
+    let log = crate::phase_log::parse_log(&study);
     crate::report::write_demo_report(&log.phases, &log.runs, &output)?;
+    let groups = crate::phase_log::read_log(&groups_log)
+        .with_context(|| format!("cannot read the phase log {}", groups_log.display()))?;
+    crate::report::write_demo_groups_report(&groups.phases, &groups.runs, &groups_output)?;
     Ok(())
 }

@@ -344,3 +344,64 @@ pub(super) fn chart(a: &Attribution) -> String {
         &bars,
     )
 }
+
+/// What `psprobe demo` prints of an attribution: each group's cost, how precise the run's
+/// minutes made it, and the advice.
+pub(super) fn summary(a: &crate::analysis::RunAnalysis) -> String {
+    let mut s = String::new();
+    let Some(att) = &a.attribution else {
+        return "no instrument group measured (no complete replicate of the design)".into();
+    };
+    let _ = writeln!(
+        s,
+        "Cost by instrument group ({} replicates of a {}-point design; statements/s change when the group is on, {}% interval):\n",
+        att.segments,
+        att.points,
+        level_percent(att.level)
+    );
+    let _ = writeln!(
+        s,
+        "| group | statements/s change | mean latency change |\n| --- | --- | --- |"
+    );
+    for e in att.by_cost() {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} |",
+            e.group,
+            pct(&e.effect),
+            cell(att, &e.group, Metric::MeanLatency)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "| base (global + thread instrumentation) | {} | {} |",
+        named(&att.base, Metric::Throughput),
+        named(&att.base, Metric::MeanLatency)
+    );
+    if let Some(w) = att.widest_halfwidth() {
+        let _ = writeln!(
+            s,
+            "\nPrecision: every group within +-{w:.1} points after these minutes; intervals narrow with the square root of the time (four times as long: half as wide)."
+        );
+    }
+    if let Some(r) = &a.recommendation {
+        let _ = writeln!(
+            s,
+            "\nAdvice within {}% of statements/s: {} (predicted {} {}){}.",
+            r.budget,
+            if r.groups.is_empty() {
+                "no group".to_string()
+            } else {
+                r.groups.join(", ")
+            },
+            cost(r.predicted),
+            cost_range(r.ci_low, r.ci_high),
+            r.confirmed.as_ref().map_or_else(String::new, |c| format!(
+                "; measured when confirmed: {} {}",
+                cost(c.predicted),
+                cost_range(c.ci_low, c.ci_high)
+            ))
+        );
+    }
+    s
+}

@@ -189,25 +189,30 @@ pub(super) fn html(r: &Report) -> String {
         .analyses()
         .map(|a| overhead_chart(r, &a.schedule, &a.baseline))
         .collect();
-    let distribution = lines(
-        "Latency distribution per scenario (cumulative share of statements)",
-        &Axes {
-            x_label: "latency (ms, log scale)",
-            y_label: "share of statements",
-            log_x: true,
-            y_from_zero: true,
-            markers: false,
-            y_cap: Some(1.0),
-        },
-        &r.distributions
-            .iter()
-            .map(|(name, points)| Series {
-                label: name.clone(),
-                points: points.clone(),
-            })
-            .collect::<Vec<_>>(),
-        &[],
-    );
+    let has_lines = !r.scenarios().is_empty();
+    let distribution = if !has_lines {
+        String::new()
+    } else {
+        lines(
+            "Latency distribution per scenario (cumulative share of statements)",
+            &Axes {
+                x_label: "latency (ms, log scale)",
+                y_label: "share of statements",
+                log_x: true,
+                y_from_zero: true,
+                markers: false,
+                y_cap: Some(1.0),
+            },
+            &r.distributions
+                .iter()
+                .map(|(name, points)| Series {
+                    label: name.clone(),
+                    points: points.clone(),
+                })
+                .collect::<Vec<_>>(),
+            &[],
+        )
+    };
     let groups = r
         .analysis
         .attribution
@@ -215,7 +220,12 @@ pub(super) fn html(r: &Report) -> String {
         .map(super::attribution::chart)
         .unwrap_or_default();
     let carryover = carryover_chart(r).unwrap_or_default();
-    let throughput = throughput_chart(r);
+    // An attribution without a confirmation compares no scenario: no lines to draw.
+    let throughput = if has_lines {
+        throughput_chart(r)
+    } else {
+        String::new()
+    };
     format!(
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>psprobe report</title><style>{STYLE}</style></head><body><h1>performance_schema overhead</h1>{groups}{charts}{body}{carryover}{distribution}{throughput}</body></html>\n",
         body = tables_from_markdown(&markdown(r).replacen("# performance_schema overhead\n", "", 1)),

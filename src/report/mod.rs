@@ -224,6 +224,22 @@ pub fn write_demo_report(
     Ok(())
 }
 
+/// `psprobe demo`'s instrument groups: their HTML report to `output`, and to stdout the cost
+/// of each group, the precision the run's minutes gave, and the advice.
+pub fn write_demo_groups_report(
+    phases: &[PhaseRecord],
+    runs: &[RunRecord],
+    output: &Path,
+) -> anyhow::Result<()> {
+    let report = report_of_run(phases, runs, None)?;
+    std::fs::write(output, html::html(&report))
+        .with_context(|| format!("cannot write {}", output.display()))?;
+    println!("\n{}", attribution::summary(&report.analysis));
+    let shown = std::fs::canonicalize(output).unwrap_or_else(|_| output.to_path_buf());
+    println!("report: {}", shown.display());
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,6 +15,7 @@ pub mod probe;
 pub mod procfs;
 pub mod prom;
 pub mod prometheus;
+pub mod restart;
 pub mod sysbench;
 pub mod tls_server;
 pub mod wire;

@@ -76,3 +76,79 @@ pub fn read_write_in_turn(addrs: &[&str], tables: &[&str]) -> u64 {
     }
     sent
 }
+
+/// sysbench `WORKLOAD run` through `addr` again and again until stopped: sysbench 1.0.20
+/// cannot reconnect (it ends, or crashes with `--mysql-ignore-errors`, akopytov/sysbench#527),
+/// so a server restart ends each run and the next starts at once, as psprobe's demo does.
+pub struct Restarting {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<u32>>,
+}
+
+impl Restarting {
+    pub fn start(addr: &str, workload: &str, extra: &[&str]) -> Restarting {
+        use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let halt = std::sync::Arc::clone(&stop);
+        let (host, port) = split_addr(addr);
+        let args: Vec<String> = Connection {
+            host,
+            port: port.parse().expect("a port"),
+            user: USER,
+            password: PASSWORD,
+            database: DATABASE,
+        }
+        .args()
+        .into_iter()
+        .chain(extra.iter().map(|s| s.to_string()))
+        .collect();
+        let workload = workload.to_string();
+        let thread = std::thread::spawn(move || {
+            let mut runs = 0;
+            while !halt.load(Relaxed) {
+                runs += 1;
+                let mut child = match Command::new("sysbench")
+                    .arg(&workload)
+                    .args(&args)
+                    .args(["--time=3600", "run"])
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .spawn()
+                {
+                    Ok(c) => c,
+                    Err(_) => break,
+                };
+                loop {
+                    if halt.load(Relaxed) {
+                        let _ = child.kill();
+                    }
+                    match child.try_wait() {
+                        Ok(None) => std::thread::sleep(Duration::from_millis(50)), // poll
+                        _ => break,
+                    }
+                }
+                let _ = child.wait();
+            }
+            runs
+        });
+        Restarting {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// Stops the load; how many sysbench runs it took.
+    pub fn finish(mut self) -> u32 {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.take().map_or(0, |t| t.join().unwrap_or(0))
+    }
+}
+
+impl Drop for Restarting {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}

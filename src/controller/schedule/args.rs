@@ -69,7 +69,9 @@ pub struct ScheduleArgs {
     #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
     pub duration: Option<Duration>,
     /// Stop as soon as every throughput and mean-latency interval of the runtime-switched
-    /// scenarios is within +-P percentage points (or at --duration), after the slow blocks.
+    /// scenarios (an --attribute run: of every group) is within +-P percentage points (or at
+    /// --duration), after the slow blocks; in a run of scenarios entered by restart only,
+    /// without --slow-blocks, end the slow blocks once every restart comparison is.
     #[arg(long, value_name = "P")]
     pub target_halfwidth: Option<f64>,
     /// Settle time after a server restart, before the measured window [default: chosen as

@@ -90,6 +90,8 @@ pub(crate) struct Leader<'a, S: LeadServer> {
     pub slow_records: Vec<PhaseRecord>,
     /// Restarts that failed in a row.
     pub restart_failures: u32,
+    /// Every restart comparison is within the target half-width.
+    pub slow_precise: bool,
 }
 
 /// A stop was requested (the step did not complete).
@@ -102,6 +104,7 @@ impl<S: LeadServer> Leader<'_, S> {
             let progress = Progress {
                 elapsed: self.started.elapsed(),
                 precise: self.precise,
+                slow_precise: self.slow_precise,
             };
             let step = timeline.next(progress);
             if let Step::Fast { phase, .. } | Step::Slow { phase, .. } = step {
@@ -178,6 +181,29 @@ impl<S: LeadServer> Leader<'_, S> {
         } else {
             self.slow_records.extend(records);
             self.retune_restart_settle();
+            self.check_slow_precision();
+        }
+    }
+
+    /// With `--target-halfwidth`, whether every restart comparison's throughput and latency
+    /// intervals are within it yet (a run without a set number of slow blocks then ends).
+    fn check_slow_precision(&mut self) {
+        let Some(target) = self.s.target_halfwidth else {
+            return;
+        };
+        let options = Options {
+            headline_only: true,
+            ..Options::default()
+        };
+        let widest = analyze_run(&self.slow_records, None, &options)
+            .ok()
+            .and_then(|a| a.slow_halfwidth());
+        self.slow_precise = widest.is_some_and(|w| w <= target);
+        if self.slow_precise {
+            tracing::info!(
+                "every restart comparison is within +-{target} points (widest +-{:.2}); ending the slow blocks",
+                widest.unwrap_or(0.0)
+            );
         }
     }
 

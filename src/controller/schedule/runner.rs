@@ -565,6 +565,7 @@ async fn lead_schedule(
         restart_settle: s.restart_settle,
         slow_records: Vec::new(),
         restart_failures: 0,
+        slow_precise: false,
     };
     if !leader.run(timeline).await? {
         return Ok(false);
@@ -636,6 +637,7 @@ async fn lead_schedule(
         restart_settle: confirm.restart_settle,
         slow_records: Vec::new(),
         restart_failures: 0,
+        slow_precise: false,
     };
     second
         .run(Timeline::new(timeline, first_block, next_phase))

@@ -100,6 +100,9 @@ pub struct Progress {
     pub elapsed: Duration,
     /// Every fast estimate is within the target half-width.
     pub precise: bool,
+    /// Every restart comparison is within the target half-width (ends the slow blocks of a run
+    /// without a set number of them).
+    pub slow_precise: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -117,6 +120,8 @@ pub struct Timeline {
     slow_queue: VecDeque<Option<usize>>,
     /// Slow pairs begun (the next pair's segment number).
     slow_pair: u64,
+    /// The last progress said the restart comparisons are precise enough.
+    slow_precise: bool,
     phase: u64,
     fast_slots: u64,
     done: bool,
@@ -137,6 +142,7 @@ impl Timeline {
             slow_done: 0,
             slow_queue: VecDeque::new(),
             slow_pair: 0,
+            slow_precise: false,
             phase: first_phase,
             fast_slots: 0,
             done: false,
@@ -153,7 +159,9 @@ impl Timeline {
     }
 
     fn slow_left(&self) -> bool {
-        !self.cfg.slow.is_empty() && self.cfg.slow_blocks.is_none_or(|n| self.slow_done < n)
+        !self.cfg.slow.is_empty()
+            && self.cfg.slow_blocks.is_none_or(|n| self.slow_done < n)
+            && !(self.cfg.slow_blocks.is_none() && self.slow_precise)
     }
 
     /// The fast part is over (or never ran).
@@ -199,6 +207,7 @@ impl Timeline {
         if self.done {
             return Step::Done;
         }
+        self.slow_precise = p.slow_precise;
         match self.slow_queue.pop_front() {
             Some(Some(scenario)) => return self.slow(scenario),
             Some(None) => {
@@ -340,6 +349,7 @@ mod tests {
             let p = Progress {
                 elapsed,
                 precise: precise_after.is_some_and(|n| fast >= n),
+                slow_precise: false,
             };
             let step = t.next(p);
             out.push(step);
@@ -562,6 +572,27 @@ mod tests {
             "units' order shuffled: {first_units:?}"
         );
         assert_eq!(pair_orders.len(), 2, "order inside a unit shuffled");
+    }
+
+    #[test]
+    fn a_slow_only_run_without_a_block_count_ends_once_precise() {
+        let mut c = cfg(&[0], &[0, 1]);
+        c.slow_blocks = None;
+        c.duration = Some(Duration::from_secs(100_000));
+        let mut t = Timeline::new(c, 0, 0);
+        let mut slow = 0;
+        for _ in 0..1000 {
+            let p = Progress {
+                slow_precise: slow >= 10,
+                ..Progress::default()
+            };
+            match t.next(p) {
+                Step::Slow { .. } => slow += 1,
+                Step::Done => break,
+                _ => {}
+            }
+        }
+        assert_eq!(slow, 10, "stops at the pair after precision");
     }
 
     #[test]

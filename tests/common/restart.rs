@@ -1,0 +1,84 @@
+//! A restart hook for the harness's mariadbd (`--restart-cmd 'sh restart.sh {pfs} {opts}'`),
+//! able to misbehave on purpose on chosen calls (fail, hang, ignore `{pfs}`), and the reaper of
+//! the servers it started.
+
+use std::path::{Path, PathBuf};
+
+use super::controller::poll;
+use super::mariadb::MariaDb;
+
+fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// How the script misbehaves: on its n-th call (from 1).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Faults {
+    /// Exits 1 without restarting anything.
+    pub fail_at: Option<u32>,
+    /// Hangs (longer than any restart timeout a test sets).
+    pub hang_at: Option<u32>,
+    /// Restarts with performance_schema the other way than `{pfs}` says.
+    pub ignore_pfs_at: Option<u32>,
+}
+
+/// Writes `restart.sh ON|OFF [OPTION...]`: stops the mariadbd of the harness's pid file
+/// (SIGTERM), waits until it is gone, and starts it again detached, with the same arguments
+/// (read from /proc) but `--performance-schema=$1` and the options after it (a startup
+/// scenario's). Appends each pid it starts to `DIR/pids`; misbehaves as `faults` say.
+pub fn restart_script_with(db: &MariaDb, dir: &Path, faults: Faults) -> PathBuf {
+    let cmdline = std::fs::read_to_string(format!("/proc/{}/cmdline", db.pid())).unwrap();
+    let args: Vec<&str> = cmdline.split('\0').filter(|a| !a.is_empty()).collect();
+    let pid_file = args
+        .iter()
+        .find_map(|a| a.strip_prefix("--pid-file="))
+        .unwrap();
+    let keep = |a: &&&str| !a.starts_with("--performance-schema=");
+    let kept: Vec<String> = args.iter().filter(keep).map(|a| sh_quote(a)).collect();
+    let file = |name: &str| sh_quote(&dir.join(name).display().to_string());
+    let at = |n: Option<u32>| n.map_or("0".to_string(), |n| n.to_string());
+    let text = format!(
+        "#!/bin/sh\nset -eu\ncalls={calls}\nn=$(( $(cat $calls 2>/dev/null || echo 0) + 1 ))\necho $n >$calls\n\
+         if [ $n = {fail} ]; then echo 'simulated failure of the restart command' >&2; exit 1; fi\n\
+         if [ $n = {hang} ]; then exec sleep 600; fi\n\
+         pfs=$1\nshift\nif [ $n = {ignore} ]; then if [ $pfs = ON ]; then pfs=OFF; else pfs=ON; fi; fi\n\
+         old=$(cat {pid})\nkill -TERM \"$old\"\n\
+         while [ -e /proc/$old ] && ! grep -q '^State:.Z' /proc/$old/status; do sleep 0.05; done\n\
+         setsid nohup {server} \"--performance-schema=$pfs\" \"$@\" </dev/null >>{log} 2>&1 &\necho $! >>{pids}\n",
+        calls = file("calls"),
+        fail = at(faults.fail_at),
+        hang = at(faults.hang_at),
+        ignore = at(faults.ignore_pfs_at),
+        pid = sh_quote(pid_file),
+        server = kept.join(" "),
+        log = file("restarted.log"),
+        pids = file("pids"),
+    );
+    std::fs::write(dir.join("restart.sh"), text).unwrap();
+    dir.join("restart.sh")
+}
+
+/// [`restart_script_with`] without faults.
+pub fn restart_script(db: &MariaDb, dir: &Path) -> PathBuf {
+    restart_script_with(db, dir, Faults::default())
+}
+
+/// Kills the mariadbds the restart script started (the harness kills only its own child).
+pub struct Reaper(pub PathBuf);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        let pids = std::fs::read_to_string(self.0.join("pids")).unwrap_or_default();
+        for pid in pids.lines() {
+            let proc_file = |f: &str| std::fs::read_to_string(format!("/proc/{pid}/{f}"));
+            if !proc_file("cmdline").is_ok_and(|c| c.contains("mariadbd")) {
+                continue;
+            }
+            // SAFETY: kill(2) on a mariadbd our script started, still running.
+            unsafe { libc::kill(pid.parse().unwrap(), libc::SIGKILL) };
+            poll("a restarted mariadbd to die", 10, || {
+                proc_file("status").map_or(Some(()), |s| s.contains("State:\tZ").then_some(()))
+            });
+        }
+    }
+}

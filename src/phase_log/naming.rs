@@ -1,5 +1,5 @@
 //! Scenario names as the log records them: `NAME@startup` is the startup twin of runtime
-//! scenario `NAME` (see `controller::startup` for what it sets).
+//! scenario `NAME` (see `controller::model::startup` for what it sets).
 
 /// The suffix that names the startup variant of a runtime scenario.
 pub const SUFFIX: &str = "@startup";

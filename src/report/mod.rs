@@ -278,4 +278,71 @@ mod tests {
         );
         assert!(render(&report, Format::Html).unwrap().contains("<svg"));
     }
+
+    /// Three restart pairs are too few for an honest interval: every rendering says what more
+    /// it needs instead of an absurd interval, the same in markdown, JSON and HTML.
+    #[test]
+    fn too_few_restarts_say_what_they_need_in_every_format() {
+        use crate::phase_log::{test_aggregate as agg, PhaseRecord, SLOW};
+        let record = |scenario: &str, block: u64, count: u64| PhaseRecord {
+            version: 2,
+            kind: "phase".into(),
+            scenario: scenario.into(),
+            block,
+            phase: block * 2,
+            switched_at_ms: 1_000_000 + block * 25_000,
+            measure_from_ms: 1_005_000 + block * 25_000,
+            measure_to_ms: 1_012_000 + block * 25_000,
+            restarted: true,
+            verified: true,
+            commands: vec![agg(Some("query"), None, count)],
+            digests: vec![agg(None, Some("aa"), count)],
+            schedule: Some(SLOW.into()),
+            measured_ms: Some(7000),
+            ..PhaseRecord::default()
+        };
+        let mut phases = Vec::new();
+        for (block, (off, on)) in [(7000, 6300), (7100, 6900), (6800, 6500)]
+            .iter()
+            .enumerate()
+        {
+            phases.push(record("pfsoff", block as u64, *off));
+            phases.push(record("pfson_conoff_insoff", block as u64, *on));
+        }
+        let report = report_of(&phases, None).unwrap();
+        let e = report
+            .analysis
+            .slow
+            .as_ref()
+            .unwrap()
+            .estimate("pfson_conoff_insoff", Metric::Throughput)
+            .unwrap()
+            .clone();
+        assert!(e.ci_low.is_none() && !e.significant, "{e:?}");
+        let needs = e.needs.clone().expect("what it needs");
+        assert!(needs.blocks >= 2 && needs.minutes > 0.0 && needs.halfwidth_points == 3.0);
+        let said = needs.text();
+        assert!(
+            said.starts_with("not enough restarts for an interval: about "),
+            "{said}"
+        );
+        let md = render(&report, Format::Md).unwrap();
+        assert!(md.contains(&said), "{md}");
+        let json: serde_json::Value =
+            serde_json::from_str(&render(&report, Format::Json).unwrap()).unwrap();
+        let estimates = json["analysis"]["slow"]["estimates"].as_array().unwrap();
+        let t = estimates
+            .iter()
+            .find(|e| e["metric"] == "throughput")
+            .unwrap();
+        assert_eq!(t["needs"]["blocks"], needs.blocks);
+        assert!(t["ci_low"].is_null());
+        let html = render(&report, Format::Html).unwrap();
+        assert!(
+            html.contains(&said.replace('+', "+")),
+            "the chart says it too"
+        );
+        // No whisker is drawn for it: the chart's only whiskers would be other bars'.
+        assert_eq!(html.matches("class=\"whisker\"").count(), 0);
+    }
 }

@@ -495,3 +495,89 @@ fn the_core_path_scanner_sees_reexports_only() {
         ]
     );
 }
+
+/// The controller's rooms, as its module doc says: `model` does no I/O and knows nothing of
+/// servers, files or schedules; `local` (this host's files) talks to no server; `client` (the
+/// MySQL layer) decides no schedule; `schedule` holds no SQL of its own. Callers name the room
+/// an item lives in (no flat re-exports at the controller's root).
+#[test]
+fn the_controller_rooms_keep_their_rules() {
+    let controller = src().join("controller");
+    let mut problems = Vec::new();
+    let rules: [(&str, &[&str]); 4] = [
+        (
+            "model",
+            &[
+                "controller::client",
+                "controller::schedule",
+                "controller::local",
+                "tokio",
+                "mysql_async",
+                "std::fs",
+                "std::net",
+                "std::process",
+            ],
+        ),
+        (
+            "local",
+            &[
+                "controller::client",
+                "controller::schedule",
+                "mysql_async",
+                "tokio",
+            ],
+        ),
+        ("client", &["controller::schedule"]),
+        (
+            "schedule",
+            &["\"SELECT ", "\"UPDATE ", "\"INSERT ", "\"DELETE "],
+        ),
+    ];
+    for (room, forbidden) in rules {
+        let mut files = Vec::new();
+        rust_files(&controller.join(room), &mut files);
+        assert!(!files.is_empty(), "controller/{room}/ exists");
+        for file in files {
+            // A test's error text may quote SQL; the rule is about what the room runs.
+            if room == "schedule" && file.to_string_lossy().ends_with("_tests.rs") {
+                continue;
+            }
+            let text = read(&file);
+            for f in forbidden.iter() {
+                if text.contains(f) {
+                    problems.push(format!("{}: names {f}", file.display()));
+                }
+            }
+        }
+    }
+    let root = read(&controller.join("mod.rs"));
+    if root.lines().any(|l| l.trim_start().starts_with("pub use")) {
+        problems.push("src/controller/mod.rs re-exports items: name the room instead".into());
+    }
+    // Outside the controller, a path into it names one of its rooms or root files.
+    let rooms = [
+        "model", "client", "schedule", "local", "cli", "error", "paths", "show",
+    ];
+    let mut outside = Vec::new();
+    rust_files(&src(), &mut outside);
+    for dir in ["tests", "benches"] {
+        rust_files(&root_dir().join(dir), &mut outside);
+    }
+    for file in outside.iter().filter(|f| !f.starts_with(&controller)) {
+        let text = read(file);
+        for (at, m) in text.match_indices("controller::") {
+            if text[..at].ends_with("common::") || text[..at].ends_with("super::") {
+                continue; // the tests' own helper module of that name
+            }
+            let next = ident(&text[at + m.len()..]);
+            if !next.is_empty() && !rooms.contains(&next) {
+                problems.push(format!("{}: controller::{next}", file.display()));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+fn root_dir() -> PathBuf {
+    root()
+}

@@ -13,76 +13,11 @@ use super::heartbeat::{self, Holder, HOLDER_COLUMNS};
 use super::server::code;
 use super::statement::{Failure, StatementGuard, STATEMENT_TIMEOUT};
 use crate::controller::error::{ControllerError, Result};
+use crate::controller::model::phase_row::PhaseRow;
 use crate::controller::model::snapshot::Snapshot;
 
 pub const LOCK_NAME: &str = "psprobe_controller";
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// What the leader publishes about the slot in effect, once per slot.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct PhaseRow {
-    pub scenario: String,
-    /// Segment (fast) or slow block.
-    pub block: u64,
-    /// Position of the slot in the run.
-    pub phase: u64,
-    /// `switching` (a restart is coming), `settling` (the scenario is in effect; the settle
-    /// time runs, then the measured window), `measuring` (older psprobes), `idle` (no schedule
-    /// running) or `done` (the schedule completed).
-    pub state: String,
-    pub leader: String,
-    /// `fast` or `slow`.
-    pub schedule: String,
-    /// From the moment the row was written: settle, then measure for this long.
-    pub settle_ms: u64,
-    pub measure_ms: u64,
-}
-
-impl PhaseRow {
-    /// The `leader` column: the leader's name, then the slot's timing (the table predates it,
-    /// and the controller account may not ALTER it).
-    fn leader_column(&self) -> String {
-        if self.schedule.is_empty() {
-            return self.leader.clone();
-        }
-        format!(
-            "{} {} {} {}",
-            self.leader, self.schedule, self.settle_ms, self.measure_ms
-        )
-    }
-
-    /// A row as read from `psprobe.phase` (the leader column carries the slot's timing).
-    pub fn from_columns(
-        (scenario, block, phase, state, leader): (String, u64, u64, String, String),
-    ) -> PhaseRow {
-        let mut row = PhaseRow {
-            scenario,
-            block,
-            phase,
-            state,
-            ..PhaseRow::default()
-        };
-        row.parse_leader_column(&leader);
-        row
-    }
-
-    fn parse_leader_column(&mut self, column: &str) {
-        let words: Vec<&str> = column.rsplitn(4, ' ').collect();
-        match words.as_slice() {
-            [measure, settle, schedule, leader] => {
-                if let (Ok(m), Ok(s)) = (measure.parse(), settle.parse()) {
-                    self.leader = leader.to_string();
-                    self.schedule = schedule.to_string();
-                    self.settle_ms = s;
-                    self.measure_ms = m;
-                    return;
-                }
-                self.leader = column.to_string();
-            }
-            _ => self.leader = column.to_string(),
-        }
-    }
-}
 
 pub struct Leadership {
     conn: Conn,

@@ -7,10 +7,11 @@ use std::path::Path;
 
 use mysql_async::Row;
 
-use super::leadership::{PhaseRow, LOCK_NAME};
+use super::leadership::LOCK_NAME;
 use super::server::{ApplyReport, Controller};
 use crate::controller::error::{ControllerError, Result};
 use crate::controller::model::catalog::Catalog;
+use crate::controller::model::phase_row::PhaseRow;
 use crate::controller::model::snapshot::Snapshot;
 use crate::controller::model::stale::{judge, last_applied, LastApplied, Verdict};
 

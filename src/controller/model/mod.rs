@@ -8,6 +8,7 @@ pub mod catalog;
 pub mod file;
 pub mod groups;
 pub mod pattern;
+pub mod phase_row;
 pub mod scenario;
 pub mod setup_tables;
 pub mod snapshot;

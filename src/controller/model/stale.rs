@@ -14,7 +14,7 @@ use super::catalog::Catalog;
 use super::scenario::Settings;
 use super::setup_tables::{compare, Mismatch, SetupState};
 use super::snapshot::{ServerIdentity, Snapshot};
-use crate::controller::client::leadership::PhaseRow;
+use crate::controller::model::phase_row::PhaseRow;
 
 /// What psprobe last did to the server on top of the snapshot.
 #[derive(Debug, Clone, PartialEq, Eq)]

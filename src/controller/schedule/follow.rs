@@ -18,8 +18,9 @@ use super::follow_server::FollowServer;
 use super::phase_tracker::{PhaseTracker, SlotStart};
 use super::runner::now_ms;
 use crate::controller::client::heartbeat::STALE_AFTER;
-use crate::controller::client::leadership::{LockPoll, PhaseRow};
+use crate::controller::client::leadership::LockPoll;
 use crate::controller::error::Result;
+use crate::controller::model::phase_row::PhaseRow;
 use crate::phase_log::{PhaseLog, FAST};
 
 /// How often a follower reads the leader's row and tries the lock, at most.

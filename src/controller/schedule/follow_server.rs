@@ -8,8 +8,9 @@
 
 use std::time::Duration;
 
-use crate::controller::client::leadership::{Leadership, LockPoll, PhaseRow};
+use crate::controller::client::leadership::{Leadership, LockPoll};
 use crate::controller::error::Result;
+use crate::controller::model::phase_row::PhaseRow;
 
 /// The server as a follower sees it.
 pub(crate) trait FollowServer {

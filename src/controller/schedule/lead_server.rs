@@ -8,10 +8,11 @@
 
 use crate::controller::client::fast_switch::{Switched, Switcher};
 use crate::controller::client::heartbeat::{Heartbeat, BEAT};
-use crate::controller::client::leadership::{Leadership, PhaseRow};
+use crate::controller::client::leadership::Leadership;
 use crate::controller::client::restart::{restart_and_wait, RestartTiming};
 use crate::controller::client::server::Controller;
 use crate::controller::error::{ControllerError, Result};
+use crate::controller::model::phase_row::PhaseRow;
 use crate::controller::model::scenario::Scenario;
 use crate::controller::model::setup_tables::Mismatch;
 use crate::controller::model::snapshot::Snapshot;

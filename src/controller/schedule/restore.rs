@@ -10,10 +10,11 @@ use std::time::Duration;
 use super::lead::ServerMode;
 use super::runner::lost_lead;
 use super::settings::ControllerSettings;
-use crate::controller::client::leadership::{Leadership, PhaseRow};
+use crate::controller::client::leadership::Leadership;
 use crate::controller::client::restart::restart_and_wait;
 use crate::controller::client::server::Controller;
 use crate::controller::error::{ControllerError, Result};
+use crate::controller::model::phase_row::PhaseRow;
 use crate::controller::model::snapshot::Snapshot;
 
 /// Restores only while holding the lock: a leader whose lock connection died (it was stopped

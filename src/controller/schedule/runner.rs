@@ -24,10 +24,11 @@ use super::timeline::Timeline;
 use crate::controller::client::dsn::ControllerDsn;
 use crate::controller::client::fast_switch::Switcher;
 use crate::controller::client::heartbeat::{Heartbeat, STALE_AFTER};
-use crate::controller::client::leadership::{Leadership, PhaseRow};
+use crate::controller::client::leadership::Leadership;
 use crate::controller::client::left_behind::{self, Hint, Mode, Outcome, Rights};
 use crate::controller::client::server::Controller;
 use crate::controller::error::{ControllerError, Result};
+use crate::controller::model::phase_row::PhaseRow;
 use crate::controller::model::snapshot::Snapshot;
 use crate::controller::model::stale::LastApplied;
 use crate::phase_log::{

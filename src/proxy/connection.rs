@@ -130,10 +130,19 @@ async fn connection_phase<S: EventSink>(
         }
         Err(e) => {
             metrics.upstream_connect_errors.inc();
-            tracing::warn!(
-                "client {peer}: could not connect to upstream {}: {e}",
-                settings.upstream
-            );
+            if shared.observer.scenarios.restarting() {
+                // psprobe's own controller restarts the server now: expected, and said once
+                // by the controller.
+                tracing::debug!(
+                    "client {peer}: could not connect to upstream {} (psprobe restarts it): {e}",
+                    settings.upstream
+                );
+            } else {
+                tracing::warn!(
+                    "client {peer}: could not connect to upstream {}: {e}",
+                    settings.upstream
+                );
+            }
             upstream::refuse_client(&mut client, &settings.upstream, &e).await;
             return None;
         }

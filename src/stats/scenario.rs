@@ -81,6 +81,9 @@ pub struct Scenarios {
     current: AtomicU64,
     base: Instant,
     names: RwLock<Vec<Arc<str>>>,
+    /// psprobe's controller is restarting the upstream server on purpose (a slow phase):
+    /// clients it cannot connect meanwhile are expected, not news.
+    restarting: std::sync::atomic::AtomicBool,
 }
 
 impl Default for Scenarios {
@@ -89,6 +92,7 @@ impl Default for Scenarios {
             current: AtomicU64::new(0),
             base: Instant::now(),
             names: RwLock::new(vec![Arc::from(NO_SCENARIO_NAME)]),
+            restarting: std::sync::atomic::AtomicBool::new(false),
         }
     }
 }
@@ -139,6 +143,16 @@ impl Scenarios {
             state,
             switched_at_ms: self.ms_since_base(in_effect),
         });
+    }
+
+    /// psprobe's controller restarts the server on purpose (true) or has it back (false).
+    pub fn set_restarting(&self, restarting: bool) {
+        self.restarting.store(restarting, Ordering::Relaxed);
+    }
+
+    /// Whether psprobe's controller is restarting the server on purpose now.
+    pub fn restarting(&self) -> bool {
+        self.restarting.load(Ordering::Relaxed)
     }
 
     /// From now on, commands are not measured (a switch or restart is coming, or a follower's

@@ -106,11 +106,14 @@ pub async fn restart_and_wait(
     let since = unix_now();
     let (done_tx, done_rx) = watch::channel(false);
     let addr = format!("{}:{}", dsn.host(), dsn.port());
-    let work = async {
+    // The sender lives in the work: when it ends, however it ends, the probe stops too (a
+    // command that fails before the server goes down must not leave it waiting for a restart).
+    let work = async move {
+        let done = done_tx;
         restart_server(command, performance_schema, opts, timeout).await?;
         let command_took = t0.elapsed();
         let ctl = wait_ready(dsn, performance_schema, timeout, Some(since)).await?;
-        let _ = done_tx.send(true);
+        let _ = done.send(true);
         Ok::<_, ControllerError>((ctl, command_took))
     };
     let (outcome, (down, up)) = tokio::join!(work, watch_port(&addr, done_rx));
@@ -148,7 +151,7 @@ async fn watch_port(
         }
         tokio::select! {
             () = tokio::time::sleep(EVERY) => {}
-            changed = done.changed() => if changed.is_err() { return (down, up); }
+            changed = done.changed() => if changed.is_err() || *done.borrow() { return (down, up); }
         }
     }
 }

@@ -474,7 +474,10 @@ impl<S: LeadServer> Leader<'_, S> {
     async fn restart(&mut self, ps: bool, opts: &str) -> Result<RestartTiming> {
         // What the last fast slot's rows were is not known across a restart (or a failed one).
         self.last_fast = None;
-        self.server.restart(ps, opts).await
+        self.observer.scenarios.set_restarting(true);
+        let restarted = self.server.restart(ps, opts).await;
+        self.observer.scenarios.set_restarting(false);
+        restarted
     }
 
     /// A restart into a slow phase failed: the phase is left out (named in the report), the

@@ -16,6 +16,7 @@ use crate::controller::client::server::Controller;
 use crate::controller::error::{ControllerError, Result};
 use crate::controller::model::phase_row::PhaseRow;
 use crate::controller::model::snapshot::Snapshot;
+use crate::stats::Scenarios;
 
 /// Restores only while holding the lock: a leader whose lock connection died (it was stopped
 /// or cut off, and a follower ended its connections) takes the lock anew if it is free, and
@@ -42,6 +43,7 @@ pub(crate) async fn leave_as_found(
     lead: &mut Leadership,
     end_state: &str,
     mode: &ServerMode,
+    scenarios: &Scenarios,
 ) -> Result<()> {
     let Some(snapshot) = Snapshot::load_if_exists(&s.state_file)? else {
         return Ok(());
@@ -54,8 +56,11 @@ pub(crate) async fn leave_as_found(
             keep_or_take_lead(s, lead).await?;
             if fresh.info().performance_schema == Some(false) || restart_needed {
                 if let Some(command) = &s.restart_cmd {
-                    let (back, timing) =
-                        restart_and_wait(command, true, "", s.restart_timeout, &s.dsn).await?;
+                    scenarios.set_restarting(true);
+                    let restarted =
+                        restart_and_wait(command, true, "", s.restart_timeout, &s.dsn).await;
+                    scenarios.set_restarting(false);
+                    let (back, timing) = restarted?;
                     restart_needed = false;
                     tracing::info!(
                         "restarted the server with its own options to restore it: {}",

@@ -290,8 +290,15 @@ impl<'a> Runner<'a> {
     }
 
     async fn restore(&mut self, end_state: &str) -> Event {
-        self.restored =
-            leave_as_found(self.s, &mut self.ctl, &mut self.lead, end_state, &self.mode).await;
+        self.restored = leave_as_found(
+            self.s,
+            &mut self.ctl,
+            &mut self.lead,
+            end_state,
+            &self.mode,
+            &self.observer.scenarios,
+        )
+        .await;
         self.heartbeat = None;
         Event::RestoreEnded(match &self.restored {
             Ok(()) => RestoreEnd::Restored,

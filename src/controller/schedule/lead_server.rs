@@ -116,6 +116,10 @@ impl LeadServer for LiveServer<'_> {
         let (ctl, timing) = match restarted {
             Ok(back) => back,
             Err(e) => {
+                // The server may be back in some state (a command that restarted it with the
+                // wrong setting) or never have gone (one that failed first): whatever runs
+                // next needs working connections, so they are made anew where they can be.
+                self.reconnect().await;
                 self.heartbeat.planned_absence(false);
                 return Err(e);
             }
@@ -156,5 +160,24 @@ impl LeadServer for LiveServer<'_> {
             .iter()
             .map(|c| c.name.clone())
             .collect()
+    }
+}
+
+impl LiveServer<'_> {
+    /// Best effort after a failed restart: new controller and leadership connections, the lock
+    /// taken again, the beat told; left as they are when the server does not answer.
+    async fn reconnect(&mut self) {
+        let s = self.s;
+        if let Ok(ctl) = Controller::connect(&s.dsn).await {
+            *self.ctl = ctl;
+        }
+        if let Ok(mut lead) = Leadership::connect(&s.dsn).await {
+            if lead.try_acquire().await.unwrap_or(false) {
+                *self.lead = lead;
+            }
+        }
+        self.switcher.forget();
+        self.heartbeat
+            .set_conns(vec![self.lead.connection_id(), self.ctl.connection_id()]);
     }
 }

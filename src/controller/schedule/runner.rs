@@ -290,6 +290,11 @@ impl<'a> Runner<'a> {
     }
 
     async fn restore(&mut self, end_state: &str) -> Event {
+        // The restore may restart the server (a slow phase left it OFF): planned, like the
+        // slow phases' restarts.
+        if let Some(beat) = &self.heartbeat {
+            beat.planned_absence(true);
+        }
         self.restored = leave_as_found(
             self.s,
             &mut self.ctl,

@@ -20,8 +20,8 @@ use crate::controller::error::ControllerError;
 use crate::controller::schedule::runner;
 use crate::controller::schedule::settings::ControllerSettings;
 use crate::metrics::{http, DigestCollector, ProxyMetrics};
+use crate::observe::Observer;
 use crate::proxy;
-use crate::record::Observer;
 use crate::stats::{DigestStore, Scenarios};
 use crate::tls::{TlsRuntime, TlsSettings};
 

@@ -21,7 +21,7 @@ use tokio::sync::{watch, Notify, Semaphore};
 use tokio::task::JoinSet;
 
 use crate::metrics::Refusal;
-use crate::record::Observer;
+use crate::observe::Observer;
 use crate::tls::TlsRuntime;
 
 pub(crate) use reload::reload_on_sighup;

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use crate::analysis::{analyze_run, carryover, Options};
-use crate::record::Observer;
+use crate::observe::Observer;
 use crate::stats::since_switch::BIN_MS;
 use crate::stats::{ScenarioId, SlotState};
 

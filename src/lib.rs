@@ -38,6 +38,7 @@ pub(crate) mod proxy;
 pub mod report;
 pub(crate) mod runtime;
 pub(crate) mod secrets;
+pub(crate) mod setting;
 pub mod stats;
 pub(crate) mod timestamp;
 pub(crate) mod tls;

@@ -15,6 +15,7 @@
 //! Must not: do I/O, block, wait on a scrape, or allocate per packet once a connection's
 //! series exist; decide anything about the traffic (forwarding is the proxy's).
 
+pub(crate) mod config;
 pub(crate) mod connections;
 mod recorder;
 pub(crate) mod watch;

@@ -1,7 +1,11 @@
-//! The tokio side: accept clients, connect each to the upstream, relay and observe.
+//! The tokio side: accept clients, connect each to the upstream, run the connection phase
+//! (TLS on either leg), relay. Each connection's bytes are shown to its
+//! `observe::watch::Watch`, which counts and parses them and records the commands; the
+//! connection phase acts on what the watch's session parsed.
 //!
 //! Must not: change a byte between the peers, wait on metrics, or panic on anything the network
-//! sends; parsing errors end observation of that connection, never its relay.
+//! sends; parsing errors end observation of that connection, never its relay. Nor parse what
+//! the session parses, or record a command itself (`tests/checks/module_graph.rs` checks).
 
 pub(crate) mod config;
 mod connection;

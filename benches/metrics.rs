@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use psprobe::metrics::{DigestCollector, ProxyMetrics, DEFAULT_TOP_DIGESTS};
-use psprobe::record::{ConnectionRecorder, Observer};
+use psprobe::observe::{ConnectionRecorder, Observer};
 use psprobe::stats::{DigestStore, Scenarios, DEFAULT_MAX_DIGESTS};
 use psprobe_core::digest::FingerprintOptions;
 use psprobe_core::protocol::CommandKind;

@@ -7,7 +7,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::Context;
-use psprobe_core::digest::FingerprintOptions;
 use tokio::net::TcpListener;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
@@ -19,10 +18,9 @@ use crate::live::LiveResults;
 use crate::controller::error::ControllerError;
 use crate::controller::schedule::runner;
 use crate::controller::schedule::settings::ControllerSettings;
-use crate::metrics::{http, DigestCollector, ProxyMetrics};
+use crate::metrics::http;
+use crate::observe::Observer;
 use crate::proxy;
-use crate::record::Observer;
-use crate::stats::{DigestStore, Scenarios};
 use crate::tls::{TlsRuntime, TlsSettings};
 
 pub fn run_proxy(args: &ProxyArgs) -> anyhow::Result<()> {
@@ -258,27 +256,9 @@ pub async fn launch_with_tls(
     })
 }
 
+/// The observer `config` describes (observe/config.rs builds it).
 pub fn observer(config: &ProxyConfig) -> prometheus::Result<Observer> {
-    let scenarios = Arc::new(Scenarios::default());
-    let digests = Arc::new(DigestStore::new(config.max_digests));
-    let metrics = ProxyMetrics::new(Arc::clone(&scenarios))?;
-    let collector = DigestCollector::new(
-        Arc::clone(&digests),
-        Arc::clone(&scenarios),
-        config.metrics_top_digests,
-    )?;
-    metrics.registry().register(Box::new(collector))?;
-    Ok(Observer {
-        metrics,
-        digests,
-        scenarios,
-        connections: Default::default(),
-        fingerprint: FingerprintOptions {
-            fold_identifier_digits: config.digest_fold_digits,
-            style: config.digest_style,
-            ..FingerprintOptions::default()
-        },
-    })
+    config.observe().build(config.metrics_top_digests)
 }
 
 fn report_controller(result: Result<(), ControllerError>) {

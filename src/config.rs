@@ -1,6 +1,12 @@
 //! Command line and TOML configuration, merged and validated once: flags win over the file,
 //! the file wins over defaults. Every error names the setting and what to do about it.
 //!
+//! This is the composition: `psprobe proxy`'s flags and the `[proxy]` table, each value picked
+//! (flag, else file) and handed to the module that owns it, which applies its defaults and
+//! checks (`proxy::config`, `observe::config`, `metrics::config`, `admin::config`, TLS in
+//! `tls`); checks across modules (listen vs metrics) stay here. Shared readers and the error
+//! type are in `setting`.
+//!
 //! Must not: read the controller's credentials from the command line or print them.
 
 use std::net::SocketAddr;
@@ -11,26 +17,18 @@ use clap::Args;
 use psprobe_core::digest::DigestStyle;
 use serde::Deserialize;
 
-use crate::duration::{duration_arg, parse_duration, DurationError};
-use crate::metrics::DEFAULT_TOP_DIGESTS;
-use crate::proxy::limits::DEFAULT_LISTEN_BACKLOG;
-use crate::proxy::{MaxConnections, ProxySettings};
-use crate::stats::DEFAULT_MAX_DIGESTS;
+use crate::admin::config::{self as admin_config, AdminConfig};
+use crate::duration::duration_arg;
+use crate::metrics::config as metrics_config;
+use crate::observe::config as observe_config;
+use crate::proxy::config as proxy_config;
+use crate::proxy::ProxySettings;
+use crate::setting::GivenDuration;
 
-pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:6033";
-pub(crate) const DEFAULT_UPSTREAM: &str = "127.0.0.1:3306";
-pub(crate) const DEFAULT_METRICS: &str = "127.0.0.1:9898";
-pub(crate) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-pub(crate) const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
-/// mysqld's own connect_timeout default: a client that has not answered the greeting by then
-/// is not a client that is slow, it is one holding a slot.
-pub(crate) const DEFAULT_CLIENT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// A server behind a partition is given up after 4 times this (4 minutes): long enough for
-/// any network hiccup, short enough that clients do not hang for TCP's default 15 minutes or,
-/// waiting for an answer, forever.
-pub(crate) const DEFAULT_UPSTREAM_KEEPALIVE: Duration = Duration::from_secs(60);
-/// Linux's limit on TCP_KEEPIDLE and TCP_KEEPINTVL (seconds).
-const MAX_UPSTREAM_KEEPALIVE: Duration = Duration::from_secs(32_767);
+pub(crate) use crate::proxy::config::{
+    DEFAULT_CLIENT_HANDSHAKE_TIMEOUT, DEFAULT_UPSTREAM_KEEPALIVE,
+};
+pub(crate) use crate::setting::ConfigError;
 
 #[derive(Debug, Args)]
 pub struct ProxyArgs {
@@ -174,37 +172,6 @@ pub(crate) struct ConfigFile {
     pub tls: Option<crate::tls::TlsFile>,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("cannot read config file {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("config file {path} is not valid: {message}")]
-    Parse { path: PathBuf, message: String },
-    #[error("{setting} = {value:?} is not an IP:PORT address (example: 127.0.0.1:6033)")]
-    Address {
-        setting: &'static str,
-        value: String,
-    },
-    #[error("upstream = {0:?} needs a host and a port (example: 127.0.0.1:3306)")]
-    Upstream(String),
-    #[error("{setting} = {value:?} is not a size in bytes (examples: 65536, 64KiB, 4MiB)")]
-    Size {
-        setting: &'static str,
-        value: String,
-    },
-    #[error(transparent)]
-    Duration(#[from] DurationError),
-    #[error("listen and upstream are the same address {0}: the proxy would connect to itself")]
-    Loop(SocketAddr),
-    #[error("listen and metrics are the same address {0}: give each its own port")]
-    SamePort(SocketAddr),
-    #[error("{0}")]
-    Invalid(String),
-}
-
 /// Everything `psprobe proxy` runs with.
 #[derive(Debug, Clone)]
 pub struct ProxyConfig {
@@ -217,38 +184,12 @@ pub struct ProxyConfig {
     pub metrics_top_digests: usize,
     pub digest_fold_digits: bool,
     pub digest_style: DigestStyle,
+    /// The admin interface, when it is on (admin/config.rs).
     pub admin: Option<AdminConfig>,
     /// Bound on a metrics request's head arriving, and on its answer being written.
     pub metrics_timeout: Duration,
     pub log: String,
 }
-
-/// The admin interface's address and credentials.
-#[derive(Clone)]
-pub struct AdminConfig {
-    pub listen: SocketAddr,
-    pub user: String,
-    pub password: String,
-    /// Longest statement accepted.
-    pub max_query_bytes: usize,
-}
-
-impl std::fmt::Debug for AdminConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AdminConfig")
-            .field("listen", &self.listen)
-            .field("user", &self.user)
-            .field("max_query_bytes", &self.max_query_bytes)
-            .finish_non_exhaustive()
-    }
-}
-
-pub(crate) const ADMIN_PASSWORD_ENV: &str = "PSPROBE_ADMIN_PASSWORD";
-/// Smallest `admin_max_query_size`: what clients send on connect must fit.
-pub(crate) const MIN_ADMIN_QUERY_BYTES: usize = 4 << 10;
-/// Largest `admin_max_query_size` (a MySQL packet holds 16 MiB; a statement this long is no
-/// question about psprobe's tables).
-pub(crate) const MAX_ADMIN_QUERY_BYTES: usize = 64 << 20;
 
 impl ProxyConfig {
     pub fn from_args(args: &ProxyArgs) -> Result<Self, ConfigError> {
@@ -259,172 +200,59 @@ impl ProxyConfig {
         Self::resolve(args, file)
     }
 
-    /// The settings from the flags and the config file's `[proxy]` table (flags win).
+    /// The settings from the flags and the config file's `[proxy]` table (flags win): each
+    /// module's options picked here, defaulted and checked by the module.
     pub fn resolve(args: &ProxyArgs, file: ProxyFile) -> Result<Self, ConfigError> {
-        let pick = |flag: &Option<String>, from_file: Option<String>, default: &str| {
-            flag.clone()
-                .or(from_file)
-                .unwrap_or_else(|| default.to_string())
-        };
-        let listen = parse_addr("listen", &pick(&args.listen, file.listen, DEFAULT_LISTEN))?;
-        let metrics = parse_addr(
-            "metrics",
-            &pick(&args.metrics, file.metrics, DEFAULT_METRICS),
-        )?;
-        let upstream = pick(&args.upstream, file.upstream, DEFAULT_UPSTREAM);
-        validate_upstream(&upstream)?;
-        let connect_timeout = duration_setting(
-            args.connect_timeout,
-            file.connect_timeout,
-            "connect_timeout",
-        )?
-        .unwrap_or(DEFAULT_CONNECT_TIMEOUT);
-        let shutdown_grace =
-            duration_setting(args.shutdown_grace, file.shutdown_grace, "shutdown_grace")?
-                .unwrap_or(DEFAULT_SHUTDOWN_GRACE);
-        let client_handshake_timeout = Some(
-            duration_setting(
+        let proxy = proxy_config::Options {
+            listen: args.listen.clone().or(file.listen),
+            upstream: args.upstream.clone().or(file.upstream),
+            connect_timeout: GivenDuration::new(args.connect_timeout, file.connect_timeout),
+            shutdown_grace: GivenDuration::new(args.shutdown_grace, file.shutdown_grace),
+            listen_backlog: args.listen_backlog.or(file.listen_backlog),
+            max_connections: args.max_connections.or(file.max_connections),
+            client_handshake_timeout: GivenDuration::new(
                 args.client_handshake_timeout,
                 file.client_handshake_timeout,
-                "client_handshake_timeout",
-            )?
-            .unwrap_or(DEFAULT_CLIENT_HANDSHAKE_TIMEOUT),
-        )
-        .filter(|d| !d.is_zero());
-        let upstream_keepalive = Some(
-            duration_setting(
+            ),
+            upstream_keepalive: GivenDuration::new(
                 args.upstream_keepalive,
                 file.upstream_keepalive,
-                "upstream_keepalive",
-            )?
-            .unwrap_or(DEFAULT_UPSTREAM_KEEPALIVE),
-        )
-        .filter(|d| !d.is_zero());
-        if let Some(idle) = upstream_keepalive {
-            // The kernel takes whole seconds, at most 32767 (TCP_KEEPIDLE and TCP_KEEPINTVL).
-            if idle < Duration::from_secs(1) || idle > MAX_UPSTREAM_KEEPALIVE {
-                return Err(ConfigError::Invalid(format!(
-                    "upstream_keepalive must be 0 (off) or between 1s and {}s (the kernel's \
-                     limit), not {idle:?}",
-                    MAX_UPSTREAM_KEEPALIVE.as_secs()
-                )));
-            }
-        }
-        let listen_backlog = args
-            .listen_backlog
-            .or(file.listen_backlog)
-            .unwrap_or(DEFAULT_LISTEN_BACKLOG);
-        if listen_backlog == 0 {
-            return Err(ConfigError::Invalid(
-                "listen_backlog must be at least 1 (the kernel caps it at net.core.somaxconn)"
-                    .into(),
-            ));
-        }
-        let max_connections = match args.max_connections.or(file.max_connections) {
-            None => MaxConnections::FromFdLimit,
-            Some(0) => MaxConnections::Unlimited,
-            Some(n) => MaxConnections::At(n),
+            ),
         };
-        if let Ok(up) = upstream.parse::<SocketAddr>() {
-            if up == listen {
-                return Err(ConfigError::Loop(listen));
-            }
-        }
-        if listen == metrics && listen.port() != 0 {
-            return Err(ConfigError::SamePort(listen));
-        }
-        let max_digests = args
-            .max_digests
-            .or(file.max_digests)
-            .unwrap_or(DEFAULT_MAX_DIGESTS);
-        if max_digests == 0 {
-            return Err(ConfigError::Invalid(
-                "max_digests must be at least 1".into(),
-            ));
-        }
-        let metrics_top_digests = args
-            .metrics_top_digests
-            .or(file.metrics_top_digests)
-            .unwrap_or(DEFAULT_TOP_DIGESTS);
-        if metrics_top_digests > max_digests {
-            return Err(ConfigError::Invalid(format!(
-                "metrics_top_digests ({metrics_top_digests}) cannot exceed max_digests ({max_digests})"
-            )));
-        }
-        let digest_style = match args.digest_style.clone().or(file.digest_style) {
-            Some(v) => v
-                .parse()
-                .map_err(|e: psprobe_core::digest::ParseDigestStyleError| {
-                    ConfigError::Invalid(format!("digest_style: {e}"))
-                })?,
-            None => DigestStyle::default(),
+        let metrics = metrics_config::Options {
+            listen: args.metrics.clone().or(file.metrics),
+            top_digests: args.metrics_top_digests.or(file.metrics_top_digests),
+            timeout: GivenDuration::new(args.metrics_timeout, file.metrics_timeout),
         };
-        if args.admin_password.is_some() {
-            return Err(ConfigError::Invalid(format!(
-                "--admin-password is not accepted: every user of this host can read the command \
-                 line (ps, /proc/PID/cmdline); put the password in a mode-600 file given with \
-                 --admin-password-file, in {ADMIN_PASSWORD_ENV}, or as admin_password in --config"
-            )));
+        let observe = observe_config::Options {
+            max_digests: args.max_digests.or(file.max_digests),
+            fold_digits: args.digest_fold_digits || file.digest_fold_digits.unwrap_or(false),
+            style: args.digest_style.clone().or(file.digest_style),
+        };
+        let admin = admin_config::Options {
+            listen: args.admin.clone().or(file.admin),
+            user: args.admin_user.clone().or(file.admin_user),
+            password_file: args
+                .admin_password_file
+                .clone()
+                .or(file.admin_password_file),
+            password_in_file: file.admin_password,
+            max_query_size: args
+                .admin_max_query_size
+                .clone()
+                .or(file.admin_max_query_size),
+            password_on_command_line: args.admin_password.is_some(),
+        };
+
+        let proxy = proxy.resolve()?;
+        let metrics_listen = metrics.listen()?;
+        if proxy.listen == metrics_listen && proxy.listen.port() != 0 {
+            return Err(ConfigError::SamePort(proxy.listen));
         }
-        let metrics_timeout = match duration_setting(
-            args.metrics_timeout,
-            file.metrics_timeout,
-            "metrics_timeout",
-        )? {
-            Some(d) => positive("metrics_timeout", d)?,
-            None => crate::metrics::http::DEFAULT_REQUEST_TIMEOUT,
-        };
-        let admin = match args.admin.clone().or(file.admin) {
-            None => None,
-            Some(addr) => {
-                let listen = parse_addr("admin", &addr)?;
-                let password_file = args
-                    .admin_password_file
-                    .clone()
-                    .or(file.admin_password_file);
-                let password = match password_file {
-                    Some(path) => Some(
-                        crate::secrets::read_secret_file(&path, "admin password")
-                            .map_err(|e| ConfigError::Invalid(e.to_string()))?,
-                    ),
-                    None => std::env::var(ADMIN_PASSWORD_ENV)
-                        .ok()
-                        .or(file.admin_password)
-                        .filter(|p| !p.is_empty()),
-                };
-                let password = password.ok_or_else(|| {
-                    let exposure = if listen.ip().is_loopback() {
-                        "anyone on this host could read psprobe's statistics"
-                    } else {
-                        "it listens beyond this host"
-                    };
-                    ConfigError::Invalid(format!(
-                        "--admin {listen} needs a password ({exposure}): set \
-                         {ADMIN_PASSWORD_ENV}, or give --admin-password-file FILE, or \
-                         admin_password in the config file"
-                    ))
-                })?;
-                let user = args
-                    .admin_user
-                    .clone()
-                    .or(file.admin_user)
-                    .unwrap_or_else(|| crate::admin::DEFAULT_USER.to_string());
-                let max_query_bytes = match args
-                    .admin_max_query_size
-                    .clone()
-                    .or(file.admin_max_query_size)
-                {
-                    Some(v) => admin_query_size(&v)?,
-                    None => crate::admin::engine::MAX_QUERY_BYTES,
-                };
-                Some(AdminConfig {
-                    listen,
-                    user,
-                    password,
-                    max_query_bytes,
-                })
-            }
-        };
+        let metrics = metrics.resolve(observe.max_digests()?)?;
+        let observe = observe.resolve()?;
+        admin.check_command_line()?;
+        let admin = admin.resolve()?;
         let log = args
             .log
             .clone()
@@ -432,25 +260,27 @@ impl ProxyConfig {
             .or_else(|| std::env::var("RUST_LOG").ok())
             .unwrap_or_else(|| "info".to_string());
         Ok(ProxyConfig {
-            listen,
-            metrics,
-            settings: ProxySettings {
-                upstream,
-                connect_timeout,
-                shutdown_grace,
-                max_connections,
-                client_handshake_timeout,
-                upstream_keepalive,
-            },
-            listen_backlog,
-            max_digests,
-            metrics_top_digests,
-            digest_fold_digits: args.digest_fold_digits || file.digest_fold_digits.unwrap_or(false),
-            digest_style,
+            listen: proxy.listen,
+            metrics: metrics.listen,
+            settings: proxy.settings,
+            listen_backlog: proxy.listen_backlog,
+            max_digests: observe.max_digests,
+            metrics_top_digests: metrics.top_digests,
+            digest_fold_digits: observe.fold_digits,
+            digest_style: observe.style,
             admin,
-            metrics_timeout,
+            metrics_timeout: metrics.timeout,
             log,
         })
+    }
+
+    /// Observation's part (it builds the observer).
+    pub(crate) fn observe(&self) -> observe_config::Config {
+        observe_config::Config {
+            max_digests: self.max_digests,
+            fold_digits: self.digest_fold_digits,
+            style: self.digest_style,
+        }
     }
 }
 
@@ -495,86 +325,13 @@ pub(crate) fn parse_file(text: &str, path: &Path) -> Result<ConfigFile, ConfigEr
     })
 }
 
-fn parse_addr(setting: &'static str, value: &str) -> Result<SocketAddr, ConfigError> {
-    value.parse().map_err(|_| ConfigError::Address {
-        setting,
-        value: value.to_string(),
-    })
-}
-
-fn validate_upstream(value: &str) -> Result<(), ConfigError> {
-    if value.contains('@') || value.contains("://") {
-        // Not quoted: it may hold a password.
-        return Err(ConfigError::Invalid(
-            "upstream is HOST:PORT, without a scheme or credentials: psprobe forwards each \
-             client's own login (the controller's credentials go in PSPROBE_CONTROLLER_DSN or \
-             --controller-dsn-file)"
-                .into(),
-        ));
-    }
-    let bad = || ConfigError::Upstream(value.to_string());
-    let (host, port) = value.rsplit_once(':').ok_or_else(bad)?;
-    if host.is_empty() || port.parse::<u16>().map_or(true, |p| p == 0) {
-        return Err(bad());
-    }
-    Ok(())
-}
-
-/// The flag (typed by clap), else the file's value (a string, named in its error), else `None`.
-fn duration_setting(
-    arg: Option<Duration>,
-    file: Option<String>,
-    setting: &'static str,
-) -> Result<Option<Duration>, ConfigError> {
-    match arg {
-        Some(d) => Ok(Some(d)),
-        None => Ok(file.map(|v| parse_duration(setting, &v)).transpose()?),
-    }
-}
-
-fn positive(setting: &'static str, d: Duration) -> Result<Duration, ConfigError> {
-    if d.is_zero() {
-        return Err(ConfigError::Invalid(format!(
-            "{setting} must be longer than 0s"
-        )));
-    }
-    Ok(d)
-}
-
-fn admin_query_size(value: &str) -> Result<usize, ConfigError> {
-    let n = parse_size("admin_max_query_size", value)?;
-    if !(MIN_ADMIN_QUERY_BYTES..=MAX_ADMIN_QUERY_BYTES).contains(&n) {
-        return Err(ConfigError::Invalid(format!(
-            "admin_max_query_size = {value:?} must be between {MIN_ADMIN_QUERY_BYTES} bytes \
-             (4KiB) and {MAX_ADMIN_QUERY_BYTES} bytes (64MiB)"
-        )));
-    }
-    Ok(n)
-}
-
-/// Parses a byte count: `65536`, `64k`, `64KiB`, `4M`, `4MiB`, `1G` (binary multiples).
-pub(crate) fn parse_size(setting: &'static str, value: &str) -> Result<usize, ConfigError> {
-    let bad = || ConfigError::Size {
-        setting,
-        value: value.to_string(),
-    };
-    let v = value.trim();
-    let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
-    let (number, unit) = v.split_at(split);
-    let number: usize = number.parse().map_err(|_| bad())?;
-    let shift = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 0,
-        "k" | "kb" | "kib" => 10,
-        "m" | "mb" | "mib" => 20,
-        "g" | "gb" | "gib" => 30,
-        _ => return Err(bad()),
-    };
-    number.checked_mul(1 << shift).ok_or_else(bad)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::config::DEFAULT_METRICS;
+    use crate::proxy::config::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_LISTEN, DEFAULT_UPSTREAM};
+    use crate::proxy::limits::DEFAULT_LISTEN_BACKLOG;
+    use crate::proxy::MaxConnections;
 
     /// `psprobe proxy`'s flags alone (the CLI root is above this module).
     #[derive(Debug, clap::Parser)]
@@ -707,17 +464,6 @@ mod tests {
         assert!(e.to_string().contains("use pt or mysql"), "{e}");
         let c = ProxyConfig::from_args(&args(&["--digest-style", "mysql"])).unwrap();
         assert_eq!(c.digest_style, DigestStyle::Mysql);
-    }
-
-    #[test]
-    fn sizes() {
-        assert_eq!(parse_size("x", "65536").unwrap(), 65536);
-        assert_eq!(parse_size("x", "64KiB").unwrap(), 64 << 10);
-        assert_eq!(parse_size("x", "4M").unwrap(), 4 << 20);
-        assert_eq!(parse_size("x", "1 mib").unwrap(), 1 << 20);
-        assert!(parse_size("x", "1.5M").is_err());
-        assert!(parse_size("x", "lots").is_err());
-        assert!(parse_size("x", "99999999999999999999G").is_err());
     }
 
     #[test]

@@ -1,10 +1,10 @@
 //! psprobe: a transparent MySQL wire-protocol proxy that times every command, so the cost of
 //! performance_schema settings can be measured on live traffic.
 //!
-//! Data flows one way: bytes -> [`psprobe_core::protocol`] -> [`psprobe_core::session`]
-//! events -> [`metrics`]. `proxy` (crate-private) is the tokio shell around the sans-I/O core,
-//! which is its own crate and is named as one (`psprobe_core::...`), never re-exported here
-//! under local module names (`tests/checks/module_graph.rs` checks).
+//! Data flows one way: bytes -> `proxy` (crate-private: sockets, TLS, relay) -> [`observe`]
+//! (the core's [`psprobe_core::session`] events, recorded) -> [`stats`] and [`metrics`]. The
+//! sans-I/O core is its own crate and is named as one (`psprobe_core::...`), never re-exported
+//! here under local module names (`tests/checks/module_graph.rs` checks).
 //!
 //! Must not: run anything at load; the runtime, logging and signals belong to the binary's
 //! entry points (`cli`, `app`, `runtime`).
@@ -16,9 +16,11 @@
 pub mod admin;
 pub(crate) mod analysis;
 pub mod app;
+/// Entry points for `benches/` that need the crate's private parts; not an API.
+#[doc(hidden)]
+pub mod benching;
 pub mod cli;
 pub(crate) mod config;
-pub(crate) mod connections;
 pub mod controller;
 pub mod demo;
 pub mod digest_cli;
@@ -32,13 +34,14 @@ pub mod fuzzing;
 pub(crate) mod live;
 pub(crate) mod log_limit;
 pub mod metrics;
+pub mod observe;
 pub mod phase_log;
 pub(crate) mod private_fs;
 pub(crate) mod proxy;
-pub mod record;
 pub mod report;
 pub(crate) mod runtime;
 pub(crate) mod secrets;
+pub(crate) mod setting;
 pub mod stats;
 pub(crate) mod timestamp;
 pub(crate) mod tls;

@@ -22,6 +22,7 @@
 //! live statistics, and a slow admin query never blocks the relay.
 
 pub mod auth;
+pub(crate) mod config;
 pub mod dialect;
 pub mod engine;
 pub mod error;

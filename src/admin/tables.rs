@@ -13,9 +13,9 @@ use std::time::{Instant, UNIX_EPOCH};
 
 use psprobe_core::protocol::CommandKind;
 
-use crate::connections::ConnectionInfo;
+use crate::observe::connections::ConnectionInfo;
+use crate::observe::Observer;
 use crate::phase_log::{Aggregate, PhaseRecord};
-use crate::record::Observer;
 use crate::stats::{DigestStats, ScenarioId, StoreSnapshot};
 use crate::timestamp::rfc3339;
 
@@ -897,7 +897,7 @@ mod tests {
             segments: 40,
         };
         check_row(Table::Attribution, &attribution_row(&group));
-        let table = crate::connections::ConnectionTable::default();
+        let table = crate::observe::connections::ConnectionTable::default();
         let _entry = table.register("127.0.0.1:9".parse().unwrap());
         check_row(Table::Connections, &connection_row(&table.snapshot()[0]));
         check_row(

@@ -13,7 +13,7 @@ use psprobe_core::session::{
 
 use super::input::Input;
 use crate::metrics::ProxyMetrics;
-use crate::record::{ConnectionRecorder, Observer};
+use crate::observe::{ConnectionRecorder, Observer};
 use crate::stats::{DigestStore, Scenarios};
 
 /// Built once: like `psprobe proxy`'s, with a small digest store (it is shared by every input,

@@ -4,6 +4,7 @@
 //! Must not: block or allocate per command on the relay's path (series are resolved once per
 //! connection and scenario), or let a slow scrape hold a lock the relay needs.
 
+pub(crate) mod config;
 mod digest_collector;
 pub mod http;
 pub mod load;

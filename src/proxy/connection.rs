@@ -1,22 +1,24 @@
 //! One client connection: connect upstream, run the connection phase (TLS), relay with
 //! observation, account for it.
+//!
+//! Must not: record per-command statistics (its [`Watch`] does), or let a connection's end go
+//! unaccounted (the active gauge and the live entry are dropped guards).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use psprobe_core::session::{EventSink, Session};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{watch, OwnedSemaphorePermit};
 
-use crate::connections::LiveConnection;
 use crate::log_limit::more;
 use crate::metrics::{ProxyMetrics, Refusal};
-use crate::record::ConnectionRecorder;
+use crate::observe::connections::LiveConnection;
+use crate::observe::watch::{Side, Watch};
 
 use super::handshake::{self, ClientLeg, Ctx, Established, ServerLeg};
-use super::relay::{relay, RelayEnd, Side, Watch};
+use super::relay::{relay, RelayEnd};
 use super::{limits, upstream, Shared};
 
 /// How often a connection waiting for a file descriptor tries again when no connection of
@@ -50,9 +52,7 @@ pub(super) async fn handle(
     let conn = live.id;
     tracing::trace!(conn, %peer, "client connected; connecting to the upstream");
 
-    let mut session = Session::new(Instant::now());
-    let mut sink = live.track(ConnectionRecorder::new(observer));
-    let mut watch = Watch::new(&mut session, &mut sink, metrics);
+    let mut watch = Watch::new(observer, &live, Instant::now());
     // Boxed: the connection phase's state (TLS handshakes, packet buffers) is the largest part
     // of this future by far, and lives on the heap only until the relay starts; a connection
     // in its relay (or one of thousands in a connect storm) holds the small rest.
@@ -81,8 +81,7 @@ pub(super) async fn handle(
         }
         None => Ok(RelayEnd::ClientClosed),
     };
-    watch.count_carriage();
-    session.on_close(&mut sink);
+    watch.close();
     match result {
         Ok(end) => tracing::debug!("client {peer}: connection ended: {end:?}"),
         Err(e) => tracing::debug!("client {peer}: connection ended: {e}"),
@@ -92,12 +91,12 @@ pub(super) async fn handle(
 /// Connects upstream and runs the connection phase as far as psprobe follows it (to the
 /// client's handshake response, or through authentication where TLS makes psprobe follow
 /// it); `None` when the connection is over.
-async fn connection_phase<S: EventSink>(
+async fn connection_phase(
     mut client: TcpStream,
     peer: SocketAddr,
     shared: &Shared,
     live: &LiveConnection,
-    watch: &mut Watch<'_, S>,
+    watch: &mut Watch<'_>,
 ) -> Option<Established> {
     let settings = &shared.settings;
     let metrics = &shared.observer.metrics;
@@ -130,7 +129,7 @@ async fn connection_phase<S: EventSink>(
         }
         Err(e) => {
             metrics.upstream_connect_errors.inc();
-            if shared.observer.scenarios.restarting() {
+            if shared.observer.upstream_restarting() {
                 // psprobe's own controller restarts the server now: expected, and said once
                 // by the controller.
                 tracing::debug!(
@@ -161,6 +160,7 @@ async fn connection_phase<S: EventSink>(
     );
     let ctx = Ctx {
         tls: &shared.tls,
+        metrics,
         peer,
         upstream: &settings.upstream,
     };
@@ -214,9 +214,9 @@ fn handshake_timed_out(peer: SocketAddr, limit: Duration, shared: &Shared) {
 
 /// Relays over whatever each leg became; each pairing is its own instance of the relay, so
 /// the plain one is exactly the plain TCP relay.
-async fn relay_legs<S: EventSink>(
+async fn relay_legs(
     e: Established,
-    watch: &mut Watch<'_, S>,
+    watch: &mut Watch<'_>,
     shutdown: watch::Receiver<bool>,
 ) -> std::io::Result<RelayEnd> {
     let Established {
@@ -250,18 +250,17 @@ async fn relay_legs<S: EventSink>(
 }
 
 /// Forwards (and observes) what the connection phase read but did not handle, then relays.
-async fn start<C, U, S>(
+async fn start<C, U>(
     client: &mut C,
     server: &mut U,
     client_rest: &[u8],
     server_rest: &[u8],
-    watch: &mut Watch<'_, S>,
+    watch: &mut Watch<'_>,
     shutdown: watch::Receiver<bool>,
 ) -> std::io::Result<RelayEnd>
 where
     C: AsyncRead + AsyncWrite + Unpin,
     U: AsyncRead + AsyncWrite + Unpin,
-    S: EventSink,
 {
     if !server_rest.is_empty() {
         let sent = client.write_all(server_rest).await;

@@ -9,27 +9,31 @@
 //! SSLRequest, the other not): a TLS client with `--server-tls disabled`, and a plain client
 //! with `--server-tls required`.
 //!
+//! What a packet is (a greeting offering TLS, an SSLRequest, a login with a cleartext plugin)
+//! is what the core's session machine parsed: each packet is read whole, shown to the
+//! connection's [`Watch`] first, and psprobe acts on the watch's answer; the packet's bytes
+//! are counted once it has gone on.
+//!
 //! Fail-open: whatever psprobe does not understand here (no greeting, a packet that is not a
 //! handshake packet, one too large) is handed to the relay as it is, unobserved.
+//!
+//! Must not: parse what the session parses (greeting, client hello), record statistics itself
+//! (the watch does), or change a packet beyond its sequence id and the CLIENT_SSL flag.
 
 use std::io;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use psprobe_core::protocol::{
-    cleartext_plugin, encode_packet, parse_client_hello, parse_greeting, server_asks_for_cleartext,
-    ClientHello, CLIENT_SSL,
-};
-use psprobe_core::session::{EventSink, Phase, UnobservedReason};
+use psprobe_core::protocol::{encode_packet, server_asks_for_cleartext, CLIENT_SSL};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::{client, server, TlsAcceptor};
 
-use crate::metrics::TlsCarriage;
+use crate::metrics::ProxyMetrics;
+use crate::observe::watch::{ClientHello, Side, Unsent, Watch};
 use crate::tls::{Cause, ClientTls, Leg, ServerTls, TlsRuntime};
 
 use super::packet_io::{handshake_error, Got, PacketBuf};
-use super::relay::{Side, Watch};
 
 /// The client leg after the connection phase.
 pub(crate) enum ClientLeg {
@@ -55,6 +59,8 @@ pub(crate) struct Established {
 /// What a connection needs to know here.
 pub(crate) struct Ctx<'a> {
     pub tls: &'a TlsRuntime,
+    /// Where handshake failures and refused logins are counted.
+    pub metrics: &'a ProxyMetrics,
     pub peer: SocketAddr,
     pub upstream: &'a str,
 }
@@ -88,10 +94,10 @@ async fn send<W: AsyncWrite + Unpin>(to: &mut W, bytes: &[u8]) -> io::Result<()>
 }
 
 /// Runs the connection phase as far as psprobe needs to; `None` when the connection is over.
-pub(crate) async fn run<S: EventSink>(
+pub(crate) async fn run(
     mut client: TcpStream,
     mut server: TcpStream,
-    watch: &mut Watch<'_, S>,
+    watch: &mut Watch<'_>,
     ctx: &Ctx<'_>,
 ) -> Option<Established> {
     // The greeting, unless the client speaks first or goes away. (Bytes are read rather than
@@ -119,22 +125,21 @@ pub(crate) async fn run<S: EventSink>(
         return Some(raw(client, server, early.take(), greeting.take()));
     }
     let greeting = greeting.take();
-    let server_tls = parse_greeting(&greeting[4..])
-        .ok()
-        .map(|(_, g)| g.capabilities & CLIENT_SSL != 0);
+    let unsent = watch.read_handshake(Side::Server, &greeting, Instant::now());
+    let server_tls = watch.server_offers_tls();
     if server_tls == Some(false) && ctx.tls.settings.server == ServerTls::Required {
         let message = format!(
             "psprobe: the server at {} does not offer TLS, and psprobe runs with --server-tls required",
             ctx.upstream
         );
-        fail(watch, ctx, Leg::Server, Cause::NoTls, &message);
+        fail(ctx, Leg::Server, Cause::NoTls, &message);
         let _ = send(&mut client, &handshake_error(0, &message)).await;
         return None;
     }
     let sent = send(&mut client, &greeting).await;
-    watch.observe(Side::Server, &greeting, Instant::now());
+    watch.forwarded(unsent);
     sent.ok()?;
-    if watch.session.phase() != Phase::AwaitClientHello {
+    if !watch.greeted() {
         // Not a greeting psprobe follows (an error, another protocol): relayed as it is.
         return Some(raw(client, server, Vec::new(), Vec::new()));
     }
@@ -157,32 +162,44 @@ pub(crate) async fn run<S: EventSink>(
         return Some(raw(client, server, first.take(), early.take()));
     }
     let first = first.take();
-    match parse_client_hello(&first[4..]) {
-        Ok((_, ClientHello::SslRequest { .. })) => {
-            ssl_request(client, server, &first, server_tls == Some(true), watch, ctx).await
+    let unsent = watch.read_handshake(Side::Client, &first, Instant::now());
+    match watch.client_hello() {
+        ClientHello::SslRequest => {
+            let server_offers_tls = server_tls == Some(true);
+            ssl_request(
+                client,
+                server,
+                &first,
+                unsent,
+                server_offers_tls,
+                watch,
+                ctx,
+            )
+            .await
         }
-        Ok((_, ClientHello::Response(_)))
+        ClientHello::Response
             if ctx.tls.settings.server == ServerTls::Required && first.len() >= 4 + 32 =>
         {
-            tls_for_a_plain_client(client, server, &first, watch, ctx).await
+            tls_for_a_plain_client(client, server, &first, unsent, watch, ctx).await
         }
         _ => {
             let sent = send(&mut server, &first).await;
-            watch.carriage = Some(TlsCarriage::None);
-            watch.observe(Side::Client, &first, Instant::now());
+            watch.plain();
+            watch.forwarded(unsent);
             sent.ok()?;
             Some(raw(client, server, Vec::new(), Vec::new()))
         }
     }
 }
 
-/// The client asked for TLS.
-async fn ssl_request<S: EventSink>(
+/// The client asked for TLS (`request`, read by the watch and not counted yet).
+async fn ssl_request(
     client: TcpStream,
     mut server: TcpStream,
     request: &[u8],
+    unsent: Unsent,
     server_offers_tls: bool,
-    watch: &mut Watch<'_, S>,
+    watch: &mut Watch<'_>,
     ctx: &Ctx<'_>,
 ) -> Option<Established> {
     let settings = &ctx.tls.settings;
@@ -196,10 +213,8 @@ async fn ssl_request<S: EventSink>(
                 settings.client.label()
             );
             let sent = send(&mut server, request).await;
-            watch.observe(Side::Client, request, Instant::now());
-            watch.session.unobserve(UnobservedReason::Tls, watch.sink);
-            watch.carriage = Some(TlsCarriage::Passthrough);
-            watch.count_carriage();
+            watch.forwarded(unsent);
+            watch.tls_passed_through();
             sent.ok()?;
             return Some(raw(client, server, Vec::new(), Vec::new()));
         }
@@ -207,10 +222,10 @@ async fn ssl_request<S: EventSink>(
     let upstream_tls = settings.server != ServerTls::Disabled && ctx.tls.connector.is_some();
     if upstream_tls {
         let sent = send(&mut server, request).await;
-        watch.observe(Side::Client, request, Instant::now());
+        watch.forwarded(unsent);
         sent.ok()?;
     } else {
-        watch.observe(Side::Client, request, Instant::now());
+        watch.forwarded(unsent);
     }
     let timeout = settings.handshake_timeout;
     let accept = bounded(timeout, TlsAcceptor::from(acceptor.config()).accept(client));
@@ -234,7 +249,7 @@ async fn ssl_request<S: EventSink>(
         }
         Err(e) => {
             let message = format!("TLS handshake with the client failed: {e}");
-            fail(watch, ctx, Leg::Client, Cause::of(&e), &message);
+            fail(ctx, Leg::Client, Cause::of(&e), &message);
             return None;
         }
     };
@@ -245,13 +260,12 @@ async fn ssl_request<S: EventSink>(
                 "psprobe could not set up TLS to the server at {}: {e}",
                 ctx.upstream
             );
-            fail(watch, ctx, Leg::Server, Cause::of(&e), &message);
+            fail(ctx, Leg::Server, Cause::of(&e), &message);
             goodbye(&mut client_tls, 3, &message).await;
             return None;
         }
     };
-    watch.session.tls_established();
-    watch.carriage = Some(TlsCarriage::Terminated);
+    watch.tls_terminated();
     match server {
         ServerLeg::Tls(server) => Some(Established {
             client: ClientLeg::Tls(Box::new(client_tls)),
@@ -266,10 +280,10 @@ async fn ssl_request<S: EventSink>(
 /// `--server-tls disabled`: the client's TLS ends at psprobe. Its packets go on numbered one
 /// lower (the server never saw the SSLRequest), and exchanges that would put the password in
 /// clear on the plain leg are refused.
-async fn tls_client_plain_server<S: EventSink>(
+async fn tls_client_plain_server(
     mut client: server::TlsStream<TcpStream>,
     mut server: TcpStream,
-    watch: &mut Watch<'_, S>,
+    watch: &mut Watch<'_>,
     ctx: &Ctx<'_>,
 ) -> Option<Established> {
     let mut hello = PacketBuf::default();
@@ -283,11 +297,10 @@ async fn tls_client_plain_server<S: EventSink>(
         return None;
     }
     let hello = hello.take();
-    if let Ok((_, ClientHello::Response(r))) = parse_client_hello(&hello[4..]) {
-        if let Some(plugin) = r.auth_plugin.and_then(cleartext_plugin) {
-            refuse_cleartext(&mut client, hello[3].wrapping_add(1), plugin, watch, ctx).await;
-            return None;
-        }
+    let unsent = watch.read_handshake(Side::Client, &hello, Instant::now());
+    if let Some(plugin) = watch.cleartext_auth() {
+        refuse_cleartext(&mut client, hello[3].wrapping_add(1), plugin, ctx).await;
+        return None;
     }
     let mut forwarded = hello.clone();
     forwarded[3] = forwarded[3].wrapping_sub(1);
@@ -295,7 +308,7 @@ async fn tls_client_plain_server<S: EventSink>(
         forwarded[5] &= !((CLIENT_SSL >> 8) as u8);
     }
     let sent = send(&mut server, &forwarded).await;
-    watch.observe(Side::Client, &hello, Instant::now());
+    watch.forwarded(unsent);
     sent.ok()?;
     if !authenticate(&mut client, &mut server, 1, true, watch, ctx).await {
         return None;
@@ -311,11 +324,12 @@ async fn tls_client_plain_server<S: EventSink>(
 /// `--server-tls required` and a client that did not ask for TLS: psprobe sends an
 /// SSLRequest of its own (the client's capabilities with CLIENT_SSL), connects as a TLS
 /// client, and numbers the client's packets one higher.
-async fn tls_for_a_plain_client<S: EventSink>(
+async fn tls_for_a_plain_client(
     mut client: TcpStream,
     mut server: TcpStream,
     response: &[u8],
-    watch: &mut Watch<'_, S>,
+    unsent: Unsent,
+    watch: &mut Watch<'_>,
     ctx: &Ctx<'_>,
 ) -> Option<Established> {
     let mut request = response[4..4 + 32].to_vec();
@@ -330,7 +344,7 @@ async fn tls_for_a_plain_client<S: EventSink>(
                 "psprobe could not set up TLS to the server at {}: {e}",
                 ctx.upstream
             );
-            fail(watch, ctx, Leg::Server, Cause::of(&e), &message);
+            fail(ctx, Leg::Server, Cause::of(&e), &message);
             let _ = send(&mut client, &handshake_error(2, &message)).await;
             return None;
         }
@@ -339,8 +353,8 @@ async fn tls_for_a_plain_client<S: EventSink>(
     forwarded[3] = forwarded[3].wrapping_add(1);
     forwarded[5] |= (CLIENT_SSL >> 8) as u8;
     let sent = send(&mut server, &forwarded).await;
-    watch.carriage = Some(TlsCarriage::None);
-    watch.observe(Side::Client, response, Instant::now());
+    watch.plain();
+    watch.forwarded(unsent);
     sent.ok()?;
     // The client's packets go on one higher, the server's one lower (`authenticate` is told
     // the server-to-client shift as seen from the client: -1).
@@ -359,21 +373,20 @@ async fn tls_for_a_plain_client<S: EventSink>(
 /// it. Server packets reach the client with their sequence id plus `shift`, client packets
 /// the server with it minus `shift`. With `guard`, an exchange that would make the client send
 /// its password in clear is refused. `false` when the connection is over.
-async fn authenticate<C, U, S>(
+async fn authenticate<C, U>(
     client: &mut C,
     server: &mut U,
     shift: i8,
     guard: bool,
-    watch: &mut Watch<'_, S>,
+    watch: &mut Watch<'_>,
     ctx: &Ctx<'_>,
 ) -> bool
 where
     C: AsyncRead + AsyncWrite + Unpin,
     U: AsyncRead + AsyncWrite + Unpin,
-    S: EventSink,
 {
     let (mut from_client, mut from_server) = (PacketBuf::default(), PacketBuf::default());
-    while watch.session.phase() == Phase::Authenticating {
+    while watch.authenticating() {
         tokio::select! {
             got = from_client.read_packet(client) => {
                 if !matches!(got, Ok(Got::Packet)) {
@@ -396,7 +409,7 @@ where
                 forwarded[3] = forwarded[3].wrapping_add(shift as u8);
                 if guard {
                     if let Some(plugin) = server_asks_for_cleartext(&forwarded[4..]) {
-                        refuse_cleartext(client, forwarded[3], plugin, watch, ctx).await;
+                        refuse_cleartext(client, forwarded[3], plugin, ctx).await;
                         return false;
                     }
                 }
@@ -411,11 +424,10 @@ where
     true
 }
 
-async fn refuse_cleartext<C: AsyncRead + AsyncWrite + Unpin, S: EventSink>(
+async fn refuse_cleartext<C: AsyncRead + AsyncWrite + Unpin>(
     client: &mut C,
     seq: u8,
     plugin: &str,
-    watch: &mut Watch<'_, S>,
     ctx: &Ctx<'_>,
 ) {
     let message = format!(
@@ -424,7 +436,7 @@ async fn refuse_cleartext<C: AsyncRead + AsyncWrite + Unpin, S: EventSink>(
          or connect without TLS"
     );
     tracing::warn!("client {}: {message}", ctx.peer);
-    watch.metrics.auth_failures.inc();
+    ctx.metrics.auth_failures.inc();
     let _ = send(client, &handshake_error(seq, &message)).await;
     let _ = client.shutdown().await;
 }
@@ -441,8 +453,8 @@ async fn goodbye(client: &mut server::TlsStream<TcpStream>, seq: u8, message: &s
     let _ = client.shutdown().await;
 }
 
-fn fail<S>(watch: &Watch<'_, S>, ctx: &Ctx<'_>, leg: Leg, cause: Cause, message: &str) {
-    watch.metrics.transport.record_handshake_failure(leg, cause);
+fn fail(ctx: &Ctx<'_>, leg: Leg, cause: Cause, message: &str) {
+    ctx.metrics.transport.record_handshake_failure(leg, cause);
     tracing::warn!(
         "client {}: {message} ({} leg, {}); connection closed",
         ctx.peer,

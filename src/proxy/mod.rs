@@ -1,8 +1,13 @@
-//! The tokio side: accept clients, connect each to the upstream, relay and observe.
+//! The tokio side: accept clients, connect each to the upstream, run the connection phase
+//! (TLS on either leg), relay. Each connection's bytes are shown to its
+//! `observe::watch::Watch`, which counts and parses them and records the commands; the
+//! connection phase acts on what the watch's session parsed.
 //!
 //! Must not: change a byte between the peers, wait on metrics, or panic on anything the network
-//! sends; parsing errors end observation of that connection, never its relay.
+//! sends; parsing errors end observation of that connection, never its relay. Nor parse what
+//! the session parses, or record a command itself (`tests/checks/module_graph.rs` checks).
 
+pub(crate) mod config;
 mod connection;
 pub(crate) mod handshake;
 pub(crate) mod limits;
@@ -21,48 +26,11 @@ use tokio::task::JoinSet;
 
 use crate::log_limit::{more, RateLimited};
 use crate::metrics::Refusal;
-use crate::record::Observer;
+use crate::observe::Observer;
 use crate::tls::TlsRuntime;
 
+pub(crate) use config::{MaxConnections, ProxySettings};
 pub(crate) use reload::reload_on_sighup;
-
-/// What the proxy needs to run, validated by the config layer.
-#[derive(Debug, Clone)]
-pub struct ProxySettings {
-    /// `host:port` of the MySQL / MariaDB server.
-    pub upstream: String,
-    pub connect_timeout: Duration,
-    /// How long open connections may go on after a shutdown signal before they are cut.
-    pub shutdown_grace: Duration,
-    /// Client connections served at once; past it clients get ERR 1040.
-    pub max_connections: MaxConnections,
-    /// A client that has not sent its handshake response this long after it connected is
-    /// closed (slowloris). `None`: no limit.
-    pub client_handshake_timeout: Option<Duration>,
-    /// Keepalive idle time and interval of upstream connections (see
-    /// [`upstream::keep_alive`]). `None`: the system's TCP defaults.
-    pub upstream_keepalive: Option<Duration>,
-}
-
-/// `--max-connections`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MaxConnections {
-    /// What the file-descriptor limit carries ([`limits::default_max_connections`]).
-    FromFdLimit,
-    Unlimited,
-    At(usize),
-}
-
-impl MaxConnections {
-    /// The limit in effect now; `None`: no limit.
-    pub fn resolve(self) -> Option<usize> {
-        match self {
-            MaxConnections::FromFdLimit => limits::default_max_connections(),
-            MaxConnections::Unlimited => None,
-            MaxConnections::At(n) => Some(n),
-        }
-    }
-}
 
 /// Lines that floods of clients would otherwise repeat: at most one of each kind a second.
 pub(crate) struct FloodLogs {

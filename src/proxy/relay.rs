@@ -1,4 +1,5 @@
-//! Forwards bytes both ways, unchanged, and shows each chunk to the session machine.
+//! Forwards bytes both ways, unchanged, and shows each chunk to the connection's
+//! [`Watch`] (observe/: counters, the session machine, the recorder).
 //!
 //! One task per connection drives both directions from a single poll function, so a peer that
 //! stops reading never blocks the other direction, and the session needs no lock.
@@ -17,6 +18,9 @@
 //! The streams are generic: plain TCP, or TLS (tokio-rustls) on either leg. A TLS writer may
 //! keep encrypted bytes after accepting plaintext, so a direction flushes its writer before it
 //! reads again (a no-op on TCP).
+//!
+//! Must not: allocate per chunk, parse or count what it relays (the watch does), or wait on
+//! anything but the two peers and the cut.
 
 use std::cell::RefCell;
 use std::future::{poll_fn, Future};
@@ -25,11 +29,10 @@ use std::pin::{pin, Pin};
 use std::task::{ready, Context, Poll};
 use std::time::Instant;
 
-use psprobe_core::session::{EventSink, Phase, Session};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::sync::watch;
 
-use crate::metrics::{Direction, ProxyMetrics, TlsCarriage};
+use crate::observe::watch::{Side, Watch};
 
 /// Bytes read per direction at a time.
 pub(crate) const RELAY_BUFFER: usize = 32 * 1024;
@@ -81,97 +84,17 @@ pub(crate) enum RelayEnd {
     Shutdown,
 }
 
-/// Which way a direction carries bytes.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum Side {
-    Client,
-    Server,
-}
-
 /// What one direction did in one step.
 enum Step {
     Moved,
     Closed,
 }
 
-/// What the relay (and the connection phase before it) tells the session and the metrics.
-pub(crate) struct Watch<'a, S> {
-    pub session: &'a mut Session,
-    pub sink: &'a mut S,
-    pub metrics: &'a ProxyMetrics,
-    /// How the connection is carried, until it is counted (once its handshake response, and
-    /// so its compression, is known).
-    pub carriage: Option<TlsCarriage>,
-    /// The side the last chunk came from (turns on unobserved connections are counted).
-    last_side: Option<Side>,
-}
-
-impl<'a, S: EventSink> Watch<'a, S> {
-    pub(crate) fn new(
-        session: &'a mut Session,
-        sink: &'a mut S,
-        metrics: &'a ProxyMetrics,
-    ) -> Self {
-        Watch {
-            session,
-            sink,
-            metrics,
-            carriage: None,
-            last_side: None,
-        }
-    }
-
-    /// Counts and parses a chunk that came from `side` at `now`.
-    pub(crate) fn observe(&mut self, side: Side, chunk: &[u8], now: Instant) {
-        let metrics = self.metrics;
-        let scenario = metrics.scenarios().current();
-        let direction = match side {
-            Side::Client => Direction::ClientToServer,
-            Side::Server => Direction::ServerToClient,
-        };
-        metrics
-            .bytes(scenario, direction)
-            .inc_by(chunk.len() as u64);
-        if self.session.phase() == Phase::Unobserved {
-            let transport = &metrics.transport;
-            transport.unobserved_bytes[direction as usize].inc_by(chunk.len() as u64);
-            if side == Side::Client && self.last_side != Some(Side::Client) {
-                transport.unobserved_exchanges.inc();
-            }
-        } else {
-            match side {
-                Side::Client => self.session.on_client_bytes(chunk, now, self.sink),
-                Side::Server => self.session.on_server_bytes(chunk, now, self.sink),
-            }
-        }
-        self.last_side = Some(side);
-        if self.carriage.is_some()
-            && !matches!(
-                self.session.phase(),
-                Phase::AwaitGreeting | Phase::AwaitClientHello | Phase::AwaitTls
-            )
-        {
-            self.count_carriage();
-        }
-    }
-
-    /// Counts the connection's carriage now (if not yet): compression as far as it is known.
-    pub(crate) fn count_carriage(&mut self) {
-        if let Some(tls) = self.carriage.take() {
-            let compression = match tls {
-                TlsCarriage::Passthrough => None,
-                _ => Some(self.session.compression()),
-            };
-            self.metrics.transport.record_connection(tls, compression);
-        }
-    }
-}
-
 /// The parts of a connection the poll steps need.
-struct Relay<'a, 'w, C, U, S> {
+struct Relay<'a, 'w, C, U> {
     client: &'a mut C,
     server: &'a mut U,
-    watch: &'a mut Watch<'w, S>,
+    watch: &'a mut Watch<'w>,
     up: Pending,
     down: Pending,
     /// Once a side has closed, what it sent is still delivered before the relay ends.
@@ -179,16 +102,15 @@ struct Relay<'a, 'w, C, U, S> {
 }
 
 /// Relays until either side closes or fails, or `shutdown` turns true.
-pub(crate) async fn relay<C, U, S>(
+pub(crate) async fn relay<C, U>(
     client: &mut C,
     server: &mut U,
-    watch: &mut Watch<'_, S>,
+    watch: &mut Watch<'_>,
     shutdown: watch::Receiver<bool>,
 ) -> io::Result<RelayEnd>
 where
     C: AsyncRead + AsyncWrite + Unpin,
     U: AsyncRead + AsyncWrite + Unpin,
-    S: EventSink,
 {
     let mut relay = Relay {
         client,
@@ -229,11 +151,10 @@ async fn cut(mut shutdown: watch::Receiver<bool>) {
     }
 }
 
-impl<C, U, S> Relay<'_, '_, C, U, S>
+impl<C, U> Relay<'_, '_, C, U>
 where
     C: AsyncRead + AsyncWrite + Unpin,
     U: AsyncRead + AsyncWrite + Unpin,
-    S: EventSink,
 {
     /// Moves data both ways until neither can go on without waiting.
     fn poll(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<RelayEnd>> {
@@ -289,19 +210,18 @@ where
 ///
 /// Reads and writes go through tokio's `poll_read` / `poll_write`, which treat a short
 /// read or write as "drained" and skip the `recv` / `send` that would only say EAGAIN.
-fn step<R, W, S>(
+fn step<R, W>(
     cx: &mut Context<'_>,
     side: Side,
     from: &mut R,
     to: &mut W,
     pending: &mut Pending,
     ended: bool,
-    watch: &mut Watch<'_, S>,
+    watch: &mut Watch<'_>,
 ) -> Poll<io::Result<Step>>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
-    S: EventSink,
 {
     if !pending.is_empty() {
         let n = ready!(Pin::new(&mut *to).poll_write(cx, pending.unwritten()))?;

@@ -1,31 +1,25 @@
 //! The relay over real loopback sockets: every byte arrives, in order, both ways at once,
 //! through a reader slow enough that writes are refused and bytes wait in the relay.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use psprobe_core::session::{
-    CommandFinished, CommandStarted, EventSink, Session, UnobservedReason,
-};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
-use super::{relay, RelayEnd, Watch};
-use crate::metrics::ProxyMetrics;
-use crate::stats::Scenarios;
+use super::{relay, RelayEnd};
+use crate::observe::watch::Watch;
+use crate::observe::Observer;
 
-#[derive(Default)]
-struct CountingSink {
-    unobserved: usize,
-}
-
-impl EventSink for CountingSink {
-    fn command_started(&mut self, _: &CommandStarted<'_>) {}
-    fn command_finished(&mut self, _: &CommandFinished) {}
-    fn unobserved(&mut self, _: UnobservedReason) {
-        self.unobserved += 1;
-    }
+/// Connections the observer counted as no longer observed (any reason).
+fn unobserved(observer: &Observer) -> usize {
+    observer
+        .metrics
+        .render()
+        .lines()
+        .filter(|l| l.starts_with("psprobe_unobserved_connections_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as usize
 }
 
 async fn socket_pair() -> (TcpStream, TcpStream) {
@@ -60,12 +54,13 @@ async fn wire() -> Wired {
     let (mut server_side, server) = socket_pair().await;
     let (stop, stopped) = watch::channel(false);
     let relay = tokio::spawn(async move {
-        let metrics = ProxyMetrics::new(Arc::new(Scenarios::default())).expect("metrics");
-        let mut session = Session::new(Instant::now());
-        let mut sink = CountingSink::default();
-        let mut watch = Watch::new(&mut session, &mut sink, &metrics);
+        let observer = Observer::for_tests();
+        let live = observer.connections.register(([127, 0, 0, 1], 1).into());
+        let mut watch = Watch::new(&observer, &live, Instant::now());
         let end = relay(&mut client_side, &mut server_side, &mut watch, stopped).await;
-        (end, sink.unobserved)
+        drop(watch);
+        drop(live);
+        (end, unobserved(&observer))
     });
     Wired {
         client,

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::metrics::ProxyMetrics;
-use crate::record::Observer;
+use crate::observe::Observer;
 use crate::tls::TlsRuntime;
 
 /// Reloads on every SIGHUP until the task is aborted.

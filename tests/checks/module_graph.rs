@@ -7,6 +7,9 @@
 //! targets (src/fuzzing) are compiled only with psprobe's `fuzzing` feature, and the core has
 //! no fuzz-only code. And psprobe names the core by its crate (`psprobe_core::session`), never
 //! re-exporting it under local paths.
+//! And the observation path has one room: only `observe` drives the core's session machine,
+//! and `proxy` records a command only through `observe` (it names no scenario, digest or
+//! per-command series).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -243,7 +246,8 @@ fn assert_dag(src: &Path, min_modules: usize, expected: &[(&str, &str)]) {
 #[test]
 fn top_level_modules_form_a_dag() {
     let expected = [
-        ("record", "stats"),
+        ("observe", "stats"),
+        ("proxy", "observe"),
         ("report", "phase_log"),
         ("cli", "config"),
     ];
@@ -580,4 +584,154 @@ fn the_controller_rooms_keep_their_rules() {
 
 fn root_dir() -> PathBuf {
     root()
+}
+
+/// The statements of `text` (comments left out), whitespace-normalised.
+fn statements(text: &str) -> Vec<String> {
+    let code: String = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    code.split(';')
+        .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+/// The items each statement of `text` names under `path` (`path::{A, B}`, `path::A`, or
+/// `path::*` as "*"); nested groups count by their first segment.
+fn items_under(text: &str, path: &str) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    for statement in statements(text) {
+        let flat = statement.replace(' ', "");
+        for (at, _) in flat.match_indices(path) {
+            let rest = &flat[at + path.len()..];
+            if let Some(group) = rest.strip_prefix('{') {
+                let mut depth = 0usize;
+                let mut item_start = true;
+                for (i, c) in group.char_indices() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' if depth == 0 => break,
+                        '}' => depth -= 1,
+                        ',' if depth == 0 => item_start = true,
+                        c if item_start && (is_ident(c) || c == '*') => {
+                            let name = if c == '*' { "*" } else { ident(&group[i..]) };
+                            found.insert(name.to_string());
+                            item_start = false;
+                        }
+                        _ => {}
+                    }
+                }
+            } else {
+                let name = if rest.starts_with('*') {
+                    "*"
+                } else {
+                    ident(rest)
+                };
+                found.insert(name.to_string());
+            }
+        }
+    }
+    found
+}
+
+/// Who may name `psprobe_core::session`, and what: `observe` drives the session machine
+/// (Session, Phase, EventSink, events); `metrics` keys its pre-resolved series by the
+/// session's outcome and unobserved-reason enums (through `observe` it would be a cycle:
+/// observe records into metrics); `fuzzing`'s targets drive the core's parts directly, as the
+/// core's own tests do. No other module names it: they go through observe's types.
+const SESSION_USERS: &[(&str, Option<&[&str]>)] = &[
+    ("observe", None),
+    ("metrics", Some(&["Outcome", "UnobservedReason"])),
+    ("fuzzing", None),
+];
+
+#[test]
+fn only_observe_drives_the_core_session() {
+    let mut seen_observe = false;
+    for m in top_modules(&src()) {
+        let allowed = SESSION_USERS.iter().find(|(name, _)| *name == m);
+        for file in module_files(&src(), &m) {
+            let named = items_under(&read(&file), "psprobe_core::session::");
+            seen_observe |= m == "observe" && named.contains("Session");
+            let bad: Vec<&String> = match allowed {
+                Some((_, None)) => continue,
+                Some((_, Some(items))) => named
+                    .iter()
+                    .filter(|n| !items.contains(&n.as_str()))
+                    .collect(),
+                None => named.iter().collect(),
+            };
+            assert!(
+                bad.is_empty(),
+                "{} ({m}) names psprobe_core::session::{bad:?}: only observe drives the \
+                 session; go through observe's types (observe::watch::Watch)",
+                file.display()
+            );
+        }
+    }
+    assert!(
+        seen_observe,
+        "the scan did not see observe name the Session"
+    );
+}
+
+/// What `proxy` may take from `metrics`: connection-level counters and outcomes it decides
+/// itself (refusals, handshake failures, active connections, certificate reloads).
+const PROXY_METRICS_ITEMS: &[&str] = &["ProxyMetrics", "Refusal"];
+
+/// The proxy relays and decides; recording a command is observe's. Enforced on every file
+/// under src/proxy/: no `crate::stats` path; from `crate::metrics` only
+/// [`PROXY_METRICS_ITEMS`]; and no "scenario" or "digests" in its code (comments aside): the
+/// per-command series (`command`, `duration`, `bytes`, `record_error_code`) all take the
+/// scenario a command is charged to, and digests are the recorder's, so without them the
+/// proxy can only count through its connection's `observe::watch::Watch`.
+#[test]
+fn proxy_records_commands_only_through_observe() {
+    let files = module_files(&src(), "proxy");
+    let mut metrics_items = BTreeSet::new();
+    for file in &files {
+        let text = read(file);
+        let refs = crate_references(&text);
+        assert!(
+            !refs.contains("stats"),
+            "{} names crate::stats: the proxy records through observe",
+            file.display()
+        );
+        for item in items_under(&text, "crate::metrics::") {
+            assert!(
+                PROXY_METRICS_ITEMS.contains(&item.as_str()),
+                "{} takes crate::metrics::{item}: per-command recording goes through observe",
+                file.display()
+            );
+            metrics_items.insert(item);
+        }
+        let code = statements(&text).join(";").to_lowercase();
+        for word in ["scenario", "digests"] {
+            assert!(
+                !code.contains(word),
+                "{} names {word}: which scenario or digest a command is charged to is observe's",
+                file.display()
+            );
+        }
+    }
+    assert!(
+        metrics_items.contains("Refusal"),
+        "the scan did not see the proxy's metrics imports: {metrics_items:?}"
+    );
+}
+
+#[test]
+fn the_item_scanner_reads_groups_paths_and_globs() {
+    let text = "// use psprobe_core::session::Commented;\n\
+                use psprobe_core::session::{\n    Outcome, UnobservedReason,\n};\n\
+                use psprobe_core::session::Session;\n\
+                fn f() { let _ = psprobe_core::session::Phase::Command; }\n\
+                use psprobe_core::session::*;\n";
+    let found = items_under(text, "psprobe_core::session::");
+    let expected: BTreeSet<String> = ["Outcome", "UnobservedReason", "Session", "Phase", "*"]
+        .map(String::from)
+        .into();
+    assert_eq!(found, expected);
 }

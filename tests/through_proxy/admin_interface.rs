@@ -15,8 +15,8 @@ use psprobe::admin::{
     self, AdminAuth, AdminData, Limits, ObserverData, OverheadRow, Row, Table, Value,
 };
 use psprobe::metrics::ProxyMetrics;
+use psprobe::observe::{ConnectionRecorder, Observer};
 use psprobe::phase_log::{Aggregate, PhaseRecord};
-use psprobe::record::{ConnectionRecorder, Observer};
 use psprobe::stats::{DigestStore, Scenarios, Totals};
 use psprobe_core::digest::FingerprintOptions;
 use psprobe_core::protocol::CommandKind;

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use crate::record::Observer;
+use crate::observe::Observer;
 use crate::stats::{ScenarioId, SlotState, NO_SCENARIO};
 
 use super::follow_server::FollowServer;

@@ -13,8 +13,8 @@ use tokio::sync::watch;
 use super::*;
 use crate::controller::client::heartbeat::{Beat, Holder};
 use crate::controller::error::ControllerError;
+use crate::observe::Observer;
 use crate::phase_log::{read_log, PhaseLog, PhaseRecord};
-use crate::record::Observer;
 
 /// A fast slot: 20 ms settle, 250 ms measured (the follower polls every quarter slot once it
 /// has seen one).

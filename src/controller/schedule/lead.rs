@@ -17,7 +17,7 @@ use tokio::sync::watch;
 
 use crate::analysis::restart_profile::restart_profile;
 use crate::analysis::{analyze_run, carryover, Options};
-use crate::record::Observer;
+use crate::observe::Observer;
 use crate::stats::since_switch::BIN_MS;
 use crate::stats::{ScenarioId, SlotState};
 

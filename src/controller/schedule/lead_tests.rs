@@ -14,8 +14,8 @@ use crate::controller::client::restart::RestartTiming;
 use crate::controller::error::ControllerError;
 use crate::controller::model::scenario::Scenario;
 use crate::controller::model::setup_tables::Mismatch;
+use crate::observe::Observer;
 use crate::phase_log::{read_log, PhaseLog, PhaseRecord};
-use crate::record::Observer;
 
 const BASE: &str = "pfson_conoff_insoff";
 const ON: &str = "pfson_conon_inson";

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::record::Observer;
+use crate::observe::Observer;
 use crate::stats::since_switch::{BINS, BIN_MS};
 use crate::stats::{ScenarioId, StoreSnapshot};
 

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::watch;
 
-use crate::record::Observer;
+use crate::observe::Observer;
 use crate::stats::since_switch::BIN_MS;
 use crate::stats::NO_SCENARIO;
 

@@ -25,6 +25,7 @@ pub use events::{
 pub use prepared::{PreparedStatements, LAST_PREPARED_ID};
 pub use response::{ResponseReader, Step};
 
+use crate::protocol::auth::cleartext_plugin;
 use crate::protocol::capabilities::*;
 use crate::protocol::command::{self, CommandKind, ResponseShape};
 use crate::protocol::compress::{Algorithm, Decompressor};
@@ -103,6 +104,8 @@ struct Machine {
     statements: PreparedStatements,
     /// COM_QUIT arrived behind commands still waiting for their responses.
     quitting: bool,
+    /// The cleartext plugin the client's handshake response named, if it named one.
+    cleartext_auth: Option<&'static str>,
 }
 
 impl Session {
@@ -124,6 +127,7 @@ impl Session {
                 in_flight: VecDeque::new(),
                 statements: PreparedStatements::default(),
                 quitting: false,
+                cleartext_auth: None,
             },
         }
     }
@@ -136,6 +140,19 @@ impl Session {
     /// Capabilities both sides agreed on (known once the client's handshake response is seen).
     pub fn capabilities(&self) -> Capabilities {
         self.machine.caps
+    }
+
+    /// Capabilities the server's greeting offers (none until the greeting has been parsed): a
+    /// proxy decides on them (does the server offer TLS?) without parsing the greeting again.
+    pub fn server_capabilities(&self) -> Capabilities {
+        Capabilities(self.machine.server_caps)
+    }
+
+    /// The authentication plugin the client's handshake response named when that plugin
+    /// sends the password in clear ([`crate::protocol::cleartext_plugin`]): a proxy that
+    /// does not encrypt its leg to the server refuses it.
+    pub fn cleartext_auth(&self) -> Option<&'static str> {
+        self.machine.cleartext_auth
     }
 
     /// False once observation stopped or the protocol conversation ended; feeding more bytes
@@ -379,6 +396,7 @@ impl Machine {
             }
             Ok((_, ClientHello::Response(r))) => {
                 sink.client_hello(r.username, r.database);
+                self.cleartext_auth = r.auth_plugin.and_then(cleartext_plugin);
                 r.capabilities
             }
             Err(_) if p.head.len() >= 4 && p.head[1] & 0x02 == 0 => {

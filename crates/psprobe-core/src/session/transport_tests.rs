@@ -126,6 +126,45 @@ fn tls_left_to_the_peers_is_reported_once_in_either_direction() {
     assert_eq!(rec.0, [Ev::Unobserved(UnobservedReason::Tls)]);
 }
 
+/// What a proxy decides on in the connection phase is read here, not parsed again there: the
+/// greeting's offer of TLS, and a login that would send the password in clear.
+#[test]
+fn what_the_proxy_asks_of_the_handshake() {
+    let caps = BASE_CLIENT_CAPS | CLIENT_SSL;
+    let mut session = Session::new(Instant::now());
+    let mut rec = Recorder::default();
+    assert!(
+        !session.server_capabilities().has(CLIENT_SSL),
+        "nothing read yet"
+    );
+    session.on_server_bytes(&packet(0, &tls_greeting("x")), Instant::now(), &mut rec);
+    assert!(session.server_capabilities().has(CLIENT_SSL));
+    session.on_client_bytes(&packet(1, &ssl_request(caps)), Instant::now(), &mut rec);
+    session.tls_established();
+    assert_eq!(session.cleartext_auth(), None);
+    let hello = Hello {
+        plugin: "mysql_clear_password",
+        ..HELLO
+    };
+    let response = handshake_response(caps, &hello);
+    session.on_client_bytes(&packet(2, &response), Instant::now(), &mut rec);
+    assert_eq!(session.phase(), Phase::Authenticating);
+    assert_eq!(session.cleartext_auth(), Some("mysql_clear_password"));
+
+    let mut session = Session::new(Instant::now());
+    session.on_server_bytes(&packet(0, &tls_greeting("x")), Instant::now(), &mut rec);
+    session.on_client_bytes(
+        &packet(1, &handshake_response(caps, &HELLO)),
+        Instant::now(),
+        &mut rec,
+    );
+    assert_eq!(
+        session.cleartext_auth(),
+        None,
+        "mysql_native_password hashes it"
+    );
+}
+
 // ------------------------------------------------ caching_sha2_password (MySQL 8 default)
 
 /// AuthMoreData: 0x01 then the plugin's data.

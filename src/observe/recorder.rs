@@ -7,58 +7,23 @@
 
 use std::collections::VecDeque;
 
-use psprobe_core::digest::{FingerprintOptions, Fingerprinter};
+use psprobe_core::digest::Fingerprinter;
 use psprobe_core::protocol::CommandKind;
 use psprobe_core::session::{
     CommandFinished, CommandStarted, EventSink, Outcome, Statement, UnobservedReason,
     LAST_PREPARED_ID,
 };
 use rustc_hash::FxHashMap;
-use std::sync::Arc;
 
-use crate::connections::ConnectionTable;
-use crate::metrics::ProxyMetrics;
-
-use crate::metrics::http::Exposition;
+use super::Observer;
 use crate::stats::digest_stats::Sample;
-use crate::stats::scenario::{ScenarioId, Scenarios};
+use crate::stats::scenario::ScenarioId;
 use crate::stats::since_switch::bin_of;
-use crate::stats::store::{DigestId, DigestStore, Tag, OTHER_DIGEST};
+use crate::stats::store::{DigestId, Tag, OTHER_DIGEST};
 
 /// Entries of a connection's digest-admission cache before it is cleared (bounds memory for
 /// connections that send endless distinct shapes).
 const ADMISSION_CACHE_LIMIT: usize = 4096;
-
-/// Everything a connection records into, shared by all connections.
-pub struct Observer {
-    pub metrics: ProxyMetrics,
-    pub digests: Arc<DigestStore>,
-    pub scenarios: Arc<Scenarios>,
-    pub fingerprint: FingerprintOptions,
-    /// Live connections, for the admin interface's `connections` table.
-    pub connections: ConnectionTable,
-}
-
-#[cfg(test)]
-impl Observer {
-    /// A fresh observer (100 digests at most) for unit tests.
-    pub(crate) fn for_tests() -> Observer {
-        let scenarios: Arc<Scenarios> = Arc::default();
-        Observer {
-            metrics: ProxyMetrics::new(Arc::clone(&scenarios)).expect("metrics register"),
-            digests: Arc::new(DigestStore::new(100)),
-            scenarios,
-            fingerprint: Default::default(),
-            connections: Default::default(),
-        }
-    }
-}
-
-impl Exposition for Observer {
-    fn render(&self) -> String {
-        self.metrics.render()
-    }
-}
 
 /// A command between its start and finish events.
 struct Pending {

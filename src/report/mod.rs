@@ -338,10 +338,7 @@ mod tests {
         assert_eq!(t["needs"]["blocks"], needs.blocks);
         assert!(t["ci_low"].is_null());
         let html = render(&report, Format::Html).unwrap();
-        assert!(
-            html.contains(&said.replace('+', "+")),
-            "the chart says it too"
-        );
+        assert!(html.contains(&said), "the chart says it too");
         // No whisker is drawn for it: the chart's only whiskers would be other bars'.
         assert_eq!(html.matches("class=\"whisker\"").count(), 0);
     }

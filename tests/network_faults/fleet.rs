@@ -295,7 +295,7 @@ fn partition_a_leader_killed_on_a_host_that_never_returns_does_not_stop_the_sche
     // dead leader left is the other line).
     let restored = |f: usize| {
         let text = fleet.probes[f].stderr_text();
-        text.matches("runner: performance_schema settings restored")
+        text.matches("restore: performance_schema settings restored")
             .count()
     };
     assert_eq!((restored(new), restored(other)), (1, 0), "final restores");

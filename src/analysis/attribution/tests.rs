@@ -3,6 +3,7 @@
 //! measured noise shape (coverage of the 95% intervals over 200 runs).
 
 use super::sim::{run, Truth};
+use crate::phase_log::PhaseRecord;
 use super::*;
 use crate::analysis::rng::Rng;
 use crate::analysis::sim_fast::{Host, Schedule};
@@ -191,4 +192,36 @@ fn advice_from_a_simulated_run() {
     );
     // Free groups ride along: the richest set takes them.
     assert!(r.groups.contains(&"metadata_locks".to_string()));
+}
+
+/// A fleet: two probes see every slot, each half the statements; their logs together (as
+/// `psprobe report` merges them, one window per slot) give the attribution one probe would.
+#[test]
+fn two_probes_halves_attribute_like_one() {
+    let truth = nine_groups();
+    let mut rng = Rng::new(13);
+    let records = run(&mut rng, &quiet(), &schedule(120.0), &truth);
+    let one = attribute(&records, 0.95).unwrap();
+    let half = |r: &PhaseRecord| {
+        let mut r = r.clone();
+        for a in r.commands.iter_mut().chain(r.digests.iter_mut()) {
+            a.totals.count /= 2;
+            a.totals.timed /= 2;
+            a.totals.latency_sum_ns /= 2;
+            for b in &mut a.histogram {
+                b.1 /= 2;
+            }
+        }
+        r
+    };
+    let fleet: Vec<PhaseRecord> = records.iter().flat_map(|r| [half(r), half(r)]).collect();
+    let two = attribute(&fleet, 0.95).unwrap();
+    assert_eq!(one.segments, two.segments);
+    for g in &truth.groups {
+        let (a, b) = (
+            one.effect(g, Metric::Throughput).unwrap().effect.ratio,
+            two.effect(g, Metric::Throughput).unwrap().effect.ratio,
+        );
+        assert!((a - b).abs() < 1e-3, "{g}: {a} vs {b}");
+    }
 }

@@ -101,9 +101,11 @@ pub fn fit(settings: &mut ControllerSettings, server: &SetupState) -> Result<Vec
     let design = Design::new(plan.groups.len()).map_err(|e| ControllerError::Groups {
         reason: e.to_string(),
     })?;
-    // Which group takes which column is randomized (seeded): it decides which interactions
-    // share an alias chain.
-    let column_of = block_order(plan.groups.len(), u64::MAX, settings.seed);
+    // Which group takes which column decides which interactions share an alias chain, and
+    // the points' names: it is shuffled by a seed every probe of a fleet derives alike from
+    // the groups (a follower that takes over must run the leader's design points).
+    let names: Vec<&str> = plan.groups.iter().map(|g| g.name.as_str()).collect();
+    let column_of = block_order(plan.groups.len(), u64::MAX, design_seed(&names));
     let mut scenarios = vec![NONE_POINT.to_string(), BASE_CHECK.to_string()];
     let mut check = point_scenario(&[]);
     check.name = BASE_CHECK.to_string();
@@ -138,6 +140,16 @@ pub fn fit(settings: &mut ControllerSettings, server: &SetupState) -> Result<Vec
     // One replicate per segment.
     settings.segment = settings.phase;
     Ok(notes)
+}
+
+/// FNV-1a over the groups' names, in order: the same design for every probe given them.
+fn design_seed(names: &[&str]) -> u64 {
+    names
+        .iter()
+        .flat_map(|n| n.bytes().chain(std::iter::once(0)))
+        .fold(0xcbf2_9ce4_8422_2325, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        })
 }
 
 #[cfg(test)]
@@ -224,6 +236,20 @@ mod tests {
         assert!(saw_base, "g:base pairs with every group on");
         assert_eq!(s.segment, s.phase, "one replicate per segment");
         assert_eq!(s.timeline().blocks_per_segment(), 1);
+    }
+
+    #[test]
+    fn every_probe_derives_the_same_points_whatever_its_seed() {
+        let groups = ["statements", "stages", "sync_waits", "memory"];
+        let points = |seed: u64| {
+            let mut s = settings(&groups, &[]);
+            s.seed = seed;
+            fit(&mut s, &server()).unwrap();
+            let mut names = s.scenarios.clone();
+            names.sort();
+            names
+        };
+        assert_eq!(points(1), points(99), "a leader and a follower agree");
     }
 
     #[test]

@@ -3,10 +3,10 @@
 //! measured noise shape (coverage of the 95% intervals over 200 runs).
 
 use super::sim::{run, Truth};
-use crate::phase_log::PhaseRecord;
 use super::*;
 use crate::analysis::rng::Rng;
 use crate::analysis::sim_fast::{Host, Schedule};
+use crate::phase_log::PhaseRecord;
 
 fn nine_groups() -> Truth {
     Truth {

@@ -116,9 +116,12 @@ fn the_restart_path_a_a_holds_zero_and_planned_restarts_do_not_warn() {
     let db = prepared();
     let before = setup_dump(&db);
     let mut seen = Vec::new();
+    // The hook's servers live until the last check below: reaping them at the
+    // end of a loop pass would leave the port empty for the final dump.
+    let mut kept = Vec::new();
     for seed in [5, 9] {
         let dir = tempfile::tempdir().unwrap();
-        let _reaper = Reaper(dir.path().to_path_buf());
+        let reaper = Reaper(dir.path().to_path_buf());
         let spec = format!(
             "--scenarios pfson_conoff_insoff,pfson_conoff_insoff@startup --slow-blocks 7 \
              --slow-phase 5s --seed {seed}"
@@ -155,6 +158,8 @@ fn the_restart_path_a_a_holds_zero_and_planned_restarts_do_not_warn() {
             "significant agrees with the interval: {e}"
         );
         seen.push(holds);
+        // Reapers first, so each drops (kills its servers) before its dir goes.
+        kept.push((reaper, dir));
         if holds {
             break;
         }

@@ -19,7 +19,7 @@ use crate::controller::error::ControllerError;
 use crate::controller::schedule::runner;
 use crate::controller::schedule::settings::ControllerSettings;
 use crate::metrics::http;
-use crate::observe::Observer;
+use crate::observe::{ControllerHandle, Observer};
 use crate::proxy;
 use crate::tls::{TlsRuntime, TlsSettings};
 
@@ -220,9 +220,9 @@ pub async fn launch_with_tls(
     ));
     let (stop_controller, stop_rx) = watch::channel(false);
     let controller = controller.map(|(settings, started)| {
-        let observer = Arc::clone(&observer);
+        let handle = ControllerHandle::new(Arc::clone(&observer));
         tokio::spawn(async move {
-            report_controller(runner::run(settings, started, observer, stop_rx).await);
+            report_controller(runner::run(settings, started, handle, stop_rx).await);
         })
     });
     let (stop_proxy, stopped) = oneshot::channel::<()>();

@@ -17,6 +17,7 @@
 
 pub(crate) mod config;
 pub(crate) mod connections;
+mod controller_handle;
 mod recorder;
 pub(crate) mod watch;
 
@@ -30,6 +31,7 @@ use crate::stats::scenario::Scenarios;
 use crate::stats::store::DigestStore;
 
 pub use connections::ConnectionTable;
+pub use controller_handle::ControllerHandle;
 pub use recorder::ConnectionRecorder;
 
 /// Everything a connection records into, shared by all connections.

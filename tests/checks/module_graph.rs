@@ -735,3 +735,35 @@ fn the_item_scanner_reads_groups_paths_and_globs() {
         .into();
     assert_eq!(found, expected);
 }
+
+/// The controller decides when traffic is measured, never how a command is recorded: from
+/// the observation path it takes only `observe::ControllerHandle` (slot state, digest
+/// snapshots, statement counts, its own metrics), and it names no `crate::metrics` item, so
+/// the connection table, the fingerprint options and the proxy's series stay out of its reach.
+#[test]
+fn the_controller_reaches_observe_only_through_its_handle() {
+    let mut handle_seen = false;
+    for file in module_files(&src(), "controller") {
+        let text = read(&file);
+        let observed = items_under(&text, "crate::observe::");
+        handle_seen |= observed.contains("ControllerHandle");
+        let bad: Vec<&String> = observed
+            .iter()
+            .filter(|i| i.as_str() != "ControllerHandle")
+            .collect();
+        assert!(
+            bad.is_empty(),
+            "{} takes crate::observe::{bad:?}: the controller goes through ControllerHandle",
+            file.display()
+        );
+        assert!(
+            !crate_references(&text).contains("metrics"),
+            "{} names crate::metrics: the controller's metrics are ControllerHandle's methods",
+            file.display()
+        );
+    }
+    assert!(
+        handle_seen,
+        "the scan did not see the controller take its handle"
+    );
+}

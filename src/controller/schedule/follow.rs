@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use crate::observe::Observer;
+use crate::observe::ControllerHandle;
 use crate::stats::{ScenarioId, SlotState, NO_SCENARIO};
 
 use super::follow_server::FollowServer;
@@ -33,7 +33,7 @@ pub type Resume = Option<PhaseRow>;
 
 pub(crate) struct Follower<'a, S: FollowServer> {
     pub lead: &'a mut S,
-    pub observer: &'a Observer,
+    pub observer: &'a ControllerHandle,
     pub tracker: &'a mut PhaseTracker,
     pub log: &'a mut PhaseLog,
     pub stop: &'a mut watch::Receiver<bool>,
@@ -60,18 +60,18 @@ fn stopped_early(window: &mut Option<Window>, stopped: Option<Instant>) {
 
 impl<S: FollowServer> Follower<'_, S> {
     fn publish(&self, id: ScenarioId, state: SlotState, in_effect: Instant) {
-        self.observer.scenarios.publish_slot(id, state, in_effect);
+        self.observer.scenarios().publish_slot(id, state, in_effect);
     }
 
     fn unmeasured(&mut self) {
-        self.observer.scenarios.stop_measuring();
+        self.observer.scenarios().stop_measuring();
         self.tracker.slot_ended();
     }
 
     /// Ends the measured window at `at`, when commands stopped being measured (earlier than
     /// now if a slow poll held the loop up).
     fn unmeasured_at(&mut self, at: Instant) {
-        self.observer.scenarios.stop_measuring();
+        self.observer.scenarios().stop_measuring();
         self.tracker.slot_ended_at(at);
     }
 
@@ -125,7 +125,7 @@ impl<S: FollowServer> Follower<'_, S> {
                     && matches!(self.lead.read().await, Ok(Some(row)) if row.state == "done");
                 if finished {
                     // (The caller releases the lock it now holds.)
-                    self.observer.scenarios.set_current(NO_SCENARIO);
+                    self.observer.scenarios().set_current(NO_SCENARIO);
                     return Ok(None);
                 }
                 return Ok(Some(last));
@@ -154,7 +154,7 @@ impl<S: FollowServer> Follower<'_, S> {
                     window = None;
                     self.tracker.abandon_slot();
                     self.tracker.finish_segment(self.log)?;
-                    self.observer.scenarios.set_current(NO_SCENARIO);
+                    self.observer.scenarios().set_current(NO_SCENARIO);
                     if row.state == "done" && last.is_some() {
                         return Ok(None);
                     }
@@ -175,7 +175,7 @@ impl<S: FollowServer> Follower<'_, S> {
                     }
                     let id = self
                         .observer
-                        .scenarios
+                        .scenarios()
                         .intern(&row.scenario)
                         .unwrap_or(NO_SCENARIO);
                     let settle = Duration::from_millis(row.settle_ms);
@@ -272,7 +272,7 @@ impl<S: FollowServer> Follower<'_, S> {
 async fn on_time<T>(
     statement: impl std::future::Future<Output = T>,
     end: Option<Instant>,
-    observer: &Observer,
+    observer: &ControllerHandle,
 ) -> (T, Option<Instant>) {
     tokio::pin!(statement);
     let Some(end) = end else {
@@ -281,7 +281,7 @@ async fn on_time<T>(
     tokio::select! {
         done = &mut statement => (done, None),
         () = tokio::time::sleep_until(tokio::time::Instant::from_std(end)) => {
-            observer.scenarios.stop_measuring();
+            observer.scenarios().stop_measuring();
             let stopped = Instant::now();
             (statement.await, Some(stopped))
         }
@@ -296,13 +296,13 @@ mod scripted;
 mod tests {
     use super::*;
 
-    fn observer() -> Observer {
-        Observer::for_tests()
+    fn observer() -> ControllerHandle {
+        ControllerHandle::for_tests()
     }
 
-    fn measuring(o: &Observer) {
-        o.scenarios
-            .publish_slot(1, SlotState::Measuring, o.scenarios.base());
+    fn measuring(o: &ControllerHandle) {
+        o.scenarios()
+            .publish_slot(1, SlotState::Measuring, o.scenarios().base());
     }
 
     #[tokio::test]
@@ -316,7 +316,7 @@ mod tests {
         let answer_after_the_window = async {
             // (Bounded: without the fix the statement must still end, and the test fail.)
             for _ in 0..5_000 {
-                if o.scenarios.now().state == SlotState::Switching {
+                if o.scenarios().now().state == SlotState::Switching {
                     break;
                 }
                 tokio::time::sleep(Duration::from_millis(1)).await; // poll: no event to wait on
@@ -330,13 +330,13 @@ mod tests {
             stopped.is_some_and(|at| at >= end),
             "stopped at the window's end"
         );
-        assert_eq!(o.scenarios.now().id, 1, "the label stays");
+        assert_eq!(o.scenarios().now().id, 1, "the label stays");
 
         // A statement answered in time changes nothing.
         measuring(&o);
         let end = Instant::now() + Duration::from_secs(60);
         assert_eq!(on_time(async { 8 }, Some(end), &o).await, (8, None));
-        assert_eq!(o.scenarios.now().state, SlotState::Measuring);
+        assert_eq!(o.scenarios().now().state, SlotState::Measuring);
         // Outside a measured window there is nothing to end.
         assert_eq!(on_time(async { 9 }, None, &o).await, (9, None));
     }

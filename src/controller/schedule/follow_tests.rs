@@ -5,7 +5,6 @@
 //! each ending is tested in `role.rs`; the live paths in tests/controller_*.rs and
 //! tests/network_faults.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
@@ -13,7 +12,7 @@ use tokio::sync::watch;
 use super::*;
 use crate::controller::client::heartbeat::{Beat, Holder};
 use crate::controller::error::ControllerError;
-use crate::observe::Observer;
+use crate::observe::ControllerHandle;
 use crate::phase_log::{read_log, PhaseLog, PhaseRecord};
 
 /// A fast slot: 20 ms settle, 250 ms measured (the follower polls every quarter slot once it
@@ -148,8 +147,8 @@ struct Followed {
 fn follow(script: &mut Script, stop_at: Option<u64>) -> Followed {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("phases.jsonl");
-    let observer = Arc::new(Observer::for_tests());
-    let mut tracker = PhaseTracker::new(Arc::clone(&observer), None, None);
+    let observer = ControllerHandle::for_tests();
+    let mut tracker = PhaseTracker::new(observer.clone(), None, None);
     let mut log = PhaseLog::open(&path).unwrap();
     let (tx, mut stop) = watch::channel(false);
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -17,7 +17,7 @@ use tokio::sync::watch;
 
 use crate::analysis::restart_profile::restart_profile;
 use crate::analysis::{analyze_run, carryover, Options};
-use crate::observe::Observer;
+use crate::observe::ControllerHandle;
 use crate::stats::since_switch::BIN_MS;
 use crate::stats::{ScenarioId, SlotState};
 
@@ -67,7 +67,7 @@ pub(crate) struct Leader<'a, S: LeadServer> {
     pub s: &'a ControllerSettings,
     pub server: S,
     pub ids: &'a [ScenarioId],
-    pub observer: &'a Observer,
+    pub observer: &'a ControllerHandle,
     pub tracker: &'a mut PhaseTracker,
     pub log: &'a mut PhaseLog,
     pub stop: &'a mut watch::Receiver<bool>,
@@ -169,11 +169,8 @@ impl<S: LeadServer> Leader<'_, S> {
 
     fn record_segment(&mut self, records: Vec<PhaseRecord>) {
         for r in &records {
-            let metrics = &self.observer.metrics;
-            metrics.phases(&r.scenario).inc_by(r.slots.unwrap_or(1));
-            if !r.verified {
-                metrics.controller_verification_failures.inc();
-            }
+            self.observer
+                .phase_written(&r.scenario, r.slots.unwrap_or(1), r.verified);
         }
         if records.first().is_some_and(|r| r.schedule() == FAST) {
             self.fast_records.extend(records);
@@ -307,12 +304,12 @@ impl<S: LeadServer> Leader<'_, S> {
     }
 
     fn publish_state(&self, id: ScenarioId, state: SlotState, in_effect: Instant) {
-        self.observer.scenarios.publish_slot(id, state, in_effect);
+        self.observer.scenarios().publish_slot(id, state, in_effect);
     }
 
     /// Marks what starts from now on as not measured (a switch or restart is coming).
     fn unmeasured(&self) {
-        self.observer.scenarios.stop_measuring();
+        self.observer.scenarios().stop_measuring();
     }
 
     async fn sleep_until(&mut self, at: Instant) -> std::result::Result<(), Stopped> {
@@ -474,9 +471,9 @@ impl<S: LeadServer> Leader<'_, S> {
     async fn restart(&mut self, ps: bool, opts: &str) -> Result<RestartTiming> {
         // What the last fast slot's rows were is not known across a restart (or a failed one).
         self.last_fast = None;
-        self.observer.scenarios.set_restarting(true);
+        self.observer.scenarios().set_restarting(true);
         let restarted = self.server.restart(ps, opts).await;
-        self.observer.scenarios.set_restarting(false);
+        self.observer.scenarios().set_restarting(false);
         restarted
     }
 
@@ -618,7 +615,7 @@ impl<S: LeadServer> Leader<'_, S> {
         let id = self.ids[i];
         let (from, end) = (t1 + settle, t1 + settle + measure);
         let mut bins = Vec::new();
-        let mut last = self.observer.metrics.statements_finished(id);
+        let mut last = self.observer.statements_finished(id);
         let mut next_bin = t1 + RATE_BIN;
         let mut measuring = false;
         loop {
@@ -632,7 +629,7 @@ impl<S: LeadServer> Leader<'_, S> {
             }
             let now = Instant::now();
             if now >= next_bin {
-                let count = self.observer.metrics.statements_finished(id);
+                let count = self.observer.statements_finished(id);
                 bins.push(count.saturating_sub(last));
                 last = count;
                 next_bin += RATE_BIN;

@@ -3,7 +3,6 @@
 //! mid-settle), without a server. The roles' answer to each ending (restore, rejoin, follow) is
 //! tested in `role.rs`; the live paths in tests/controller_*.rs.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -14,7 +13,7 @@ use crate::controller::client::restart::RestartTiming;
 use crate::controller::error::ControllerError;
 use crate::controller::model::scenario::Scenario;
 use crate::controller::model::setup_tables::Mismatch;
-use crate::observe::Observer;
+use crate::observe::ControllerHandle;
 use crate::phase_log::{read_log, PhaseLog, PhaseRecord};
 
 const BASE: &str = "pfson_conoff_insoff";
@@ -148,13 +147,13 @@ struct Ran {
 fn run(script: &mut Script, slow: bool, stop: watch::Receiver<bool>) -> Ran {
     let dir = tempfile::tempdir().unwrap();
     let s = settings(dir.path(), slow);
-    let observer = Arc::new(Observer::for_tests());
+    let observer = ControllerHandle::for_tests();
     let ids: Vec<ScenarioId> = s
         .scenarios
         .iter()
-        .map(|n| observer.scenarios.intern(n).unwrap())
+        .map(|n| observer.scenarios().intern(n).unwrap())
         .collect();
-    let mut tracker = PhaseTracker::new(Arc::clone(&observer), None, None);
+    let mut tracker = PhaseTracker::new(observer.clone(), None, None);
     let mut log = PhaseLog::open(&s.phase_log).unwrap();
     let mut stop = stop;
     let mut mode = ServerMode::Default;

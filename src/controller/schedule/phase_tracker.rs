@@ -5,10 +5,9 @@
 //! measured part of the digest store), the measured time, the server's CPU time in those
 //! windows, what the switches cost, and the statements binned by time since the switch.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::observe::Observer;
+use crate::observe::ControllerHandle;
 use crate::stats::since_switch::{BINS, BIN_MS};
 use crate::stats::{ScenarioId, StoreSnapshot};
 
@@ -108,7 +107,7 @@ pub struct SlotStart<'a> {
 }
 
 pub struct PhaseTracker {
-    observer: Arc<Observer>,
+    observer: ControllerHandle,
     on_segment: Option<PhaseHook>,
     mysqld_pid: Option<PidSource>,
     segment: Option<Segment>,
@@ -117,7 +116,7 @@ pub struct PhaseTracker {
 
 impl PhaseTracker {
     pub fn new(
-        observer: Arc<Observer>,
+        observer: ControllerHandle,
         on_segment: Option<PhaseHook>,
         mysqld_pid: Option<PidSource>,
     ) -> Self {
@@ -147,7 +146,7 @@ impl PhaseTracker {
         self.segment = Some(Segment {
             schedule,
             number,
-            start: self.observer.digests.snapshot_measured(),
+            start: self.observer.digests().snapshot_measured(),
             totals: Vec::new(),
         });
     }
@@ -300,7 +299,7 @@ impl PhaseTracker {
         let Some(segment) = self.segment.take() else {
             return Ok(Vec::new());
         };
-        let end = self.observer.digests.snapshot_measured();
+        let end = self.observer.digests().snapshot_measured();
         let ids: Vec<ScenarioId> = segment.totals.iter().map(|t| t.id).collect();
         let listed = listed_digests(&segment.start, &end, &ids);
         let mut records = Vec::new();
@@ -386,8 +385,8 @@ mod tests {
     use psprobe_core::digest::DigestId;
     use psprobe_core::protocol::CommandKind;
 
-    fn observer() -> Arc<Observer> {
-        Arc::new(Observer::for_tests())
+    fn observer() -> ControllerHandle {
+        ControllerHandle::for_tests()
     }
 
     fn start(scenario: &str, id: ScenarioId, phase: u64) -> SlotStart<'_> {
@@ -411,16 +410,16 @@ mod tests {
     fn segments_aggregate_slots_and_the_log_stays_small() {
         let obs = observer();
         let ids = [
-            obs.scenarios.intern("a").unwrap(),
-            obs.scenarios.intern("b").unwrap(),
+            obs.scenarios().intern("a").unwrap(),
+            obs.scenarios().intern("b").unwrap(),
         ];
         let digests: Vec<_> = (0..50)
-            .map(|i| obs.digests.admit(DigestId(100 + i), b"select ?"))
+            .map(|i| obs.digests().admit(DigestId(100 + i), b"select ?"))
             .collect();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("phases.jsonl");
         let mut log = PhaseLog::open(&path).unwrap();
-        let mut tracker = PhaseTracker::new(Arc::clone(&obs), None, None);
+        let mut tracker = PhaseTracker::new(obs.clone(), None, None);
         let sample = |ns| Sample {
             latency_ns: Some(ns),
             ..Sample::default()
@@ -442,13 +441,13 @@ mod tests {
                 bin: Some(0),
             };
             // Settling: counted in the bins, not in the aggregates.
-            obs.digests
+            obs.digests()
                 .record(tag(false), CommandKind::Query, Some(digests[0]), &sample(9));
             let t = Instant::now();
             tracker.measuring_at(t - Duration::from_millis(900));
             for (i, d) in digests.iter().enumerate() {
                 let ns = 1_000 * (1 + i as u64) * (1 + which as u64);
-                obs.digests
+                obs.digests()
                     .record(tag(true), CommandKind::Query, Some(*d), &sample(ns));
             }
             tracker.slot_ended_at(t);
@@ -496,10 +495,10 @@ mod tests {
     #[test]
     fn slot_without_window_is_not_written_and_bins_count_coverage() {
         let obs = observer();
-        let id = obs.scenarios.intern("a").unwrap();
+        let id = obs.scenarios().intern("a").unwrap();
         let dir = tempfile::tempdir().unwrap();
         let mut log = PhaseLog::open(&dir.path().join("p.jsonl")).unwrap();
-        let mut tracker = PhaseTracker::new(Arc::clone(&obs), None, None);
+        let mut tracker = PhaseTracker::new(obs.clone(), None, None);
         tracker.begin_segment("slow", 0);
         tracker.slot_started(&start("a", id, 0));
         tracker.slot_ended();
@@ -509,7 +508,7 @@ mod tests {
         let mut s = start("a", id, 1);
         s.in_effect = Instant::now() - Duration::from_millis(120);
         tracker.slot_started(&s);
-        obs.scenarios.publish(Current {
+        obs.scenarios().publish(Current {
             id,
             state: SlotState::Measuring,
             switched_at_ms: 0,

@@ -4,12 +4,11 @@
 //! them.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::watch;
 
-use crate::observe::Observer;
+use crate::observe::ControllerHandle;
 use crate::stats::since_switch::BIN_MS;
 use crate::stats::NO_SCENARIO;
 
@@ -141,13 +140,13 @@ async fn resolve_left_behind(s: &ControllerSettings, ctl: &mut Controller) -> Re
 pub async fn run(
     settings: ControllerSettings,
     started: Started,
-    observer: Arc<Observer>,
+    observer: ControllerHandle,
     stop: watch::Receiver<bool>,
 ) -> Result<()> {
     let mut log = PhaseLog::open(&settings.phase_log)?;
-    let (from_ms, from) = (now_ms(), observer.digests.snapshot());
+    let (from_ms, from) = (now_ms(), observer.digests().snapshot());
     let result = run_schedule(&settings, started, &observer, stop, &mut log).await;
-    let traffic = traffic_between(&from, &observer.digests.snapshot(), from_ms, now_ms());
+    let traffic = traffic_between(&from, &observer.digests().snapshot(), from_ms, now_ms());
     let written = log.append(&traffic).map_err(ControllerError::from);
     match (result, written) {
         (Err(e), Err(lost)) => {
@@ -163,7 +162,7 @@ pub async fn run(
 async fn run_schedule(
     settings: &ControllerSettings,
     started: Started,
-    observer: &Arc<Observer>,
+    observer: &ControllerHandle,
     stop: watch::Receiver<bool>,
     log: &mut PhaseLog,
 ) -> Result<()> {
@@ -188,7 +187,7 @@ async fn run_schedule(
 /// What the runner carries from one action to the next.
 struct Runner<'a> {
     s: &'a ControllerSettings,
-    observer: &'a Arc<Observer>,
+    observer: &'a ControllerHandle,
     stop: watch::Receiver<bool>,
     log: &'a mut PhaseLog,
     ctl: Controller,
@@ -211,7 +210,7 @@ impl<'a> Runner<'a> {
     fn new(
         s: &'a ControllerSettings,
         started: Started,
-        observer: &'a Arc<Observer>,
+        observer: &'a ControllerHandle,
         stop: watch::Receiver<bool>,
         log: &'a mut PhaseLog,
     ) -> Result<Self> {
@@ -219,7 +218,7 @@ impl<'a> Runner<'a> {
         for name in &s.scenarios {
             ids.push(
                 observer
-                    .scenarios
+                    .scenarios()
                     .intern(name)
                     .map_err(|e| ControllerError::Config {
                         path: PathBuf::from("--scenarios"),
@@ -227,11 +226,7 @@ impl<'a> Runner<'a> {
                     })?,
             );
         }
-        let tracker = PhaseTracker::new(
-            Arc::clone(observer),
-            s.on_phase.clone(),
-            s.mysqld_pid.clone(),
-        );
+        let tracker = PhaseTracker::new(observer.clone(), s.on_phase.clone(), s.mysqld_pid.clone());
         Ok(Runner {
             s,
             observer,
@@ -251,7 +246,7 @@ impl<'a> Runner<'a> {
 
     async fn lead(&mut self, start_at: (u64, u64)) -> Result<Event> {
         let (s, observer) = (self.s, self.observer);
-        observer.metrics.controller_leader.set(1);
+        observer.set_leading(true);
         let beat = Heartbeat::start(
             &s.dsn,
             &s.identity,
@@ -278,8 +273,8 @@ impl<'a> Runner<'a> {
         )
         .await;
         self.heartbeat = Some(beat);
-        observer.scenarios.set_current(NO_SCENARIO);
-        observer.metrics.controller_leader.set(0);
+        observer.scenarios().set_current(NO_SCENARIO);
+        observer.set_leading(false);
         Ok(Event::LeadEnded(match &self.led {
             Ok(true) => LeadEnd::Completed,
             Ok(false) => LeadEnd::Stopped,
@@ -301,7 +296,7 @@ impl<'a> Runner<'a> {
             &mut self.lead,
             end_state,
             &self.mode,
-            &self.observer.scenarios,
+            self.observer.scenarios(),
         )
         .await;
         self.heartbeat = None;
@@ -309,7 +304,7 @@ impl<'a> Runner<'a> {
             Ok(()) => RestoreEnd::Restored,
             Err(ControllerError::LostLead { .. }) => RestoreEnd::LostLead,
             Err(_) => {
-                self.observer.metrics.controller_restore_failures.inc();
+                self.observer.restore_failed();
                 RestoreEnd::Failed
             }
         })
@@ -322,7 +317,7 @@ impl<'a> Runner<'a> {
             // again if the lock is free (restoring what this run left, as any new leader
             // does), or follow the psprobe that holds it.
             tracing::warn!("{}", lost_message(&self.led, &self.restored, &self.s.dsn));
-            self.observer.metrics.controller_lead_lost.inc();
+            self.observer.lead_lost();
             self.tracker.abandon();
         }
         Event::Rejoined(rejoin(self.s, &mut self.stop, &mut self.lead, &mut self.ctl).await)
@@ -361,7 +356,7 @@ impl<'a> Runner<'a> {
                 // and follow again once it answers.
                 tracing::warn!("following: {e}; rejoining when the server answers");
                 self.tracker.abandon();
-                self.observer.scenarios.set_current(NO_SCENARIO);
+                self.observer.scenarios().set_current(NO_SCENARIO);
                 FollowEnd::Cut
             }
             Err(e) => {
@@ -407,7 +402,7 @@ fn lost_message(led: &Result<bool>, restored: &Result<()>, dsn: &ControllerDsn) 
 /// on from) or the schedule ends or stops (`None`: the caller releases the lock).
 async fn follow(
     lead: &mut Leadership,
-    observer: &Observer,
+    observer: &ControllerHandle,
     tracker: &mut PhaseTracker,
     log: &mut PhaseLog,
     stop: &mut watch::Receiver<bool>,
@@ -424,7 +419,7 @@ async fn follow(
     .run()
     .await?;
     let Some(last) = followed else {
-        observer.scenarios.set_current(NO_SCENARIO);
+        observer.scenarios().set_current(NO_SCENARIO);
         return Ok(None);
     };
     tracing::info!("the leading psprobe is gone; taking over the schedule");
@@ -432,18 +427,18 @@ async fn follow(
 }
 
 /// Holds psprobe_controller_schedule_active at 1 for as long as `run` goes on, however it ends.
-struct ScheduleActive<'a>(&'a Observer);
+struct ScheduleActive<'a>(&'a ControllerHandle);
 
 impl<'a> ScheduleActive<'a> {
-    fn set(observer: &'a Observer) -> Self {
-        observer.metrics.controller_schedule_active.set(1);
+    fn set(observer: &'a ControllerHandle) -> Self {
+        observer.set_schedule_active(true);
         ScheduleActive(observer)
     }
 }
 
 impl Drop for ScheduleActive<'_> {
     fn drop(&mut self) {
-        self.0.metrics.controller_schedule_active.set(0);
+        self.0.set_schedule_active(false);
     }
 }
 
@@ -520,7 +515,7 @@ struct Leading<'a> {
     ctl: &'a mut Controller,
     lead: &'a mut Leadership,
     ids: &'a [crate::stats::ScenarioId],
-    observer: &'a Observer,
+    observer: &'a ControllerHandle,
     tracker: &'a mut PhaseTracker,
     log: &'a mut PhaseLog,
     stop: &'a mut watch::Receiver<bool>,
@@ -613,7 +608,7 @@ async fn lead_schedule(
     for name in &confirm.scenarios {
         ids.push(
             observer
-                .scenarios
+                .scenarios()
                 .intern(name)
                 .map_err(|e| ControllerError::Config {
                     path: PathBuf::from("--confirm"),

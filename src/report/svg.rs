@@ -218,6 +218,18 @@ fn text_width(text: &str) -> f64 {
     7.5 * text.chars().count() as f64
 }
 
+/// `text` cut with an ellipsis to at most `max` px wide (a legend entry must stay inside the
+/// chart; the whole label stays in the entry's tooltip).
+fn fit(text: &str, max: f64) -> String {
+    if text_width(text) <= max {
+        return text.to_string();
+    }
+    let keep = ((max / 7.5).floor() as usize).saturating_sub(1);
+    let mut cut: String = text.chars().take(keep).collect();
+    cut.push('…');
+    cut
+}
+
 /// Where each legend entry goes: (x, row), entries side by side, a new row when the next
 /// would run past `right`.
 fn legend_layout(labels: &[&str], left: f64, right: f64) -> Vec<(f64, usize)> {
@@ -238,7 +250,11 @@ fn legend_layout(labels: &[&str], left: f64, right: f64) -> Vec<(f64, usize)> {
 /// Line chart with optional shaded bands; legends in rows above the plot.
 pub fn lines(title: &str, axes: &Axes<'_>, series: &[Series], bands: &[Band]) -> String {
     let (left, right, bottom) = (74.0, 24.0, 50.0);
-    let labels: Vec<&str> = series.iter().map(|s| s.label.as_str()).collect();
+    let fitted: Vec<String> = series
+        .iter()
+        .map(|s| fit(&s.label, WIDTH - right - left - 14.0 - 24.0))
+        .collect();
+    let labels: Vec<&str> = fitted.iter().map(String::as_str).collect();
     let legend = legend_layout(&labels, left, WIDTH - right);
     let legend_rows = legend.last().map_or(1, |l| l.1 + 1) as f64;
     let top = 34.0 + 16.0 * legend_rows;
@@ -347,11 +363,12 @@ pub fn lines(title: &str, axes: &Axes<'_>, series: &[Series], bands: &[Band]) ->
         let (x, row) = legend[i];
         let _ = write!(
             s,
-            r#"<rect x="{x}" y="{}" width="10" height="10" fill="{color}"/><text x="{}" y="{}" class="legend">{}</text>"#,
+            r#"<rect x="{x}" y="{}" width="10" height="10" fill="{color}"/><text x="{}" y="{}" class="legend"><title>{}</title>{}</text>"#,
             28.0 + 16.0 * row as f64,
             x + 14.0,
             37.0 + 16.0 * row as f64,
-            escape(&line.label)
+            escape(&line.label),
+            escape(&fitted[i])
         );
     }
     let _ = write!(
@@ -487,6 +504,32 @@ mod tests {
         assert!(svg.contains("(-79.8..+382.1), clipped"), "{svg}");
         assert!(svg.contains("+4.0%: not enough restarts for an interval"));
         assert_eq!(svg.matches("class=\"whisker\"").count(), 2);
+    }
+
+    #[test]
+    fn a_legend_too_long_for_the_chart_is_cut_and_kept_whole_in_its_tooltip() {
+        let long = format!("g:{} vs base", ["statements"; 12].join("+"));
+        let max = WIDTH - 74.0 - 24.0 - 38.0;
+        let cut = fit(&long, max);
+        assert!(cut.ends_with('…') && text_width(&cut) <= max, "{cut}");
+        assert_eq!(fit("short", max), "short");
+        let series = [Series {
+            label: long.clone(),
+            points: vec![(0.0, 1.0), (1.0, 2.0)],
+        }];
+        let axes = Axes {
+            x_label: "x",
+            y_label: "y",
+            log_x: false,
+            y_from_zero: true,
+            markers: false,
+            y_cap: None,
+        };
+        let svg = lines("t", &axes, &series, &[]);
+        assert!(
+            svg.contains(&format!("<title>{long}</title>{cut}</text>")),
+            "{svg}"
+        );
     }
 
     #[test]

@@ -285,6 +285,7 @@ fn what_clients_send_on_connect() {
             "commands",
             "phases",
             "overhead",
+            "attribution",
             "connections",
             "scenarios",
             "status"
@@ -374,7 +375,8 @@ fn unsupported_statements_get_a_clear_error() {
     assert!(
         stderr.contains(
             "ERROR 1146 (42S02) at line 1: Table 'mysql.user' doesn't exist: psprobe admin has \
-             the tables digests, commands, phases, overhead, connections, scenarios, status"
+             the tables digests, commands, phases, overhead, attribution, connections, scenarios, \
+             status"
         ),
         "{stderr}"
     );

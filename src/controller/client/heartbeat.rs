@@ -232,18 +232,14 @@ impl Beater {
             let conns = self.conns.borrow_and_update();
             (beat_sql(&conns), id_list(&conns))
         };
-        let leader = self.leader.clone();
-        let slot = &mut self.conn;
-        let dsn = &self.dsn;
-        let outcome = tokio::time::timeout(BEAT_TIMEOUT, async move {
-            let conn = match slot {
-                Some(conn) => conn,
-                None => slot.insert(Conn::new(dsn.opts()).await?),
-            };
-            conn.exec_drop(sql, (leader, ids)).await?;
-            Ok::<u64, mysql_async::Error>(conn.affected_rows())
-        })
-        .await;
+        let reused = self.conn.is_some();
+        let mut outcome = self.try_beat(&sql, &ids).await;
+        if reused && matches!(outcome, Ok(Err(_))) {
+            // A connection made before a server restart is dead at its first use after it:
+            // one try on a new connection before that is news.
+            self.conn = None;
+            outcome = self.try_beat(&sql, &ids).await;
+        }
         match outcome {
             Ok(Ok(written)) if written > 0 => {
                 let ms = self.base.elapsed().as_millis() as u64;
@@ -266,6 +262,26 @@ impl Beater {
 }
 
 impl Beater {
+    /// One beat on the connection kept (made first if there is none): rows written.
+    async fn try_beat(
+        &mut self,
+        sql: &str,
+        ids: &str,
+    ) -> Result<Result<u64, mysql_async::Error>, tokio::time::error::Elapsed> {
+        let leader = self.leader.clone();
+        let slot = &mut self.conn;
+        let dsn = &self.dsn;
+        tokio::time::timeout(BEAT_TIMEOUT, async move {
+            let conn = match slot {
+                Some(conn) => conn,
+                None => slot.insert(Conn::new(dsn.opts()).await?),
+            };
+            conn.exec_drop(sql, (leader, ids)).await?;
+            Ok::<u64, mysql_async::Error>(conn.affected_rows())
+        })
+        .await
+    }
+
     /// At most one line every 10 s: a leader that cannot beat would otherwise log twice a second.
     fn warn(&mut self, line: &str) {
         if self.planned.load(Ordering::Relaxed) {

@@ -90,6 +90,10 @@ pub(crate) struct Leader<'a, S: LeadServer> {
     pub slow_records: Vec<PhaseRecord>,
     /// Restarts that failed in a row.
     pub restart_failures: u32,
+    /// Restarts that succeeded this run, and why the last one failed: a run none of whose
+    /// restarts worked ends in an error, not "finished".
+    pub restarts_ok: u32,
+    pub last_restart_failure: Option<String>,
     /// Every restart comparison is within the target half-width.
     pub slow_precise: bool,
 }
@@ -140,7 +144,7 @@ impl<S: LeadServer> Leader<'_, S> {
                     }
                     Ok(())
                 }
-                Step::Done => return Ok(true),
+                Step::Done => return self.done(),
             };
             if outcome.is_err() {
                 // Keep what the segment measured so far; the slot in progress counts for nothing.
@@ -148,6 +152,21 @@ impl<S: LeadServer> Leader<'_, S> {
                 self.end_segment()?;
                 return Ok(false);
             }
+        }
+    }
+
+    /// The timeline ended: an error if every restart it asked for failed (nothing slow was
+    /// measured, and the hook needs fixing), finished otherwise.
+    fn done(&self) -> Result<bool> {
+        match &self.last_restart_failure {
+            Some(last) if self.restarts_ok == 0 => Err(ControllerError::Restart {
+                reason: format!(
+                    "every restart of this run failed ({} in a row), so nothing slow was \
+                     measured; the last: {last}",
+                    self.restart_failures
+                ),
+            }),
+            _ => Ok(true),
         }
     }
 
@@ -460,6 +479,7 @@ impl<S: LeadServer> Leader<'_, S> {
             }
         };
         self.restart_failures = 0;
+        self.restarts_ok += 1;
         tracing::info!(
             "restarted the server with its own options for the runtime scenarios: {}",
             timing.describe()
@@ -505,6 +525,7 @@ impl<S: LeadServer> Leader<'_, S> {
     /// One more restart failed; the [`MAX_RESTART_FAILURES`]th in a row stops the schedule.
     fn count_restart_failure(&mut self, reason: &str) -> Result<()> {
         self.restart_failures += 1;
+        self.last_restart_failure = Some(reason.to_string());
         if self.restart_failures >= MAX_RESTART_FAILURES {
             return Err(ControllerError::Restart {
                 reason: format!(
@@ -540,6 +561,7 @@ impl<S: LeadServer> Leader<'_, S> {
             Err(e) => return Err(e),
         };
         self.restart_failures = 0;
+        self.restarts_ok += 1;
         let verified = match &scenario.settings {
             Settings::PsOff => {
                 *self.mode = ServerMode::Off;

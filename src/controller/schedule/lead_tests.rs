@@ -182,6 +182,8 @@ fn run(script: &mut Script, slow: bool, stop: watch::Receiver<bool>) -> Ran {
             restart_settle: s.restart_settle,
             slow_records: Vec::new(),
             restart_failures: 0,
+            restarts_ok: 0,
+            last_restart_failure: None,
             slow_precise: false,
         };
         leader.run(Timeline::new(s.timeline(), 0, 0)).await

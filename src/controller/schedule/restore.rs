@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use super::lead::ServerMode;
+use super::lead::{ServerMode, MAX_RESTART_FAILURES};
 use super::runner::lost_lead;
 use super::settings::ControllerSettings;
 use crate::controller::client::leadership::Leadership;
@@ -50,23 +50,40 @@ pub(crate) async fn leave_as_found(
     };
     let deadline = tokio::time::Instant::now() + s.restart_timeout.max(Duration::from_secs(30));
     let mut restart_needed = *mode != ServerMode::Default;
+    let mut hook_failures = 0u32;
+    let mut out_of_tries = false;
     loop {
         let attempt = async {
             let mut fresh = Controller::connect(&s.dsn).await?;
             keep_or_take_lead(s, lead).await?;
-            if fresh.info().performance_schema == Some(false) || restart_needed {
+            let ps_off = fresh.info().performance_schema == Some(false);
+            if ps_off || restart_needed {
                 if let Some(command) = &s.restart_cmd {
                     scenarios.set_restarting(true);
                     let restarted =
                         restart_and_wait(command, true, "", s.restart_timeout, &s.dsn).await;
                     scenarios.set_restarting(false);
-                    let (back, timing) = restarted?;
-                    restart_needed = false;
-                    tracing::info!(
-                        "restarted the server with its own options to restore it: {}",
-                        timing.describe()
-                    );
-                    fresh = back;
+                    match restarted {
+                        Ok((back, timing)) => {
+                            restart_needed = false;
+                            tracing::info!(
+                                "restarted the server with its own options to restore it: {}",
+                                timing.describe()
+                            );
+                            fresh = back;
+                        }
+                        Err(e) => {
+                            hook_failures += 1;
+                            give_up_restarting(hook_failures, ps_off, &e).inspect_err(|_| {
+                                out_of_tries = hook_failures >= MAX_RESTART_FAILURES
+                            })?;
+                            // The hook keeps failing on a server that runs with
+                            // performance_schema ON: every setting it has at runtime is
+                            // written back below; only a restart clears startup options.
+                            restart_needed = false;
+                            fresh = Controller::connect(&s.dsn).await?;
+                        }
+                    }
                 }
             }
             fresh.restore(&snapshot).await?;
@@ -99,11 +116,38 @@ pub(crate) async fn leave_as_found(
                 return Ok(());
             }
             Err(lost @ ControllerError::LostLead { .. }) => return Err(lost),
-            Err(e) if tokio::time::Instant::now() < deadline => {
+            Err(e) if tokio::time::Instant::now() < deadline && !out_of_tries => {
                 tracing::warn!("cannot restore performance_schema settings yet ({e}); retrying");
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
             Err(e) => return Err(e),
         }
     }
+}
+
+/// Whether a failing restart hook ends the restore's restarting: the
+/// [`MAX_RESTART_FAILURES`]th failure in a row does. With performance_schema OFF nothing can
+/// be restored at runtime, so that is an error; with it ON the runtime settings are restored
+/// and the operator is told a restart by hand clears what startup options may remain.
+/// Before that, the failure is returned so the restore retries.
+fn give_up_restarting(failures: u32, ps_off: bool, e: &ControllerError) -> Result<()> {
+    if failures < MAX_RESTART_FAILURES {
+        return Err(ControllerError::Restart {
+            reason: e.to_string(),
+        });
+    }
+    if ps_off {
+        return Err(ControllerError::Restart {
+            reason: format!(
+                "performance_schema is OFF and the restart hook failed {failures} times ({e}): \
+                 restart the server with its own options by hand"
+            ),
+        });
+    }
+    tracing::warn!(
+        "the restart hook failed {failures} times ({e}): restoring the runtime settings without \
+         a restart; restart the server with its own options by hand if a scenario's startup \
+         options may still be in effect"
+    );
+    Ok(())
 }

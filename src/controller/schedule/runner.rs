@@ -573,6 +573,8 @@ async fn lead_schedule(
         restart_settle: s.restart_settle,
         slow_records: Vec::new(),
         restart_failures: 0,
+        restarts_ok: 0,
+        last_restart_failure: None,
         slow_precise: false,
     };
     if !leader.run(timeline).await? {
@@ -645,6 +647,8 @@ async fn lead_schedule(
         restart_settle: confirm.restart_settle,
         slow_records: Vec::new(),
         restart_failures: 0,
+        restarts_ok: 0,
+        last_restart_failure: None,
         slow_precise: false,
     };
     second

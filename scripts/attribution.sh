@@ -16,6 +16,8 @@ confirm=${2:-180s}
 direct=${3:-300s}
 out=target/attribution
 mkdir -p "$out"
+# psprobe appends to a phase log: a previous run's records would be analysed with this one's.
+rm -f "$out"/*.phases.jsonl
 bin=${PSPROBE_BIN:-target/release/psprobe} # a copy keeps a long run safe from rebuilds
 bench=${PSPROBE_BENCH_BIN:-target/release/psprobe-bench}
 [ -x "$bin" ] && [ -x "$bench" ] || cargo build --release --locked --bins

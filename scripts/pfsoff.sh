@@ -18,6 +18,8 @@ reps=${2:-6}
 version=${3:-10.11}
 out=target/pfsoff-$version
 mkdir -p "$out"
+# psprobe appends to a phase log: a previous run's records would be analysed with this one's.
+rm -f "$out"/*.phases.jsonl
 bin=${PSPROBE_BIN:-target/release/psprobe} # a copy keeps a long run safe from rebuilds
 bench=${PSPROBE_BENCH_BIN:-target/release/psprobe-bench}
 [ -x "$bin" ] && [ -x "$bench" ] || cargo build --release --locked --bins

@@ -22,6 +22,7 @@ mod common;
 
 mod digest_cli;
 mod docker_files;
+mod docs_links;
 mod fingerprint_vs_pt;
 mod grafana_dashboard;
 mod kubernetes_manifests;

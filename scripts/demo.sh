@@ -2,7 +2,7 @@
 # The main job on a fresh machine: set up, then `psprobe demo`: a throwaway mariadbd
 # (performance_schema ON), psprobe in front of it with the controller cycling the six
 # scenarios of the seed study (runtime ones switched fast, pfsoff through restarts), sysbench
-# through psprobe, and an HTML report. About 5 minutes; DEMO_FULL=1 for the run of up to 35 minutes (pfsoff through restarts until +-3 points, at most 20 of them).
+# through psprobe, and an HTML report. About 5 minutes; DEMO_FULL=1 for the run of up to 35 minutes (pfsoff through restarts until +-3 points or for 20 minutes at most).
 #   scripts/demo.sh [-o report.html]
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -83,11 +83,28 @@ fn header(s: &mut String, title: &str, height: f64) {
     );
 }
 
+/// A bar's value and interval as the value column shows it (`, clipped` where the interval
+/// runs past the axis `lo..hi`).
+fn value_text(b: &Bar, unit: &str, lo: f64, hi: f64) -> String {
+    let clipped = b.low.is_some_and(|l| l < lo) || b.high.is_some_and(|h| h > hi);
+    match (b.low, b.high, &b.note) {
+        (Some(l), Some(h), _) => format!(
+            "{:+.1}{unit} ({:+.1}..{:+.1}){}",
+            b.value,
+            l,
+            h,
+            if clipped { ", clipped" } else { "" }
+        ),
+        (_, _, Some(note)) => format!("{:+.1}{unit}: {note}", b.value),
+        _ => format!("{:+.1}{unit}", b.value),
+    }
+}
+
 /// Horizontal bars around a zero line, with interval whiskers, an x axis with round ticks in
 /// `unit`, and each bar's value and interval as text in a column right of the plot.
 pub fn bars_with_whiskers(title: &str, unit: &str, bars: &[Bar]) -> String {
     let row = 34.0;
-    let (left, right, top, bottom) = (250.0, 190.0, 40.0, 44.0);
+    let (left, top, bottom) = (250.0, 40.0, 44.0);
     let height = top + row * bars.len() as f64 + bottom;
     // The axis fits the values and, within reason, their intervals: a huge interval (few
     // blocks) is clipped at the edge (and drawn open) rather than squashing every bar.
@@ -98,6 +115,12 @@ pub fn bars_with_whiskers(title: &str, unit: &str, bars: &[Bar]) -> String {
         .fold(values, |m, v| m.max(v.abs().min(values * 3.0)));
     let ticks = nice_ticks(-reach, reach, 6);
     let (lo, hi) = (ticks[0], ticks[ticks.len() - 1]);
+    let texts: Vec<String> = bars.iter().map(|b| value_text(b, unit, lo, hi)).collect();
+    // The value column is as wide as its longest text (a clipped interval's is long).
+    let right = texts
+        .iter()
+        .fold(190.0f64, |w, t| w.max(text_width(t) + 24.0))
+        .min(WIDTH - left - 200.0);
     let plot = WIDTH - left - right;
     let x = |v: f64| left + (v.clamp(lo, hi) - lo) / (hi - lo) * plot;
     let mut s = String::new();
@@ -161,24 +184,12 @@ pub fn bars_with_whiskers(title: &str, unit: &str, bars: &[Bar]) -> String {
                 }
             }
         }
-        let clipped = b.low.is_some_and(|l| l < lo) || b.high.is_some_and(|h| h > hi);
-        let text = match (b.low, b.high, &b.note) {
-            (Some(l), Some(h), _) => format!(
-                "{:+.1}{unit} ({:+.1}..{:+.1}){}",
-                b.value,
-                l,
-                h,
-                if clipped { ", clipped" } else { "" }
-            ),
-            (_, _, Some(note)) => format!("{:+.1}{unit}: {note}", b.value),
-            _ => format!("{:+.1}{unit}", b.value),
-        };
         let _ = write!(
             s,
             r#"<text x="{}" y="{}" class="value">{}</text>"#,
             WIDTH - right + 12.0,
             cy + 4.0,
-            escape(&text)
+            escape(&texts[i])
         );
     }
     s.push_str("</svg>");
@@ -530,6 +541,28 @@ mod tests {
             svg.contains(&format!("<title>{long}</title>{cut}</text>")),
             "{svg}"
         );
+    }
+
+    #[test]
+    fn a_clipped_interval_s_long_value_label_stays_inside_the_chart() {
+        let bars = [Bar {
+            label: "pfsoff".into(),
+            value: 5.0,
+            low: Some(-18.0),
+            high: Some(34.4),
+            note: None,
+        }];
+        let svg = bars_with_whiskers("t", "%", &bars);
+        let text = "+5.0% (-18.0..+34.4), clipped";
+        let at = svg.find(&format!(">{text}<")).expect("the value label");
+        let head = &svg[..at];
+        let x: f64 = head[head.rfind("<text x=\"").unwrap() + 9..]
+            .split('"')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(x + text_width(text) <= WIDTH, "{x} + {}", text_width(text));
     }
 
     #[test]

@@ -368,6 +368,48 @@ fn a_budget_decodes_frames_that_inflate_a_thousandfold_in_bounded_steps() {
     }
 }
 
+/// A zip bomb that lies about its length (declares 1,000 bytes, inflates to 16 MiB): with or
+/// without a budget, decoding stops with an error after at most the declared length plus one
+/// output buffer, however the frame is split, and the decoder ignores what follows.
+#[test]
+fn a_zip_bomb_is_not_inflated_past_its_declared_length() {
+    let bomb = zlib(&vec![0u8; MAX_UNCOMPRESSED_LEN]);
+    let wire = [frame_bytes(0, &bomb, 1000), stored_frame(1, b"after")].concat();
+    for budget in [1, 4096, usize::MAX] {
+        for chunks in [vec![&wire[..]], split_every(&wire, 512)] {
+            let mut d = Decompressor::new(Algorithm::Zlib);
+            let mut emitted = 0;
+            let mut result = Ok(Decoded::Done);
+            for c in &chunks {
+                result = d.feed_within(c, budget, |p| {
+                    emitted += p.len();
+                    ControlFlow::Continue(())
+                });
+                while result == Ok(Decoded::More) {
+                    result = d.resume(budget, |p| {
+                        emitted += p.len();
+                        ControlFlow::Continue(())
+                    });
+                }
+                if result.is_err() {
+                    break;
+                }
+            }
+            assert_eq!(
+                result,
+                Err(DecodeError::TooLong { declared: 1000 }),
+                "budget {budget}"
+            );
+            assert!(emitted <= 1000 + OUTPUT_CHUNK, "{emitted} bytes emitted");
+            assert!(!d.is_behind());
+            assert_eq!(
+                d.feed_within(b"more", budget, |_| ControlFlow::Continue(())),
+                Ok(Decoded::Stopped)
+            );
+        }
+    }
+}
+
 /// Bytes fed while the decoder is behind come after what it kept, never before.
 #[test]
 fn input_fed_while_behind_is_decoded_after_the_backlog() {

@@ -11,6 +11,7 @@ use common::cli::{DATABASE, PASSWORD, USER};
 use common::mariadb::MariaDb;
 use common::observed::wait_for;
 use common::probe::Probe;
+use common::tls_server::{TlsServer, Version};
 use common::wire::{login, packet};
 
 /// Logs in, sends `sql`, shuts down the sending side, and reads until the other side closes.
@@ -61,4 +62,39 @@ fn relay_carries_a_client_half_close_and_delivers_the_answer() {
             && s.get("psprobe_connections_total", &[]) >= 2.0
     });
     assert_eq!(s.get("psprobe_parse_errors_total", &[]), 0.0, "{}", s.text);
+}
+
+/// The same over a TLS leg to the server (`--server-tls required`, the client plain): the
+/// half-close reaches the server as close_notify, then the TCP half-close.
+#[test]
+fn relay_carries_a_client_half_close_over_a_tls_server_leg() {
+    let db = TlsServer::start(Version::V10_11, &[]);
+    let state = tempfile::tempdir().expect("state dir");
+    let probe = Probe::start(
+        &db.addr(),
+        &[
+            "--state-dir",
+            state.path().to_str().expect("utf-8 path"),
+            "--server-tls",
+            "required",
+        ],
+    );
+    let sql = "SELECT SLEEP(1) AS s, REPEAT('x', 5000000) AS big";
+    let direct = half_closed_exchange(&db.addr(), sql);
+    let through = half_closed_exchange(probe.proxy_addr(), sql);
+    assert!(direct.len() > 5_000_000, "{} bytes direct", direct.len());
+    assert!(
+        direct == through,
+        "{} bytes direct, {} through psprobe, or different bytes",
+        direct.len(),
+        through.len()
+    );
+    wait_for(
+        &probe,
+        "the connection closed, its server leg encrypted",
+        |s| {
+            s.get("psprobe_connections_active", &[]) == 0.0
+                && s.get("psprobe_connections_total", &[]) >= 1.0
+        },
+    );
 }

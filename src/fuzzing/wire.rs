@@ -7,7 +7,8 @@ use psprobe_core::protocol::{
     binary_value, cleartext_plugin, count_connect_attrs, execute_header, is_eof,
     is_rows_terminator, parse_change_user, parse_client_hello, parse_eof_status, parse_err_code,
     parse_greeting, parse_ok, query_text, server_asks_for_cleartext, statement_id,
-    terminator_status, Algorithm, Capabilities, Decompressor, Deframer, PacketView, ResponseShape,
+    terminator_status, Algorithm, Capabilities, Decoded, Decompressor, Deframer, PacketView,
+    ResponseShape,
 };
 use psprobe_core::session::{ResponseReader, Step, CLIENT_CAPTURE_LIMIT, SERVER_CAPTURE_LIMIT};
 
@@ -168,27 +169,32 @@ pub(super) fn command(data: &[u8]) {
     let _ = reader.outcome();
 }
 
-fn decompress(algorithm: Algorithm, pieces: &[&[u8]]) -> (Vec<u8>, bool, bool) {
+/// Decodes `pieces` in order, each with a decode budget of `budget` bytes a call (resumed
+/// until it is decoded, as the relay does between turns).
+fn decompress(algorithm: Algorithm, pieces: &[&[u8]], budget: usize) -> (Vec<u8>, bool, bool) {
     let mut d = Decompressor::new(algorithm);
     let mut out = Vec::new();
     let mut failed = false;
     for piece in pieces {
-        match d.feed(piece, |plain| {
+        let mut collect = |plain: &[u8]| {
             out.extend_from_slice(plain);
             ControlFlow::Continue(())
-        }) {
-            Ok(ControlFlow::Continue(())) => {}
-            Ok(ControlFlow::Break(())) | Err(_) => {
-                failed = true;
-                break;
-            }
+        };
+        let mut step = d.feed_within(piece, budget, &mut collect);
+        while step == Ok(Decoded::More) {
+            step = d.resume(budget, &mut collect);
+        }
+        if !matches!(step, Ok(Decoded::Done)) {
+            failed = true;
+            break;
         }
     }
     (out, failed, d.is_at_boundary())
 }
 
 /// The compressed-protocol decoder (zlib or zstd frames): what it emits and whether it fails
-/// does not depend on the chunk boundaries, and it never emits more than the frames declare.
+/// does not depend on the chunk boundaries or on a decode budget, and it never emits more than
+/// the frames declare.
 pub(super) fn compress(data: &[u8]) {
     let mut input = Input::new(data);
     let algorithm = if input.byte() % 2 == 0 {
@@ -196,10 +202,12 @@ pub(super) fn compress(data: &[u8]) {
     } else {
         Algorithm::Zstd
     };
+    // 1 to 16 KiB decoded bytes a step; the whole stream is decoded without a budget.
+    let budget = 1 + usize::from(input.byte()) * 64;
     let cuts = input.cuts();
     let stream = input.rest();
-    let whole = decompress(algorithm, &[stream]);
-    let split = decompress(algorithm, &chunks(stream, &cuts));
+    let whole = decompress(algorithm, &[stream], usize::MAX);
+    let split = decompress(algorithm, &chunks(stream, &cuts), budget);
     // A failure stops at once, so what was emitted before it may differ by a chunk's worth;
     // success and the bytes of a stream that decodes must not.
     assert_eq!(

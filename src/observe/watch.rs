@@ -17,6 +17,11 @@ use super::connections::{LiveConnection, Tracked};
 use super::{ConnectionRecorder, Observer};
 use crate::metrics::{Direction, ProxyMetrics, TlsCarriage};
 
+/// Decoded bytes of a compressed connection observed in one step (well under a millisecond
+/// of inflating): a 16 MiB frame that came in 16 KiB is decoded over many of the relay's
+/// turns, not in one while other connections' bytes wait.
+pub(crate) const DECODE_STEP: usize = 256 * 1024;
+
 /// Which way a direction carries bytes.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Side {
@@ -59,8 +64,12 @@ pub(crate) struct Watch<'a> {
 impl<'a> Watch<'a> {
     /// The watch of a connection accepted at `now`, recording into `observer` and `live`.
     pub(crate) fn new(observer: &'a Observer, live: &'a LiveConnection, now: Instant) -> Self {
+        let mut session = Session::new(now);
+        // A compressed chunk that inflates to megabytes is decoded in steps between other
+        // connections' bytes (the relay calls `catch_up`), not in one go.
+        session.set_decode_budget(Some(DECODE_STEP));
         Watch {
-            session: Session::new(now),
+            session,
             sink: live.track(ConnectionRecorder::new(observer)),
             metrics: &observer.metrics,
             carriage: None,
@@ -79,6 +88,17 @@ impl<'a> Watch<'a> {
             }
         }
         self.after(side);
+    }
+
+    /// A compressed chunk already relayed is not wholly decoded yet: the relay reads nothing
+    /// more on this connection and calls [`Watch::catch_up`] a step a turn.
+    pub(crate) fn behind(&self) -> bool {
+        self.session.is_behind()
+    }
+
+    /// Decodes the next step (at most [`DECODE_STEP`] bytes) of what is behind.
+    pub(crate) fn catch_up(&mut self) {
+        self.session.catch_up(&mut self.sink);
     }
 
     /// Feeds a whole connection-phase packet to the session before the proxy acts on it; its

@@ -136,10 +136,11 @@ async fn connection_phase(
                     "client {peer}: could not connect to upstream {} (psprobe restarts it): {e}",
                     settings.upstream
                 );
-            } else {
+            } else if let Some(left_out) = shared.logs.upstream_errors.check() {
                 tracing::warn!(
-                    "client {peer}: could not connect to upstream {}: {e}",
-                    settings.upstream
+                    "client {peer}: could not connect to upstream {}: {e}{}",
+                    settings.upstream,
+                    more(left_out)
                 );
             }
             upstream::refuse_client(&mut client, &settings.upstream, &e).await;
@@ -161,6 +162,7 @@ async fn connection_phase(
     let ctx = Ctx {
         tls: &shared.tls,
         metrics,
+        logs: &shared.logs,
         peer,
         upstream: &settings.upstream,
     };

@@ -29,11 +29,13 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::{client, server, TlsAcceptor};
 
+use crate::log_limit::more;
 use crate::metrics::ProxyMetrics;
 use crate::observe::watch::{ClientHello, Side, Unsent, Watch};
 use crate::tls::{Cause, ClientTls, Leg, ServerTls, TlsRuntime};
 
 use super::packet_io::{handshake_error, Got, PacketBuf};
+use super::FloodLogs;
 
 /// The client leg after the connection phase.
 pub(crate) enum ClientLeg {
@@ -61,6 +63,8 @@ pub(crate) struct Ctx<'a> {
     pub tls: &'a TlsRuntime,
     /// Where handshake failures and refused logins are counted.
     pub metrics: &'a ProxyMetrics,
+    /// Where lines a flood of clients would repeat are rate limited.
+    pub logs: &'a FloodLogs,
     pub peer: SocketAddr,
     pub upstream: &'a str,
 }
@@ -455,12 +459,17 @@ async fn goodbye(client: &mut server::TlsStream<TcpStream>, seq: u8, message: &s
 
 fn fail(ctx: &Ctx<'_>, leg: Leg, cause: Cause, message: &str) {
     ctx.metrics.transport.record_handshake_failure(leg, cause);
-    tracing::warn!(
-        "client {}: {message} ({} leg, {}); connection closed",
-        ctx.peer,
-        leg.label(),
-        cause.label()
-    );
+    // Counted per failure (the metric above); logged at most once a second per leg and cause,
+    // with the count left out.
+    if let Some(left_out) = ctx.logs.tls_failure(leg, cause).check() {
+        tracing::warn!(
+            "client {}: {message} ({} leg, {}); connection closed{}",
+            ctx.peer,
+            leg.label(),
+            cause.label(),
+            more(left_out)
+        );
+    }
 }
 
 /// A handshake future bounded by the handshake timeout.

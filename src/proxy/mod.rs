@@ -27,7 +27,7 @@ use tokio::task::JoinSet;
 use crate::log_limit::{more, RateLimited};
 use crate::metrics::Refusal;
 use crate::observe::Observer;
-use crate::tls::TlsRuntime;
+use crate::tls::{Cause, Leg, TlsRuntime};
 
 pub(crate) use config::{MaxConnections, ProxySettings};
 pub(crate) use reload::reload_on_sighup;
@@ -37,6 +37,21 @@ pub(crate) struct FloodLogs {
     pub accept_errors: RateLimited,
     pub refusals: RateLimited,
     pub handshake_timeouts: RateLimited,
+    /// Failed TLS handshakes, one limit per leg and cause (so each kind still gets its line):
+    /// a client that failed them in a loop wrote 7,000 lines in 10 s before.
+    pub tls_failures: [[RateLimited; Cause::ALL.len()]; Leg::ALL.len()],
+    /// The upstream refused or did not answer a connect: every client of a server that is
+    /// down fails the same way.
+    pub upstream_errors: RateLimited,
+}
+
+impl FloodLogs {
+    /// The limit of TLS handshake failures on `leg` for `cause`.
+    pub(crate) fn tls_failure(&self, leg: Leg, cause: Cause) -> &RateLimited {
+        let leg = Leg::ALL.iter().position(|l| *l == leg).unwrap_or(0);
+        let cause = Cause::ALL.iter().position(|c| *c == cause).unwrap_or(0);
+        &self.tls_failures[leg][cause]
+    }
 }
 
 const FLOOD_LOG_EVERY: Duration = Duration::from_secs(1);
@@ -83,6 +98,10 @@ pub(crate) async fn serve(
             accept_errors: RateLimited::new(FLOOD_LOG_EVERY),
             refusals: RateLimited::new(FLOOD_LOG_EVERY),
             handshake_timeouts: RateLimited::new(FLOOD_LOG_EVERY),
+            tls_failures: std::array::from_fn(|_| {
+                std::array::from_fn(|_| RateLimited::new(FLOOD_LOG_EVERY))
+            }),
+            upstream_errors: RateLimited::new(FLOOD_LOG_EVERY),
         },
         fd_freed: Notify::new(),
     });

@@ -19,6 +19,18 @@
 //! keep encrypted bytes after accepting plaintext, so a direction flushes its writer before it
 //! reads again (a no-op on TCP).
 //!
+//! A client's EOF is a half-close until the server says otherwise: some tools send a query and
+//! then shut down their sending side (`shutdown(SHUT_WR)`) and read the answer to the end.
+//! What the client sent is delivered, then the server's write side is shut down (on TLS,
+//! close_notify first), and the server's answer is still relayed until the server closes,
+//! which mariadbd does once it has answered and read the EOF. A server's EOF ends the
+//! connection (after what it sent is delivered): MySQL servers never half-close, and a client
+//! left open by a server that is gone would hold psprobe's descriptors for nothing.
+//!
+//! Fairness: one connection moves at most [`FAIR_SHARE`] bytes a turn, then its task yields
+//! until its worker has looked for ready sockets, so a few connections streaming large results
+//! do not make the others' small queries wait behind megabytes of copying.
+//!
 //! Must not: allocate per chunk, parse or count what it relays (the watch does), or wait on
 //! anything but the two peers and the cut.
 
@@ -36,6 +48,12 @@ use crate::observe::watch::{Side, Watch};
 
 /// Bytes read per direction at a time.
 pub(crate) const RELAY_BUFFER: usize = 32 * 1024;
+
+/// Bytes a connection moves in one turn before it lets the others go first. tokio's own
+/// budget (128 socket operations) let a streaming connection copy 2 MiB a turn: with 100
+/// clients pulling large results, a small query waited behind 200 MiB of copying on a busy
+/// host. 256 KiB is eight reads, enough that a stream spends its time copying, not yielding.
+pub(crate) const FAIR_SHARE: usize = 256 * 1024;
 
 thread_local! {
     /// Where every relay on this thread reads into. Only used inside one synchronous poll
@@ -79,6 +97,7 @@ impl Pending {
 /// How a relayed connection ended.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum RelayEnd {
+    /// The client closed first (the server's answer to what it sent was still relayed).
     ClientClosed,
     ServerClosed,
     Shutdown,
@@ -86,7 +105,8 @@ pub(crate) enum RelayEnd {
 
 /// What one direction did in one step.
 enum Step {
-    Moved,
+    /// Bytes read or written.
+    Moved(usize),
     Closed,
 }
 
@@ -97,11 +117,17 @@ struct Relay<'a, 'w, C, U> {
     watch: &'a mut Watch<'w>,
     up: Pending,
     down: Pending,
-    /// Once a side has closed, what it sent is still delivered before the relay ends.
+    /// The client sent its EOF: nothing more is read from it; once what it sent has gone on,
+    /// the server's write side is shut down and its answer still relayed.
+    client_eof: bool,
+    /// The server's write side has been shut down after the client's EOF.
+    upstream_shut: bool,
+    /// The relay ends once what the other side is owed has been delivered.
     ended: Option<RelayEnd>,
 }
 
-/// Relays until either side closes or fails, or `shutdown` turns true.
+/// Relays until the server closes (or the client closes and the server then does), either
+/// side fails, or `shutdown` turns true.
 pub(crate) async fn relay<C, U>(
     client: &mut C,
     server: &mut U,
@@ -118,6 +144,8 @@ where
         watch,
         up: Pending::default(),
         down: Pending::default(),
+        client_eof: false,
+        upstream_shut: false,
         ended: None,
     };
     // Built once and polled only when the channel has moved: once polled, its waker stays
@@ -151,38 +179,99 @@ async fn cut(mut shutdown: watch::Receiver<bool>) {
     }
 }
 
+/// Lets the worker's other tasks run first: this task is polled again once the worker has
+/// run what is queued and looked for ready sockets (tokio defers a yielding task until then).
+fn yield_turn<T>(cx: &mut Context<'_>) -> Poll<T> {
+    let mut later = pin!(tokio::task::yield_now());
+    // The first poll registers the wake-up and is always pending.
+    let _ = later.as_mut().poll(cx);
+    Poll::Pending
+}
+
 impl<C, U> Relay<'_, '_, C, U>
 where
     C: AsyncRead + AsyncWrite + Unpin,
     U: AsyncRead + AsyncWrite + Unpin,
 {
-    /// Moves data both ways until neither can go on without waiting.
+    /// Moves data both ways until neither can go on without waiting, or this turn's share is
+    /// used.
     fn poll(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<RelayEnd>> {
+        let mut moved = 0;
+        let mut decoded = false;
         loop {
-            let up = self.poll_side(cx, Side::Client)?;
-            let down = self.poll_side(cx, Side::Server)?;
-            for (step, closed) in [
-                (&up, RelayEnd::ClientClosed),
-                (&down, RelayEnd::ServerClosed),
-            ] {
-                if let Poll::Ready(Step::Closed) = step {
-                    self.ended.get_or_insert(closed);
+            if self.watch.behind() {
+                // A chunk relayed earlier still decodes (a large compressed frame): one
+                // bounded step a turn, so other connections' bytes do not wait for it.
+                if decoded {
+                    return yield_turn(cx);
                 }
+                self.watch.catch_up();
+                decoded = true;
+            }
+            // While it is behind, this connection reads nothing more (its own bytes wait for
+            // their observation, bounded by one buffer per direction); what waits is written.
+            let hold = self.watch.behind();
+            let up = self.poll_up(cx, hold)?;
+            let down = self.poll_side(cx, Side::Server, hold || self.ended.is_some())?;
+            if let Poll::Ready(Step::Closed) = up {
+                self.client_eof = true;
+            }
+            if let Poll::Ready(Step::Closed) = down {
+                let first = if self.client_eof {
+                    RelayEnd::ClientClosed
+                } else {
+                    RelayEnd::ServerClosed
+                };
+                self.ended.get_or_insert(first);
             }
             if self.ended.is_some() && self.up.is_empty() && self.down.is_empty() {
                 return Poll::Ready(Ok(self.ended.take().unwrap_or(RelayEnd::Shutdown)));
             }
-            // Both waiting: their wakers are registered (tokio's cooperative budget also
-            // lands here, so a busy stream yields to other connections).
             if up.is_pending() && down.is_pending() {
+                // Both waiting: their wakers are registered (tokio's cooperative budget also
+                // lands here). Still behind: come back for the next step after the others.
+                if self.watch.behind() {
+                    return yield_turn(cx);
+                }
                 return Poll::Pending;
+            }
+            for step in [&up, &down] {
+                if let Poll::Ready(Step::Moved(n)) = step {
+                    moved += n;
+                }
+            }
+            if moved >= FAIR_SHARE {
+                return yield_turn(cx);
             }
         }
     }
 
-    /// One step of one direction: write what is pending, or else read, forward and observe.
-    fn poll_side(&mut self, cx: &mut Context<'_>, side: Side) -> Poll<io::Result<Step>> {
-        let ended = self.ended.is_some();
+    /// The client-to-server direction; after the client's EOF, what it sent is delivered and
+    /// the half-close carried to the server.
+    fn poll_up(&mut self, cx: &mut Context<'_>, hold: bool) -> Poll<io::Result<Step>> {
+        if !self.client_eof {
+            return self.poll_side(cx, Side::Client, hold || self.ended.is_some());
+        }
+        if let Poll::Ready(step) = self.poll_side(cx, Side::Client, true) {
+            return Poll::Ready(step);
+        }
+        if self.up.is_empty() && !self.up.unflushed && !self.upstream_shut {
+            // Best effort: a server already gone shows in the other direction.
+            let _ = ready!(Pin::new(&mut *self.server).poll_shutdown(cx));
+            self.upstream_shut = true;
+        }
+        // Nothing more comes from the client: the other direction (or the cut) wakes the task.
+        Poll::Pending
+    }
+
+    /// One step of one direction: write what is pending, or else (unless `hold`) read,
+    /// forward and observe.
+    fn poll_side(
+        &mut self,
+        cx: &mut Context<'_>,
+        side: Side,
+        hold: bool,
+    ) -> Poll<io::Result<Step>> {
         match side {
             Side::Client => step(
                 cx,
@@ -190,7 +279,7 @@ where
                 &mut *self.client,
                 &mut *self.server,
                 &mut self.up,
-                ended,
+                hold,
                 self.watch,
             ),
             Side::Server => step(
@@ -199,7 +288,7 @@ where
                 &mut *self.server,
                 &mut *self.client,
                 &mut self.down,
-                ended,
+                hold,
                 self.watch,
             ),
         }
@@ -216,7 +305,7 @@ fn step<R, W>(
     from: &mut R,
     to: &mut W,
     pending: &mut Pending,
-    ended: bool,
+    hold: bool,
     watch: &mut Watch<'_>,
 ) -> Poll<io::Result<Step>>
 where
@@ -229,16 +318,16 @@ where
             return Poll::Ready(Err(write_zero()));
         }
         pending.consume(n);
-        return Poll::Ready(Ok(Step::Moved));
+        return Poll::Ready(Ok(Step::Moved(n)));
     }
     if pending.unflushed {
         // TLS: encrypted bytes the writer kept go out before more is read.
         ready!(Pin::new(&mut *to).poll_flush(cx))?;
         pending.unflushed = false;
     }
-    if ended {
-        // Nothing more is read once a side has closed; the other direction or the
-        // shutdown future wakes the task.
+    if hold {
+        // Nothing is read now; the other direction, the shutdown future or the relay's own
+        // yield wakes the task.
         return Poll::Pending;
     }
     SCRATCH.with_borrow_mut(|scratch| {
@@ -262,7 +351,7 @@ where
         let sent = forward(cx, to, chunk, pending);
         watch.observe(side, chunk, now);
         sent?;
-        Poll::Ready(Ok(Step::Moved))
+        Poll::Ready(Ok(Step::Moved(chunk.len())))
     })
 }
 

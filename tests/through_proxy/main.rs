@@ -34,5 +34,8 @@ mod digest_vs_server;
 mod endpoint_abuse;
 mod failure_modes;
 mod mysql_async_through_proxy;
+mod relay_half_close;
+mod relay_log_floods;
+mod relay_slow_readers;
 mod secrets_privacy;
 mod tls_through_proxy;

@@ -13,6 +13,12 @@
 //! frame's declared sizes, output goes through one fixed 32 KiB buffer, zlib keeps its fixed
 //! 32 KiB window, and zstd holds at most one block of input (128 KiB) plus the window its frame
 //! header names, which must fit the frame's declared length (so at most 16 MiB, one packet).
+//!
+//! Work is bounded too: a frame of 16 KiB of zlib (or a few hundred bytes of zstd) inflates to
+//! 16 MiB, so one chunk from the network can hold tens of milliseconds of decoding. Given a
+//! budget ([`Decompressor::feed_within`]), a call stops once it has emitted that many decoded
+//! bytes and keeps what it has not decoded (at most the rest of the chunk it was given);
+//! [`Decompressor::resume`] goes on from there. A proxy decodes in steps between other work.
 
 use std::ops::ControlFlow;
 
@@ -81,6 +87,36 @@ pub enum DecodeError {
     TrailingBytes,
 }
 
+/// How far a call with a budget got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decoded {
+    /// Everything given was decoded.
+    Done,
+    /// The budget ran out: the rest waits for [`Decompressor::resume`].
+    More,
+    /// The consumer stopped (or the decoder had already stopped): nothing more is decoded.
+    Stopped,
+}
+
+/// Where a decoding step ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    Go,
+    /// Budget spent; the current frame's decoder may still hold output.
+    Pause,
+    /// The consumer broke.
+    Stop,
+}
+
+impl From<ControlFlow<()>> for Flow {
+    fn from(flow: ControlFlow<()>) -> Self {
+        match flow {
+            ControlFlow::Continue(()) => Flow::Go,
+            ControlFlow::Break(()) => Flow::Stop,
+        }
+    }
+}
+
 /// The frame being decoded.
 #[derive(Debug, Clone, Copy)]
 struct Frame {
@@ -104,6 +140,11 @@ pub struct Decompressor {
     zlib: Option<Box<flate2::Decompress>>,
     zstd: ZstdFrame,
     failed: bool,
+    /// A call stopped at its budget: the current frame's decoder may hold output, and
+    /// `backlog[backlog_at..]` is input not looked at yet.
+    paused: bool,
+    backlog: Vec<u8>,
+    backlog_at: usize,
 }
 
 impl std::fmt::Debug for Decompressor {
@@ -112,6 +153,7 @@ impl std::fmt::Debug for Decompressor {
             .field("algorithm", &self.algorithm)
             .field("frame", &self.frame)
             .field("failed", &self.failed)
+            .field("paused", &self.paused)
             .finish_non_exhaustive()
     }
 }
@@ -136,6 +178,9 @@ impl Decompressor {
             zlib: None,
             zstd: ZstdFrame::default(),
             failed: false,
+            paused: false,
+            backlog: Vec::new(),
+            backlog_at: 0,
         }
     }
 
@@ -149,40 +194,125 @@ impl Decompressor {
         self.last_seq
     }
 
-    /// True when the stream ends on a frame boundary.
+    /// True when the stream ends on a frame boundary (and nothing waits to be decoded).
     pub fn is_at_boundary(&self) -> bool {
-        self.header_filled == 0 && self.frame.is_none()
+        self.header_filled == 0 && self.frame.is_none() && !self.paused
+    }
+
+    /// A call with a budget stopped before the end of what it was given:
+    /// [`Decompressor::resume`] goes on.
+    pub fn is_behind(&self) -> bool {
+        self.paused && !self.failed
     }
 
     /// Decodes a chunk of the compressed stream, handing decoded bytes to `emit` in order.
     /// Stops (without error) when `emit` breaks. After a break or an error the decoder ignores
     /// further input.
-    pub fn feed<F>(&mut self, mut data: &[u8], mut emit: F) -> Result<ControlFlow<()>, DecodeError>
+    pub fn feed<F>(&mut self, data: &[u8], emit: F) -> Result<ControlFlow<()>, DecodeError>
+    where
+        F: FnMut(&[u8]) -> ControlFlow<()>,
+    {
+        Ok(match self.feed_within(data, usize::MAX, emit)? {
+            Decoded::Done | Decoded::More => ControlFlow::Continue(()),
+            Decoded::Stopped => ControlFlow::Break(()),
+        })
+    }
+
+    /// Like [`Decompressor::feed`], but returns once about `budget` decoded bytes have been
+    /// emitted (at least one piece, so every call makes progress); the rest of `data` is kept
+    /// (copied) for [`Decompressor::resume`]. Given more input while behind, it first decodes
+    /// what it kept, however long that takes: bytes are never decoded out of order.
+    pub fn feed_within<F>(
+        &mut self,
+        data: &[u8],
+        budget: usize,
+        mut emit: F,
+    ) -> Result<Decoded, DecodeError>
+    where
+        F: FnMut(&[u8]) -> ControlFlow<()>,
+    {
+        if self.is_behind() && self.resume(usize::MAX, &mut emit)? == Decoded::Stopped {
+            return Ok(Decoded::Stopped);
+        }
+        if self.failed {
+            return Ok(Decoded::Stopped);
+        }
+        let mut rest = data;
+        // At least one piece a call: a budget only reaches 0 by decoding.
+        let mut left = budget.max(1);
+        let flow = self.feed_inner(&mut rest, &mut left, &mut emit);
+        if let Ok(Flow::Pause) = flow {
+            // At most the rest of this chunk, into a buffer kept for the connection's life.
+            self.backlog.clear();
+            self.backlog.extend_from_slice(rest);
+            self.backlog_at = 0;
+        }
+        self.settle(flow)
+    }
+
+    /// Goes on decoding what a call with a budget left, for at most about `budget` more
+    /// decoded bytes.
+    pub fn resume<F>(&mut self, budget: usize, mut emit: F) -> Result<Decoded, DecodeError>
     where
         F: FnMut(&[u8]) -> ControlFlow<()>,
     {
         if self.failed {
-            return Ok(ControlFlow::Break(()));
+            return Ok(Decoded::Stopped);
         }
-        let result = self.feed_inner(&mut data, &mut emit);
-        // Once the consumer stopped (or the stream was bad) the frame state is no longer
-        // trusted: the decoder ignores whatever follows.
-        if !matches!(result, Ok(ControlFlow::Continue(()))) {
-            self.failed = true;
+        if !self.paused {
+            return Ok(Decoded::Done);
         }
-        result
+        let backlog = std::mem::take(&mut self.backlog);
+        let mut rest = backlog.get(self.backlog_at..).unwrap_or_default();
+        let mut left = budget.max(1);
+        let flow = self.feed_inner(&mut rest, &mut left, &mut emit);
+        let at = backlog.len() - rest.len();
+        self.backlog = backlog;
+        if let Ok(Flow::Pause) = flow {
+            self.backlog_at = at;
+        } else {
+            self.backlog.clear();
+            self.backlog_at = 0;
+        }
+        self.settle(flow)
+    }
+
+    fn settle(&mut self, flow: Result<Flow, DecodeError>) -> Result<Decoded, DecodeError> {
+        match flow {
+            Ok(Flow::Go) => Ok(Decoded::Done),
+            Ok(Flow::Pause) => Ok(Decoded::More),
+            // Once the consumer stopped (or the stream was bad) the frame state is no longer
+            // trusted: the decoder ignores whatever follows.
+            Ok(Flow::Stop) => {
+                self.failed = true;
+                Ok(Decoded::Stopped)
+            }
+            Err(e) => {
+                self.failed = true;
+                Err(e)
+            }
+        }
     }
 
     fn feed_inner<F>(
         &mut self,
         data: &mut &[u8],
+        budget: &mut usize,
         emit: &mut F,
-    ) -> Result<ControlFlow<()>, DecodeError>
+    ) -> Result<Flow, DecodeError>
     where
         F: FnMut(&[u8]) -> ControlFlow<()>,
     {
-        while !data.is_empty() {
+        // Paused: the current frame's decoder goes on first, even with no new input.
+        while !data.is_empty() || self.paused {
+            if *budget == 0 {
+                // Spent on earlier frames of this call: the next one waits (resumable here:
+                // the header and frame state are kept, `data` is what is left).
+                self.paused = true;
+                return Ok(Flow::Pause);
+            }
             let Some(mut frame) = self.frame else {
+                self.paused = false;
                 let take = (COMPRESSED_HEADER_LEN - self.header_filled).min(data.len());
                 self.header[self.header_filled..self.header_filled + take]
                     .copy_from_slice(&data[..take]);
@@ -201,25 +331,30 @@ impl Decompressor {
                 continue;
             };
             let take = frame.remaining.min(data.len());
-            let (input, rest) = data.split_at(take);
-            *data = rest;
-            frame.remaining -= take;
-            let last = frame.remaining == 0;
-            let flow = if frame.declared == 0 {
+            let input = &data[..take];
+            // This input reaches the end of the frame's payload.
+            let ends = take == frame.remaining;
+            let (used, flow) = if frame.declared == 0 {
+                // Stored: as long as its input; counted like decoded bytes.
                 frame.produced += input.len();
-                emit(input)
+                *budget = budget.saturating_sub(take);
+                (take, Flow::from(emit(input)))
             } else {
                 match self.algorithm {
-                    Algorithm::Zlib => self.inflate(input, last, &mut frame, emit)?,
-                    Algorithm::Zstd => self.unzstd(input, last, &mut frame, emit)?,
+                    Algorithm::Zlib => self.inflate(input, ends, &mut frame, budget, emit)?,
+                    Algorithm::Zstd => self.unzstd(input, ends, &mut frame, budget, emit)?,
                 }
             };
+            *data = &data[used..];
+            frame.remaining -= used;
+            self.paused = flow == Flow::Pause;
+            let last = frame.remaining == 0 && flow == Flow::Go;
             self.frame = if last { None } else { Some(frame) };
             // A consumer that stopped (observation ended) stopped the decoding too: the frame
             // is short because of that, not corrupt. Reporting it as an error made the session
             // stop observing a second time (found by the `session` fuzz target).
-            if flow.is_break() {
-                return Ok(ControlFlow::Break(()));
+            if flow != Flow::Go {
+                return Ok(flow);
             }
             if last && frame.declared != 0 && frame.produced != frame.declared {
                 return Err(DecodeError::LengthMismatch {
@@ -228,7 +363,7 @@ impl Decompressor {
                 });
             }
         }
-        Ok(ControlFlow::Continue(()))
+        Ok(Flow::Go)
     }
 
     fn start_frame(&mut self) -> Result<(), DecodeError> {
@@ -261,27 +396,32 @@ impl Decompressor {
         Ok(())
     }
 
+    /// Inflates `input` (all of the frame's payload that is here; `last`: its end is too):
+    /// how many of its bytes were used (fewer than all only when the budget ran out) and how
+    /// the step ended.
     fn inflate<F>(
         &mut self,
-        mut input: &[u8],
+        input: &[u8],
         last: bool,
         frame: &mut Frame,
+        budget: &mut usize,
         emit: &mut F,
-    ) -> Result<ControlFlow<()>, DecodeError>
+    ) -> Result<(usize, Flow), DecodeError>
     where
         F: FnMut(&[u8]) -> ControlFlow<()>,
     {
         let Some(z) = self.zlib.as_deref_mut() else {
             return Err(DecodeError::Zlib);
         };
+        let mut rest = input;
         loop {
             let (in_before, out_before) = (z.total_in(), z.total_out());
             let status = z
-                .decompress(input, &mut self.out, flate2::FlushDecompress::None)
+                .decompress(rest, &mut self.out, flate2::FlushDecompress::None)
                 .map_err(|_| DecodeError::Zlib)?;
             let consumed = (z.total_in() - in_before) as usize;
             let produced = (z.total_out() - out_before) as usize;
-            input = &input[consumed..];
+            rest = rest.get(consumed..).unwrap_or_default();
             if produced > 0 {
                 frame.produced += produced;
                 if frame.produced > frame.declared {
@@ -289,15 +429,16 @@ impl Decompressor {
                         declared: frame.declared,
                     });
                 }
+                *budget = budget.saturating_sub(produced);
                 if emit(&self.out[..produced]).is_break() {
-                    return Ok(ControlFlow::Break(()));
+                    return Ok((input.len() - rest.len(), Flow::Stop));
                 }
             }
             if status == flate2::Status::StreamEnd {
-                if !input.is_empty() || !last {
+                if !rest.is_empty() || !last {
                     return Err(DecodeError::TrailingBytes);
                 }
-                return Ok(ControlFlow::Continue(()));
+                return Ok((input.len(), Flow::Go));
             }
             if consumed == 0 && produced == 0 {
                 // Needs more input. At the frame's end that means the stream was cut short,
@@ -305,25 +446,32 @@ impl Decompressor {
                 if last {
                     return Err(DecodeError::Zlib);
                 }
-                return Ok(ControlFlow::Continue(()));
+                return Ok((input.len(), Flow::Go));
+            }
+            if *budget == 0 {
+                // After progress only, so a caller that resumes always gets further.
+                return Ok((input.len() - rest.len(), Flow::Pause));
             }
         }
     }
 
+    /// Like [`Decompressor::inflate`] for zstd, which keeps its input itself (all is used).
     fn unzstd<F>(
         &mut self,
         input: &[u8],
         last: bool,
         frame: &mut Frame,
+        budget: &mut usize,
         emit: &mut F,
-    ) -> Result<ControlFlow<()>, DecodeError>
+    ) -> Result<(usize, Flow), DecodeError>
     where
         F: FnMut(&[u8]) -> ControlFlow<()>,
     {
+        let used = input.len();
         let zstd = &mut self.zstd;
         zstd.input.extend_from_slice(input);
         if zstd.decoder.is_none() && zstd.input.len() < ZSTD_MAX_FRAME_HEADER && !last {
-            return Ok(ControlFlow::Continue(()));
+            return Ok((used, Flow::Go));
         }
         if zstd.decoder.is_none() {
             // ruzstd reserves the window the frame header asks for (up to 100 MiB) before it
@@ -368,12 +516,16 @@ impl Decompressor {
                         declared: frame.declared,
                     });
                 }
+                *budget = budget.saturating_sub(written);
                 if emit(&self.out[..written]).is_break() {
-                    return Ok(ControlFlow::Break(()));
+                    return Ok((used, Flow::Stop));
                 }
             }
             if consumed == 0 && written == 0 {
                 break;
+            }
+            if *budget == 0 {
+                return Ok((used, Flow::Pause));
             }
         }
         if last {
@@ -384,7 +536,7 @@ impl Decompressor {
                 return Err(DecodeError::TrailingBytes);
             }
         }
-        Ok(ControlFlow::Continue(()))
+        Ok((used, Flow::Go))
     }
 }
 

@@ -58,6 +58,47 @@ fn decode(algorithm: Algorithm, chunks: &[&[u8]]) -> Result<Vec<u8>, DecodeError
     Ok(out)
 }
 
+/// Feeds `chunks` with a decode budget, resuming until each chunk is decoded (as a proxy
+/// does between other connections' work): the decoded stream, or the first error. Checks that
+/// no call emits much more than its budget.
+fn decode_in_steps(
+    algorithm: Algorithm,
+    chunks: &[&[u8]],
+    budget: usize,
+) -> Result<Vec<u8>, DecodeError> {
+    let mut d = Decompressor::new(algorithm);
+    let mut out = Vec::new();
+    for c in chunks {
+        let mut step = 0;
+        let mut decoded = d.feed_within(c, budget, |piece| {
+            step += piece.len();
+            out.extend_from_slice(piece);
+            ControlFlow::Continue(())
+        })?;
+        assert!(
+            step < budget.max(1) + OUTPUT_CHUNK,
+            "{step} bytes in one call"
+        );
+        while decoded == Decoded::More {
+            assert!(d.is_behind());
+            let mut step = 0;
+            decoded = d.resume(budget, |piece| {
+                step += piece.len();
+                out.extend_from_slice(piece);
+                ControlFlow::Continue(())
+            })?;
+            assert!(
+                step < budget.max(1) + OUTPUT_CHUNK,
+                "{step} bytes in one step"
+            );
+        }
+        assert_eq!(decoded, Decoded::Done);
+        assert!(!d.is_behind());
+    }
+    assert!(d.is_at_boundary(), "stream ended mid-frame");
+    Ok(out)
+}
+
 fn split_every(bytes: &[u8], step: usize) -> Vec<&[u8]> {
     bytes.chunks(step.max(1)).collect()
 }
@@ -307,6 +348,112 @@ fn a_consumer_that_stops_mid_frame_is_no_decode_error() {
     assert_eq!(flow, Ok(ControlFlow::Break(())));
 }
 
+/// 16 MiB frames of zeros (16 KiB of zlib, a few hundred bytes of zstd each), several in one
+/// chunk: with a budget, each call decodes a bounded step, and the steps add up to the same
+/// bytes as decoding all at once.
+#[test]
+fn a_budget_decodes_frames_that_inflate_a_thousandfold_in_bounded_steps() {
+    let zeros = vec![0u8; MAX_UNCOMPRESSED_LEN];
+    for algorithm in [Algorithm::Zlib, Algorithm::Zstd] {
+        let frame = mysql_frame(algorithm, 0, &zeros, 3);
+        assert!(frame.len() < 20_000, "{} bytes", frame.len());
+        let wire = [frame.clone(), stored_frame(1, b"tail"), frame].concat();
+        let expected = [&zeros[..], b"tail", &zeros[..]].concat();
+        for budget in [0, 1, 100_000, 1 << 20] {
+            for chunks in [vec![&wire[..]], split_every(&wire, 4096)] {
+                let got = decode_in_steps(algorithm, &chunks, budget).expect("decodes");
+                assert!(got == expected, "{algorithm:?} budget {budget}");
+            }
+        }
+    }
+}
+
+/// A zip bomb that lies about its length (declares 1,000 bytes, inflates to 16 MiB): with or
+/// without a budget, decoding stops with an error after at most the declared length plus one
+/// output buffer, however the frame is split, and the decoder ignores what follows.
+#[test]
+fn a_zip_bomb_is_not_inflated_past_its_declared_length() {
+    let bomb = zlib(&vec![0u8; MAX_UNCOMPRESSED_LEN]);
+    let wire = [frame_bytes(0, &bomb, 1000), stored_frame(1, b"after")].concat();
+    for budget in [1, 4096, usize::MAX] {
+        for chunks in [vec![&wire[..]], split_every(&wire, 512)] {
+            let mut d = Decompressor::new(Algorithm::Zlib);
+            let mut emitted = 0;
+            let mut result = Ok(Decoded::Done);
+            for c in &chunks {
+                result = d.feed_within(c, budget, |p| {
+                    emitted += p.len();
+                    ControlFlow::Continue(())
+                });
+                while result == Ok(Decoded::More) {
+                    result = d.resume(budget, |p| {
+                        emitted += p.len();
+                        ControlFlow::Continue(())
+                    });
+                }
+                if result.is_err() {
+                    break;
+                }
+            }
+            assert_eq!(
+                result,
+                Err(DecodeError::TooLong { declared: 1000 }),
+                "budget {budget}"
+            );
+            assert!(emitted <= 1000 + OUTPUT_CHUNK, "{emitted} bytes emitted");
+            assert!(!d.is_behind());
+            assert_eq!(
+                d.feed_within(b"more", budget, |_| ControlFlow::Continue(())),
+                Ok(Decoded::Stopped)
+            );
+        }
+    }
+}
+
+/// Bytes fed while the decoder is behind come after what it kept, never before.
+#[test]
+fn input_fed_while_behind_is_decoded_after_the_backlog() {
+    let big: Vec<u8> = (0..1_000_000u32).map(|i| (i / 1000) as u8).collect();
+    for algorithm in [Algorithm::Zlib, Algorithm::Zstd] {
+        let wire = [
+            mysql_frame(algorithm, 0, &big, 3),
+            stored_frame(1, b"after"),
+        ]
+        .concat();
+        let (first, second) = wire.split_at(wire.len() - 12);
+        let mut d = Decompressor::new(algorithm);
+        let mut out = Vec::new();
+        let mut collect = |p: &[u8]| {
+            out.extend_from_slice(p);
+            ControlFlow::Continue(())
+        };
+        assert_eq!(
+            d.feed_within(first, 64 * 1024, &mut collect),
+            Ok(Decoded::More)
+        );
+        assert_eq!(
+            d.feed_within(second, 64 * 1024, &mut collect),
+            Ok(Decoded::Done)
+        );
+        assert!(out == [&big[..], b"after"].concat(), "{algorithm:?}");
+        assert!(d.is_at_boundary());
+    }
+}
+
+/// A consumer that stops during a resumed step stops the decoder for good, as in one call.
+#[test]
+fn a_consumer_that_stops_while_resuming_stops_the_decoder() {
+    let big = vec![7u8; 500_000];
+    let wire = mysql_frame(Algorithm::Zlib, 0, &big, 3);
+    let mut d = Decompressor::new(Algorithm::Zlib);
+    let keep = |_: &[u8]| ControlFlow::Continue(());
+    assert_eq!(d.feed_within(&wire, 1, keep), Ok(Decoded::More));
+    let stop = |_: &[u8]| ControlFlow::Break(());
+    assert_eq!(d.resume(1, stop), Ok(Decoded::Stopped));
+    assert!(!d.is_behind());
+    assert_eq!(d.resume(1, keep), Ok(Decoded::Stopped));
+}
+
 #[test]
 fn sequence_ids_are_read_from_every_header() {
     let wire = [stored_frame(0, b"ab"), stored_frame(1, b"cd")].concat();
@@ -385,6 +532,7 @@ proptest! {
         sizes in proptest::collection::vec(1usize..9000, 1..6),
         cuts in proptest::collection::vec(any::<usize>(), 0..12),
         level in 1i32..6,
+        budget in 0usize..70_000,
     ) {
         let stream = wire_stream(&packets);
         let wire = frames(Algorithm::Zstd, &stream, &sizes, level);
@@ -392,6 +540,7 @@ proptest! {
         let chunks: Vec<&[u8]> = chunks.iter().map(Vec::as_slice).collect();
         let decoded = decode(Algorithm::Zstd, &chunks).expect("decodes");
         prop_assert!(decoded == stream);
+        prop_assert!(decode_in_steps(Algorithm::Zstd, &chunks, budget).expect("decodes") == stream);
         let expected: Vec<(u8, Vec<u8>)> =
             packets.iter().enumerate().map(|(i, p)| (i as u8, p.clone())).collect();
         prop_assert_eq!(packets_of(&decoded), expected);
@@ -402,12 +551,14 @@ proptest! {
         packets in packet_stream(),
         sizes in proptest::collection::vec(1usize..9000, 1..6),
         cuts in proptest::collection::vec(any::<usize>(), 0..12),
+        budget in 0usize..70_000,
     ) {
         let stream = wire_stream(&packets);
         let wire = frames(Algorithm::Zlib, &stream, &sizes, 0);
         let chunks = cut(&wire, &cuts);
         let chunks: Vec<&[u8]> = chunks.iter().map(Vec::as_slice).collect();
         prop_assert!(decode(Algorithm::Zlib, &chunks).expect("decodes") == stream);
+        prop_assert!(decode_in_steps(Algorithm::Zlib, &chunks, budget).expect("decodes") == stream);
     }
 
     #[test]

@@ -21,7 +21,7 @@ pub use auth::{cleartext_plugin, server_asks_for_cleartext};
 pub use capabilities::{Capabilities, CLIENT_DEPRECATE_EOF, CLIENT_SSL};
 pub use command::{binary_value, execute_header, query_text, statement_id};
 pub use command::{CommandKind, ResponseShape};
-pub use compress::{stored_frame, Algorithm, DecodeError, Decompressor};
+pub use compress::{stored_frame, Algorithm, DecodeError, Decoded, Decompressor};
 pub use frame::{encode_packet, read_le24, Deframer, PacketView, HEADER_LEN, MAX_PACKET_PAYLOAD};
 pub use handshake::{count_connect_attrs, parse_change_user, parse_client_hello, parse_greeting};
 pub use handshake::{ChangeUser, ClientHello, Greeting, HandshakeResponse, MalformedAttrs};

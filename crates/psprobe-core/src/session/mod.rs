@@ -10,6 +10,10 @@
 //! ([`Session::tls_established`]: the decrypted stream follows) or not ([`Session::unobserve`]).
 //! Compression: once the server's OK ends authentication on a compressed connection, both
 //! directions are decoded (a copy; see [`crate::protocol::Decompressor`]) before de-framing.
+//! With a decode budget ([`Session::set_decode_budget`]) a chunk whose frames inflate to more
+//! than the budget is decoded in steps: the call returns with the rest kept
+//! ([`Session::is_behind`]), and [`Session::catch_up`] decodes the next step, its events
+//! timed as of the chunk's arrival. A proxy relays other connections' bytes in between.
 
 mod events;
 mod prepared;
@@ -28,7 +32,7 @@ pub use response::{ResponseReader, Step};
 use crate::protocol::auth::cleartext_plugin;
 use crate::protocol::capabilities::*;
 use crate::protocol::command::{self, CommandKind, ResponseShape};
-use crate::protocol::compress::{Algorithm, Decompressor};
+use crate::protocol::compress::{Algorithm, Decoded, Decompressor};
 use crate::protocol::handshake::{parse_client_hello, parse_greeting, ClientHello};
 use crate::protocol::response::{parse_err_code, ERR_HEADER, OK_HEADER};
 use crate::protocol::{Capabilities, Deframer, PacketView};
@@ -88,7 +92,29 @@ pub struct Session {
     server_decoder: Option<Box<Decompressor>>,
     /// When the client packet now being received began to arrive.
     client_packet_start: Instant,
+    /// Decoded bytes one call decodes at most (`usize::MAX`: no limit).
+    decode_budget: usize,
+    /// A chunk a budget cut short, still to be decoded.
+    backlog: Option<Backlog>,
     machine: Machine,
+}
+
+/// What is needed to go on with a chunk a decode budget cut short.
+#[derive(Debug, Clone, Copy)]
+struct Backlog {
+    /// Which direction's decoder holds it.
+    client: bool,
+    /// When the chunk arrived: its events are timed as of then.
+    at: Instant,
+    /// (Client side) no packet of the chunk has completed yet.
+    first: bool,
+}
+
+/// Where the bytes of a decoding step come from.
+#[derive(Clone, Copy)]
+enum Input<'a> {
+    Chunk(&'a [u8]),
+    Backlog,
 }
 
 #[derive(Debug)]
@@ -117,6 +143,8 @@ impl Session {
             client_decoder: None,
             server_decoder: None,
             client_packet_start: now,
+            decode_budget: usize::MAX,
+            backlog: None,
             machine: Machine {
                 phase: Phase::AwaitGreeting,
                 server_caps: 0,
@@ -186,8 +214,45 @@ impl Session {
         }
     }
 
+    /// Decodes at most about `budget` bytes of a compressed chunk per call (and per
+    /// [`Session::catch_up`]); `None`: a call decodes all it is given. Only compressed
+    /// connections are affected: anything else is at most as long as its chunk.
+    pub fn set_decode_budget(&mut self, budget: Option<usize>) {
+        self.decode_budget = budget.unwrap_or(usize::MAX);
+    }
+
+    /// A chunk already fed is not wholly decoded yet (see [`Session::set_decode_budget`]).
+    /// Bytes fed meanwhile are decoded after it, in one go.
+    pub fn is_behind(&self) -> bool {
+        self.backlog.is_some()
+    }
+
+    /// Decodes the next step of what [`Session::is_behind`] says is left.
+    pub fn catch_up<S: EventSink>(&mut self, sink: &mut S) {
+        let Some(backlog) = self.backlog.take() else {
+            return;
+        };
+        if !self.is_observing() {
+            return;
+        }
+        if backlog.client {
+            self.decode_client(Input::Backlog, backlog.at, backlog.first, sink);
+        } else {
+            self.decode_server(Input::Backlog, backlog.at, sink);
+        }
+    }
+
+    /// Whatever a budget left is decoded before newer bytes, in one go: a caller that feeds
+    /// while [`Session::is_behind`] gets the order right and pays the time.
+    fn finish_backlog<S: EventSink>(&mut self, sink: &mut S) {
+        let budget = std::mem::replace(&mut self.decode_budget, usize::MAX);
+        self.catch_up(sink);
+        self.decode_budget = budget;
+    }
+
     /// Feeds bytes the client sent (any chunking), read at `now`; events go to `sink`.
     pub fn on_client_bytes<S: EventSink>(&mut self, data: &[u8], now: Instant, sink: &mut S) {
+        self.finish_backlog(sink);
         if !self.is_observing() {
             return;
         }
@@ -196,44 +261,82 @@ impl Session {
             let _ = self.machine.stop_observing(UnobservedReason::Tls, sink);
             return;
         }
+        self.decode_client(Input::Chunk(data), now, true, sink);
+    }
+
+    /// De-frames (and, compressed, decodes first) client bytes that arrived at `now`;
+    /// `first`: no packet of this chunk has completed yet.
+    fn decode_client<S: EventSink>(
+        &mut self,
+        input: Input<'_>,
+        now: Instant,
+        mut first: bool,
+        sink: &mut S,
+    ) {
         let Session {
             client_frames,
             client_decoder,
             client_packet_start,
+            decode_budget,
+            backlog,
             machine,
             ..
         } = self;
-        let mut first = true;
-        let mut on_plain = |plain: &[u8]| {
-            if client_frames.is_at_boundary() {
-                *client_packet_start = now;
+        let decoded = {
+            let mut on_plain = |plain: &[u8]| {
+                if client_frames.is_at_boundary() {
+                    *client_packet_start = now;
+                }
+                client_frames.feed(plain, |p| {
+                    // Packets after the first one in this chunk began arriving in this chunk.
+                    let started = if first { *client_packet_start } else { now };
+                    first = false;
+                    machine.on_client_packet(&p, started, sink)
+                })
+            };
+            match (client_decoder, input) {
+                (Some(decoder), Input::Chunk(data)) => {
+                    decoder.feed_within(data, *decode_budget, &mut on_plain)
+                }
+                (Some(decoder), Input::Backlog) => decoder.resume(*decode_budget, &mut on_plain),
+                (None, Input::Chunk(data)) => Ok(match on_plain(data) {
+                    ControlFlow::Continue(()) => Decoded::Done,
+                    ControlFlow::Break(()) => Decoded::Stopped,
+                }),
+                (None, Input::Backlog) => Ok(Decoded::Done),
             }
-            client_frames.feed(plain, |p| {
-                // Packets after the first one in this chunk began arriving in this chunk.
-                let started = if first { *client_packet_start } else { now };
-                first = false;
-                machine.on_client_packet(&p, started, sink)
-            })
         };
-        let decoded = match client_decoder {
-            Some(decoder) => decoder.feed(data, &mut on_plain),
-            None => Ok(on_plain(data)),
-        };
+        match decoded {
+            Ok(Decoded::More) => {
+                *backlog = Some(Backlog {
+                    client: true,
+                    at: now,
+                    first,
+                });
+                return;
+            }
+            Ok(_) => {}
+            Err(_) => {
+                let _ = machine.stop_observing(UnobservedReason::CompressionError, sink);
+            }
+        }
         if !first {
             *client_packet_start = now;
-        }
-        if decoded.is_err() {
-            let _ = machine.stop_observing(UnobservedReason::CompressionError, sink);
         }
     }
 
     /// Feeds bytes the server sent (any chunking), read at `now`; events go to `sink`.
     pub fn on_server_bytes<S: EventSink>(&mut self, data: &[u8], now: Instant, sink: &mut S) {
+        self.finish_backlog(sink);
         if !self.is_observing() {
             return;
         }
         if self.machine.phase == Phase::AwaitTls {
             let _ = self.machine.stop_observing(UnobservedReason::Tls, sink);
+            return;
+        }
+        if self.server_decoder.is_some() {
+            self.decode_server(Input::Chunk(data), now, sink);
             return;
         }
         let Session {
@@ -243,15 +346,6 @@ impl Session {
             machine,
             ..
         } = self;
-        if let Some(decoder) = server_decoder {
-            let decoded = decoder.feed(data, |plain| {
-                server_frames.feed(plain, |p| machine.on_server_packet(&p, now, sink))
-            });
-            if decoded.is_err() {
-                let _ = machine.stop_observing(UnobservedReason::CompressionError, sink);
-            }
-            return;
-        }
         let (_, used) = server_frames.feed_counted(data, |p| {
             let flow = machine.on_server_packet(&p, now, sink);
             if machine.compression_starts {
@@ -272,8 +366,45 @@ impl Session {
         }
     }
 
-    /// The connection is gone: commands still waiting for a response end as aborted.
+    /// Decodes compressed server bytes that arrived at `now` (from the backlog: the rest of
+    /// such a chunk), then de-frames them.
+    fn decode_server<S: EventSink>(&mut self, input: Input<'_>, now: Instant, sink: &mut S) {
+        let Session {
+            server_frames,
+            server_decoder,
+            decode_budget,
+            backlog,
+            machine,
+            ..
+        } = self;
+        let Some(decoder) = server_decoder else {
+            return;
+        };
+        let on_plain =
+            |plain: &[u8]| server_frames.feed(plain, |p| machine.on_server_packet(&p, now, sink));
+        let decoded = match input {
+            Input::Chunk(data) => decoder.feed_within(data, *decode_budget, on_plain),
+            Input::Backlog => decoder.resume(*decode_budget, on_plain),
+        };
+        match decoded {
+            Ok(Decoded::More) => {
+                *backlog = Some(Backlog {
+                    client: false,
+                    at: now,
+                    first: false,
+                });
+            }
+            Ok(_) => {}
+            Err(_) => {
+                let _ = machine.stop_observing(UnobservedReason::CompressionError, sink);
+            }
+        }
+    }
+
+    /// The connection is gone: commands still waiting for a response end as aborted. What a
+    /// decode budget left undecoded is dropped (the connection ended before it was read).
     pub fn on_close<S: EventSink>(&mut self, sink: &mut S) {
+        self.backlog = None;
         self.machine.end_in_flight(Outcome::Aborted, sink);
         if self.machine.phase != Phase::Unobserved {
             self.machine.phase = Phase::Closed;

@@ -375,6 +375,60 @@ fn zstd_compressed_commands_give_the_same_events_as_plain_ones() {
     assert_eq!(summary(&run.rec), expected);
 }
 
+/// Plays `steps` whole with a decode budget of `budget` bytes; after each chunk, `catch_up`
+/// is called until the session is no longer behind when `catch_up` is true (as the relay
+/// does), else the next chunk comes while it is behind. Returns the run and how many
+/// chunks left the session behind.
+fn play_budgeted(steps: &[Step], base: Instant, budget: usize, catch_up: bool) -> (Run, usize) {
+    let mut session = Session::new(base);
+    session.set_decode_budget(Some(budget));
+    let mut rec = Recorder::default();
+    let mut behind = 0;
+    for (i, (dir, bytes)) in steps.iter().enumerate() {
+        let now = base + STEP * i as u32;
+        match dir {
+            Dir::Client => session.on_client_bytes(bytes, now, &mut rec),
+            Dir::Server => session.on_server_bytes(bytes, now, &mut rec),
+        }
+        if session.is_behind() {
+            behind += 1;
+        }
+        while catch_up && session.is_behind() {
+            session.catch_up(&mut rec);
+        }
+    }
+    while session.is_behind() {
+        session.catch_up(&mut rec);
+    }
+    (Run { session, rec }, behind)
+}
+
+/// A small budget decodes in steps (the session says it is behind) and gives the events of
+/// decoding in one go, whether the proxy catches up before the next chunk or not.
+#[test]
+fn a_decode_budget_gives_the_same_events_in_steps() {
+    let mut zipped = login(mysql8_greeting(), BASE_CLIENT_CAPS | CLIENT_COMPRESS);
+    zipped.extend(compressed(&workload(), zlib));
+    // A result that inflates to more than one output buffer (32 KiB): decoded in steps.
+    let rows: Vec<Vec<u8>> = (0..400)
+        .map(|i| row(&format!("{}{i}", "y".repeat(200))))
+        .collect();
+    let big = query("select y from t", &MYSQL_EOF.result_set(&["y"], &rows, AC));
+    zipped.extend(compressed(&big, zlib));
+    let base = Instant::now();
+    let (whole, _) = play_budgeted(&zipped, base, usize::MAX, true);
+    assert_eq!(whole.rec.0.len(), replay_t(&all(&zipped)).rec.0.len());
+    for catch_up in [true, false] {
+        let (run, behind) = play_budgeted(&zipped, base, 100, catch_up);
+        assert!(
+            behind > 0,
+            "a 100-byte budget never left the session behind"
+        );
+        assert_eq!(run.rec.0, whole.rec.0, "catch_up: {catch_up}");
+        assert!(run.session.is_observing());
+    }
+}
+
 #[test]
 fn both_compression_flags_mean_zlib() {
     let caps = BASE_CLIENT_CAPS | CLIENT_COMPRESS | CLIENT_ZSTD_COMPRESSION;

@@ -1,11 +1,15 @@
 //! The connection's socket as hyper sees it, with a bound on writing an answer: from its first
 //! byte until all of it is with the kernel, an answer gets the endpoint's timeout, however
-//! slowly the client reads (hyper has no write timeout of its own). Reads pass through.
+//! slowly the client reads (hyper has no write timeout of its own). And each answer's status
+//! line says `HTTP/1.1`, as psprobe's answers always have (RFC 9112 section 2.3: a server sends
+//! the highest version it conforms to), where hyper would echo an HTTP/1.0 request's version;
+//! an HTTP/1.0 client is still answered as one (no chunks, the connection closed after).
+//! Reads pass through.
 
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -17,7 +21,13 @@ pub(super) struct BoundedIo {
     limit: Duration,
     /// Running while an answer is being written (from its first write to its flush).
     answer: Option<Pin<Box<Sleep>>>,
+    /// Bytes of an answer's `HTTP/1.0 ` still to be written as `HTTP/1.1 `.
+    version_left: usize,
 }
+
+/// How hyper begins an answer to an HTTP/1.0 request, and what psprobe sends instead.
+const ECHOED: &[u8] = b"HTTP/1.0 ";
+const SENT: &[u8] = b"HTTP/1.1 ";
 
 impl BoundedIo {
     pub(super) fn new(inner: TcpStream, limit: Duration) -> Self {
@@ -25,6 +35,7 @@ impl BoundedIo {
             inner,
             limit,
             answer: None,
+            version_left: 0,
         }
     }
 
@@ -40,6 +51,23 @@ impl BoundedIo {
     /// Waits until the client sends something (or closes).
     pub(super) async fn readable(&self) -> io::Result<()> {
         self.inner.readable().await
+    }
+
+    /// At an answer's first write: whether it begins with [`ECHOED`] (hyper writes the head
+    /// whole, in one buffer).
+    fn begin(&mut self, first: &[u8]) {
+        if self.answer.is_none() && first.starts_with(ECHOED) {
+            self.version_left = ECHOED.len();
+        }
+    }
+
+    /// Writes what is left of [`SENT`] in place of the same bytes of the answer: as many of
+    /// them as the socket takes.
+    fn poll_version(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        let from = SENT.len() - self.version_left;
+        let written = ready!(Pin::new(&mut self.inner).poll_write(cx, &SENT[from..]))?;
+        self.version_left -= written.min(self.version_left);
+        Poll::Ready(Ok(written))
     }
 
     /// Err once the answer in progress is past its time. Polling the timer registers the
@@ -76,7 +104,11 @@ impl AsyncWrite for BoundedIo {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
+        this.begin(buf);
         this.check(cx)?;
+        if this.version_left > 0 {
+            return this.poll_version(cx);
+        }
         Pin::new(&mut this.inner).poll_write(cx, buf)
     }
 
@@ -86,7 +118,13 @@ impl AsyncWrite for BoundedIo {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
+        if let Some(first) = bufs.iter().find(|b| !b.is_empty()) {
+            this.begin(first);
+        }
         this.check(cx)?;
+        if this.version_left > 0 {
+            return this.poll_version(cx);
+        }
         Pin::new(&mut this.inner).poll_write_vectored(cx, bufs)
     }
 

@@ -13,12 +13,12 @@ use tokio::task::JoinHandle;
 
 use crate::admin::{self, AdminAuth, ObserverData};
 use crate::config::{ProxyArgs, ProxyConfig};
-use crate::live::LiveResults;
+use crate::live::{LivePage, LiveResults};
 
 use crate::controller::error::ControllerError;
 use crate::controller::schedule::runner;
 use crate::controller::schedule::settings::ControllerSettings;
-use crate::metrics::http;
+use crate::metrics::http::{self, Content};
 use crate::observe::{ControllerHandle, Observer};
 use crate::proxy;
 use crate::tls::{TlsRuntime, TlsSettings};
@@ -155,6 +155,7 @@ pub async fn launch_with_tls(
         LiveResults::new(observer.metrics.registry(), None)
             .context("cannot register the overhead gauges")?,
     );
+    let scheduled = controller.is_some();
     let controller = match controller {
         Some(mut settings) => {
             let live = Arc::clone(&live);
@@ -213,9 +214,15 @@ pub async fn launch_with_tls(
         config.settings.upstream
     );
 
+    let content = Content {
+        metrics: Arc::clone(&observer) as Arc<dyn http::Exposition>,
+        pages: config
+            .live_page
+            .then(|| Arc::new(LivePage::new(Arc::clone(&live), scheduled)) as Arc<dyn http::Pages>),
+    };
     let metrics = tokio::spawn(http::serve_with(
         metrics_listener,
-        Arc::clone(&observer),
+        content,
         config.metrics_timeout,
     ));
     let (stop_controller, stop_rx) = watch::channel(false);

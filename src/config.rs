@@ -116,6 +116,10 @@ pub struct ProxyArgs {
     /// [default: 10s].
     #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
     pub metrics_timeout: Option<Duration>,
+    /// Serve no live page on the metrics port (`/`: the run so far, with the report's charts,
+    /// refreshed as segments finish; `/report.json`: its JSON report).
+    #[arg(long)]
+    pub no_live_page: bool,
     /// Log filter (error, warn, info, debug, trace, or a tracing filter) [default: info, or RUST_LOG].
     #[arg(long, value_name = "FILTER")]
     pub log: Option<String>,
@@ -148,6 +152,8 @@ pub struct ProxyFile {
     pub admin_password_file: Option<PathBuf>,
     pub admin_max_query_size: Option<String>,
     pub metrics_timeout: Option<String>,
+    /// `false`: no live page on the metrics port.
+    pub live_page: Option<bool>,
     pub log: Option<String>,
 }
 
@@ -188,6 +194,8 @@ pub struct ProxyConfig {
     pub admin: Option<AdminConfig>,
     /// Bound on a metrics request's head arriving, and on its answer being written.
     pub metrics_timeout: Duration,
+    /// The metrics port serves the live page (`/`, `/report.json`).
+    pub live_page: bool,
     pub log: String,
 }
 
@@ -223,6 +231,7 @@ impl ProxyConfig {
             listen: args.metrics.clone().or(file.metrics),
             top_digests: args.metrics_top_digests.or(file.metrics_top_digests),
             timeout: GivenDuration::new(args.metrics_timeout, file.metrics_timeout),
+            live_page: !args.no_live_page && file.live_page.unwrap_or(true),
         };
         let observe = observe_config::Options {
             max_digests: args.max_digests.or(file.max_digests),
@@ -270,6 +279,7 @@ impl ProxyConfig {
             digest_style: observe.style,
             admin,
             metrics_timeout: metrics.timeout,
+            live_page: metrics.live_page,
             log,
         })
     }

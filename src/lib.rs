@@ -37,6 +37,7 @@ pub mod metrics;
 pub mod observe;
 pub mod phase_log;
 pub(crate) mod private_fs;
+pub(crate) mod progress;
 pub(crate) mod proxy;
 pub mod report;
 pub(crate) mod runtime;

@@ -1,6 +1,7 @@
 //! The one place psprobe builds its tokio runtimes and sets up its logging, for every
 //! subcommand. (The admin interface's low-priority thread builds its own current-thread runtime
-//! on purpose: it must never share a worker with the relay.) A leaf: nothing else in the crate.
+//! on purpose: it must never share a worker with the relay.) A leaf but for `progress`, whose
+//! writer puts log lines above a progress bar.
 
 use std::future::Future;
 use std::io::IsTerminal;
@@ -52,7 +53,7 @@ fn install(filter: EnvFilter) {
     // A second initialisation (psprobe demo runs the proxy in-process) keeps the first.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(crate::progress::log_writer)
         .with_ansi(std::io::stderr().is_terminal())
         .try_init();
 }

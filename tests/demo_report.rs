@@ -1,7 +1,8 @@
 //! `psprobe demo --quick` end to end (throwaway mariadbd, the five runtime scenarios switched
 //! fast, pfsoff left to the full demo in one line, every instrument group's cost with the
 //! advice, sysbench through psprobe), then the report in every format and both HTML pages
-//! rendered by headless Chromium; no WARN line on the way.
+//! rendered by headless Chromium; no WARN line on the way, and progress on stderr (a pipe) as
+//! one plain line per tenth of a stage.
 
 mod common;
 
@@ -75,6 +76,29 @@ fn demo_quick_then_reports_and_html_in_chromium() {
         .filter(|l| l.contains("WARN") && !l.contains("the effect of a switch lasts past"))
         .collect();
     assert!(warned.is_empty(), "{warned:#?}");
+    // stderr is a pipe here: progress comes as the quiet fallback, one plain line per tenth
+    // of a stage (no bar redrawn in place), the first at 10%.
+    let progress: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("demo: [") && l.ends_with("s left"))
+        .collect();
+    assert!(
+        progress.iter().any(|l| l.contains("]  10%  ")),
+        "no 10% progress line: {stderr}"
+    );
+    let stages = stdout
+        .lines()
+        .filter(|l| l.contains("; live page http://"))
+        .count();
+    assert!(
+        stages >= 2 && progress.len() <= 10 * stages,
+        "{stages} stages, {} progress lines: {progress:#?}",
+        progress.len()
+    );
+    assert!(
+        !stderr.contains('\r') && !stderr.contains('\u{1b}'),
+        "a bar was drawn off a terminal: {stderr:?}"
+    );
     // The throwaway server runs here, so each window recorded mysqld's CPU time: the CPU
     // column (second to last) holds a number on every row.
     assert!(stdout.contains("server CPU µs/statement"), "{stdout}");

@@ -12,7 +12,7 @@ pub mod sysbench;
 pub mod throwaway;
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
@@ -25,24 +25,8 @@ use crate::controller::model::groups::Groups;
 use crate::controller::schedule::args::{default_slow_reference, DEFAULT_PHASE};
 use crate::controller::schedule::attribution::AttributionPlan;
 use crate::controller::schedule::settings::ControllerSettings;
+use crate::progress::Progress;
 use crate::proxy::ProxySettings;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn progress_bar_fills_and_caps() {
-        let half = progress_bar(Duration::from_secs(60), Duration::from_secs(120));
-        assert!(
-            half.starts_with("[###############---------------]"),
-            "{half}"
-        );
-        assert!(half.contains(" 50%"));
-        let over = progress_bar(Duration::from_secs(200), Duration::from_secs(120));
-        assert!(over.contains("100%") && !over.contains('-'), "{over}");
-    }
-}
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
@@ -176,11 +160,12 @@ pub fn run_schedule(
             None => format!("{} scenarios", run.scenarios.len()),
         };
         println!(
-            "{who}: {} x {} threads through psprobe {}: {what} for about {}s",
+            "{who}: {} x {} threads through psprobe {}: {what} for about {}s; live page http://{}/",
             run.workload,
             run.threads,
             running.proxy_addr,
-            nominal.as_secs() + 15
+            nominal.as_secs() + 15,
+            running.metrics_addr
         );
         // Longer than the schedule; stopped when the schedule is done.
         let load = sysbench::Load::start_workload(
@@ -191,38 +176,22 @@ pub fn run_schedule(
             nominal + Duration::from_secs(600),
             &run.sysbench_out,
         )?;
-        let started = Instant::now();
         if let Some(controller) = running.controller.as_mut() {
-            let mut ticker = tokio::time::interval(Duration::from_secs(10));
+            let mut progress = Progress::start(who, nominal + Duration::from_secs(15));
+            let mut ticker = tokio::time::interval(Duration::from_secs(1));
             loop {
                 tokio::select! {
                     _ = &mut *controller => break,
-                    _ = ticker.tick() => {
-                        println!("{who}: {}", progress_bar(started.elapsed(), nominal + Duration::from_secs(15)));
-                    }
+                    _ = ticker.tick() => progress.tick(),
                 }
             }
+            progress.finish();
         }
         running.controller = None;
         load.stop();
         running.shutdown().await;
         anyhow::Ok(())
     })
-}
-
-/// `[#########-----------]  45%  54s of ~120s`: one line per tick (works in logs and CI too).
-pub fn progress_bar(elapsed: Duration, expected: Duration) -> String {
-    const WIDTH: usize = 30;
-    let fraction = (elapsed.as_secs_f64() / expected.as_secs_f64().max(1.0)).min(1.0);
-    let filled = (fraction * WIDTH as f64).round() as usize;
-    format!(
-        "[{}{}] {:3.0}%  {}s of ~{}s",
-        "#".repeat(filled),
-        "-".repeat(WIDTH - filled),
-        fraction * 100.0,
-        elapsed.as_secs(),
-        expected.as_secs()
-    )
 }
 
 /// A proxy configuration listening on free local ports in front of `upstream`.
@@ -245,6 +214,7 @@ pub fn local_proxy_config(upstream: &str) -> ProxyConfig {
         digest_style: psprobe_core::digest::DigestStyle::default(),
         admin: None,
         metrics_timeout: crate::metrics::http::DEFAULT_REQUEST_TIMEOUT,
+        live_page: true,
         log: "warn".to_string(),
     }
 }

@@ -1,5 +1,5 @@
-//! The metrics endpoint's options: its address, how many digests get series of their own, and
-//! the bound on a request, with their defaults and checks.
+//! The metrics endpoint's options: its address, how many digests get series of their own, the
+//! bound on a request, and whether it serves the live page, with their defaults and checks.
 //!
 //! Must not: read flags or files itself, or know another module's options (the digest store's
 //! size comes in as a number).
@@ -20,6 +20,7 @@ pub(crate) struct Options {
     pub listen: Option<String>,
     pub top_digests: Option<usize>,
     pub timeout: GivenDuration,
+    pub live_page: bool,
 }
 
 /// The endpoint's options, checked and with their defaults.
@@ -30,6 +31,8 @@ pub(crate) struct Config {
     pub top_digests: usize,
     /// Bound on a request's head arriving, and on its answer being written.
     pub timeout: Duration,
+    /// Serves the live page (`/`, `/report.json`) too.
+    pub live_page: bool,
 }
 
 impl Options {
@@ -56,6 +59,7 @@ impl Options {
             listen,
             top_digests,
             timeout,
+            live_page: self.live_page,
         })
     }
 }

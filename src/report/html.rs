@@ -184,6 +184,12 @@ fn throughput_chart(r: &Report) -> String {
 }
 
 pub(super) fn html(r: &Report) -> String {
+    page(r, "<title>psprobe report</title>", "")
+}
+
+/// The report's page with `head` in its head (a title at least) and `top` first in its body:
+/// the live page's title, refresh script and status line.
+pub(super) fn page(r: &Report, head: &str, top: &str) -> String {
     let charts: String = r
         .analysis
         .analyses()
@@ -227,7 +233,7 @@ pub(super) fn html(r: &Report) -> String {
         String::new()
     };
     format!(
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>psprobe report</title><style>{STYLE}</style></head><body><h1>performance_schema overhead</h1>{groups}{charts}{body}{carryover}{distribution}{throughput}</body></html>\n",
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">{head}<style>{STYLE}</style></head><body>{top}<h1>performance_schema overhead</h1>{groups}{charts}{body}{carryover}{distribution}{throughput}</body></html>\n",
         body = tables_from_markdown(&markdown(r).replacen("# performance_schema overhead\n", "", 1)),
     )
 }

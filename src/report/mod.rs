@@ -102,6 +102,12 @@ pub fn render(report: &Report, format: Format) -> anyhow::Result<String> {
     })
 }
 
+/// The HTML report as a page of its own: `head` in its head (a title at least), `top` first in
+/// its body (the live page's title, script and status line around the same charts).
+pub fn html_page(report: &Report, head: &str, top: &str) -> String {
+    html::page(report, head, top)
+}
+
 pub fn report_of(phases: &[PhaseRecord], baseline: Option<&str>) -> anyhow::Result<Report> {
     report_at(phases, &[], baseline, &Options::default())
 }

@@ -1,6 +1,8 @@
 //! Endpoint abuse against a real psprobe: the metrics endpoint under requests that never end,
-//! end with a bare LF, carry 1 MB of headers, or come 200 at once; the admin port under a
-//! password-guessing loop (while a real mariadbd is served through the proxy), a 10 MB query,
+//! end with a bare LF, carry 1 MB of headers, or come 200 at once, and the same bounds on
+//! kept-alive connections with gzip and HEAD (a real Prometheus keeps its connection); the
+//! admin port under a password-guessing loop (while a real mariadbd is served through the
+//! proxy), a 10 MB query,
 //! bytes that are not UTF-8 and malformed SQL; and an admin interface without a password,
 //! which must not start.
 
@@ -234,6 +236,195 @@ fn past_512_open_requests_the_next_gets_503_at_once() {
         std::thread::sleep(Duration::from_millis(50)); // poll interval
     }
     drop(idle);
+}
+
+/// One answer read off a kept-alive connection: the head, and exactly the body its
+/// Content-Length announces (none for `head_only`).
+fn read_answer(s: &mut TcpStream, head_only: bool) -> (String, Vec<u8>) {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        let n = std::io::Read::read(s, &mut byte).expect("read an answer's head");
+        assert_eq!(n, 1, "closed after {:?}", String::from_utf8_lossy(&head));
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8(head).expect("UTF-8 head");
+    let length: usize = head
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse().ok())?
+        })
+        .unwrap_or_else(|| panic!("no Content-Length: {head}"));
+    let mut body = vec![0u8; if head_only { 0 } else { length }];
+    std::io::Read::read_exact(s, &mut body).expect("read the body");
+    (head, body)
+}
+
+fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+    head.lines().find_map(|l| {
+        let (n, v) = l.split_once(':')?;
+        n.eq_ignore_ascii_case(name).then(|| v.trim())
+    })
+}
+
+/// gzip, keep-alive and HEAD under the same bounds: on one connection a gzipped scrape (when
+/// asked for), a plain one, a HEAD (the length, no body) and /healthz; then a head left
+/// unfinished on that kept-alive connection gets 408 after the timeout and the close. One over
+/// 16 KiB on a kept-alive connection gets 431; `gzip;q=0` gets no gzip.
+#[test]
+fn kept_alive_connections_take_gzip_and_head_within_the_same_bounds() {
+    let (probe, _state) = start(NOWHERE, &["--metrics-timeout", "1s"]);
+    let addr: SocketAddr = probe.metrics_addr().parse().expect("address");
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n")
+        .expect("send");
+    let (head, packed) = read_answer(&mut s, false);
+    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+    assert_eq!(header(&head, "content-encoding"), Some("gzip"), "{head}");
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(packed.as_slice()),
+        &mut text,
+    )
+    .expect("a gzip body");
+    assert!(text.contains("psprobe_connections_active"), "{text}");
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .expect("send on the same connection");
+    let (head, plain) = read_answer(&mut s, false);
+    assert_eq!(header(&head, "content-encoding"), None, "{head}");
+    let plain = String::from_utf8(plain).expect("UTF-8");
+    assert!(plain.contains("psprobe_connections_active"));
+    eprintln!(
+        "figure: /metrics {} bytes, gzipped {} ({:.1}x)",
+        plain.len(),
+        packed.len(),
+        plain.len() as f64 / packed.len() as f64
+    );
+    assert!(
+        packed.len() * 4 < plain.len(),
+        "{} vs {}",
+        packed.len(),
+        plain.len()
+    );
+    s.write_all(
+        b"HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+    )
+    .expect("send a HEAD and a GET");
+    let (head, _) = read_answer(&mut s, true);
+    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+    let length: usize = header(&head, "content-length").unwrap().parse().unwrap();
+    assert!(length > 1000, "HEAD tells the GET's length: {head}");
+    let (head, body) = read_answer(&mut s, false);
+    assert!(
+        head.starts_with("HTTP/1.1 200 OK\r\n"),
+        "no body came after the HEAD: {head}"
+    );
+    assert_eq!(body, b"ok\n");
+
+    let started = Instant::now();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+        .expect("send an unfinished head");
+    let mut rest = Vec::new();
+    let closed = std::io::Read::read_to_end(&mut s, &mut rest).is_ok();
+    let rest = String::from_utf8_lossy(&rest);
+    assert!(
+        rest.starts_with("HTTP/1.1 408 Request Timeout\r\n"),
+        "{rest:?}"
+    );
+    assert!(closed, "the 408 closes the connection");
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(4), "408 after {took:?}");
+    eprintln!("figure: 408 on a kept-alive connection after {took:?} (--metrics-timeout 1s)");
+
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    s.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip;q=0\r\n\r\n")
+        .expect("send");
+    let (head, body) = read_answer(&mut s, false);
+    assert_eq!(
+        (header(&head, "content-encoding"), &body[..]),
+        (None, &b"ok\n"[..])
+    );
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip;q=0\r\n\r\n")
+        .expect("send");
+    let (head, _) = read_answer(&mut s, false);
+    assert_eq!(
+        header(&head, "content-encoding"),
+        None,
+        "q=0 refuses gzip: {head}"
+    );
+    let mut big = b"GET /metrics HTTP/1.1\r\nHost: x\r\n".to_vec();
+    while big.len() < 20 * 1024 {
+        big.extend_from_slice(
+            b"X-Padding: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n",
+        );
+    }
+    big.extend_from_slice(b"\r\n");
+    s.write_all(&big).expect("send 20 KiB of head");
+    let mut rest = Vec::new();
+    let _ = std::io::Read::read_to_end(&mut s, &mut rest);
+    let rest = String::from_utf8_lossy(&rest);
+    assert!(
+        rest.starts_with("HTTP/1.1 431 Request Header Fields Too Large\r\n"),
+        "{rest:?}"
+    );
+    assert_eq!(probe.healthz(), 200);
+}
+
+/// A real Prometheus, scraping every second, asks for gzip and keeps its connection: its
+/// scrapes are answered gzipped, many on one connection, and its samples arrive whole.
+#[test]
+fn prometheus_scrapes_gzipped_on_one_kept_connection() {
+    let (probe, _state) = start(NOWHERE, &["--log", "info,psprobe::metrics=trace"]);
+    let prom = common::prometheus::Prometheus::start(&[probe.metrics_addr()], "1s");
+    let answered = |log: &str| -> Vec<u64> {
+        log.lines()
+            .filter_map(|l| {
+                let rest = l
+                    .split("GET /metrics answered 200 gzipped, request ")
+                    .nth(1)?;
+                rest.split_whitespace().next()?.parse().ok()
+            })
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while answered(&probe.stderr_text()).len() < 8 {
+        assert!(
+            Instant::now() < deadline,
+            "no 8 gzipped scrapes in 60 s:\n{}\n{}",
+            probe.stderr_text(),
+            prom.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(200)); // poll interval
+    }
+    let log = probe.stderr_text();
+    let requests = answered(&log);
+    let connections = log
+        .lines()
+        .filter(|l| l.contains("metrics endpoint: ") && l.ends_with(" connected"))
+        .count();
+    eprintln!(
+        "figure: {} gzipped scrapes over {connections} connection(s), up to {} on one",
+        requests.len(),
+        requests.iter().max().unwrap()
+    );
+    assert!(
+        connections <= 2,
+        "{connections} connections for {} scrapes",
+        requests.len()
+    );
+    assert!(requests.iter().max() >= Some(&6), "{requests:?}");
+    let up = prom.query("up").expect("query up");
+    assert_eq!(up["result"][0]["value"][1], "1", "{up}");
+    let series = prom
+        .query("psprobe_connections_limit")
+        .expect("query a psprobe series");
+    assert_eq!(common::prometheus::result_len(&series), 1, "{series}");
 }
 
 // ---- admin port ----

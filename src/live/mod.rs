@@ -3,9 +3,14 @@
 //! Prometheus gauges (`psprobe_overhead_ratio{scenario,metric,baseline}` with `_ci_low` /
 //! `_ci_high`), so the interval can be watched tightening, and as the admin interface's
 //! `overhead` table; an attribution's group costs likewise
-//! (`psprobe_attribution_ratio{group,metric}`, the admin's `attribution` table).
+//! (`psprobe_attribution_ratio{group,metric}`, the admin's `attribution` table); and the
+//! analysis with the phases it came from, kept for the live page (page.rs) to render on request.
 //!
 //! Must not: run on the relay's path; it runs once per finished segment.
+
+mod page;
+
+pub(crate) use page::LivePage;
 
 use std::sync::{Arc, RwLock};
 
@@ -13,14 +18,27 @@ use prometheus::{GaugeVec, Opts, Registry};
 
 use crate::admin::{AttributionRow, OverheadRow};
 use crate::analysis::attribution::GroupEffect;
-use crate::analysis::{analyze_run, Options};
+use crate::analysis::{analyze_run, Options, RunAnalysis};
 use crate::phase_log::PhaseRecord;
+
+/// The run as of its last finished segment: what the live page shows.
+pub(crate) struct Snapshot {
+    /// Snapshots published so far (one per finished segment): the page's version.
+    pub generation: u64,
+    pub phases: Arc<Vec<PhaseRecord>>,
+    /// The analysis of `phases` (the one the gauges and the admin's tables show), or why
+    /// there is none yet.
+    pub analysis: Result<Arc<RunAnalysis>, String>,
+    /// When it was published, Unix seconds.
+    pub at_s: u64,
+}
 
 pub(crate) struct LiveResults {
     pub phases: Arc<RwLock<Vec<PhaseRecord>>>,
     pub overhead: Arc<RwLock<Vec<OverheadRow>>>,
     /// An attribution's group costs (the admin's `attribution` table).
     pub attribution: Arc<RwLock<Vec<AttributionRow>>>,
+    latest: RwLock<Arc<Snapshot>>,
     baseline: Option<String>,
     ratio: GaugeVec,
     ci_low: GaugeVec,
@@ -50,6 +68,12 @@ impl LiveResults {
         Ok(LiveResults {
             phases: Arc::default(),
             overhead: Arc::default(),
+            latest: RwLock::new(Arc::new(Snapshot {
+                generation: 0,
+                phases: Arc::default(),
+                analysis: Err("no segment has finished yet".into()),
+                at_s: 0,
+            })),
             baseline,
             ratio: gauge(
                 registry,
@@ -76,13 +100,14 @@ impl LiveResults {
         let phases = {
             let mut all = self.phases.write().unwrap_or_else(|e| e.into_inner());
             all.extend_from_slice(records);
-            all.clone()
+            Arc::new(all.clone())
         };
         let analysis = match analyze_run(&phases, self.baseline.as_deref(), &Options::default()) {
             Ok(a) => a,
-            // Too early (one scenario so far, no pair yet): nothing to publish.
+            // Too early (one scenario so far, no pair yet): no estimate to publish.
             Err(e) => {
                 tracing::debug!("no overhead estimate yet: {e}");
+                self.publish(phases, Err(e.to_string()));
                 return;
             }
         };
@@ -134,5 +159,24 @@ impl LiveResults {
                 .collect();
             *self.attribution.write().unwrap_or_else(|e| e.into_inner()) = rows;
         }
+        // After the admin's rows: a page showing this analysis never runs ahead of them.
+        self.publish(phases, Ok(Arc::new(analysis)));
+    }
+
+    fn publish(&self, phases: Arc<Vec<PhaseRecord>>, analysis: Result<Arc<RunAnalysis>, String>) {
+        let mut latest = self.latest.write().unwrap_or_else(|e| e.into_inner());
+        *latest = Arc::new(Snapshot {
+            generation: latest.generation + 1,
+            phases,
+            analysis,
+            at_s: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+        });
+    }
+
+    /// The run as of its last finished segment.
+    pub(crate) fn snapshot(&self) -> Arc<Snapshot> {
+        Arc::clone(&self.latest.read().unwrap_or_else(|e| e.into_inner()))
     }
 }

@@ -32,6 +32,7 @@ pub mod fuzzing;
 pub(crate) mod live;
 pub(crate) mod log_limit;
 pub mod metrics;
+pub mod package_assets;
 pub mod phase_log;
 pub(crate) mod private_fs;
 pub(crate) mod proxy;

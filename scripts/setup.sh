@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(mariadb-server mariadb-client sysbench percona-toolkit prometheus chromium haproxy curl ca-certificates
-  openssl debootstrap python3-venv docker-compose iproute2)
+  openssl debootstrap python3-venv docker-compose iproute2
+  dpkg-dev binutils podman runc zsh fish)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -20,11 +21,18 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 # The packaged service is not used: tests and the demo start throwaway servers of their own.
+# dpkg-dev, binutils: scripts/package.sh (dpkg-shlibdeps, strip); podman and runc:
+# scripts/image.sh and running the image; zsh, fish: the package's completions are loaded by
+# them. systemd-analyze runs inside the Debian 12 chroot, from its own systemd.
 
 # The TLS and client tests run a second server version (MariaDB 11.8 from Debian 13) and real
 # Python and Node drivers; all of it lives under target/, made once and reused.
 scripts/setup-trixie-mariadb.sh
 scripts/setup-clients.sh
+# The Debian package is installed into a Debian 12 chroot, and the image is built on a Debian 12
+# base imported into podman: both made once (target/bookworm-chroot, the podman image).
+scripts/setup-bookworm-chroot.sh
+scripts/image.sh --base-only
 
 if ! command -v cargo >/dev/null 2>&1; then
   echo "setup: cargo not found; install the Rust toolchain (https://rustup.rs) and run again" >&2

@@ -4,14 +4,23 @@
 //! Must not: be used by library modules (tests/checks/module_graph.rs checks that nothing but the
 //! command-line fuzz target imports it).
 
-use clap::{Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::config::ProxyArgs;
+use crate::package_assets::PackageAssetsArgs;
+
+/// `psprobe --version`: the crate's version and the commit it was built from (build.rs).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("PSPROBE_GIT_COMMIT"),
+    ")"
+);
 
 #[derive(Debug, Parser)]
 #[command(
     name = "psprobe",
-    version,
+    version = VERSION,
     about = "Transparent MySQL/MariaDB proxy that times every command, to measure what performance_schema costs your workload.",
     long_about = "psprobe sits between your clients and mysqld. It forwards every byte unchanged, \
 parses the protocol on the way through, times each command from the client's side and exports \
@@ -38,4 +47,33 @@ pub enum Command {
     /// Print the fingerprint and digest id of statements (--query, stdin or files), computed
     /// as the proxy computes them.
     Digest(crate::digest_cli::DigestArgs),
+}
+
+/// The hidden command scripts/package.sh runs to write the man pages and completions.
+pub const PACKAGE_ASSETS: &str = "package-assets";
+
+/// What the command line asks for: one of [`Cli`]'s commands, or the hidden `package-assets`.
+#[derive(Debug)]
+pub enum Invocation {
+    Run(Cli),
+    PackageAssets(PackageAssetsArgs),
+}
+
+/// Parses the process's arguments (clap's usage errors, --help and --version exit here).
+/// `package-assets` is added to [`Cli`] only for this parse: what it writes is made from
+/// `Cli::command()`, which then does not list it (clap_complete would offer even a hidden
+/// command to users).
+pub fn parse() -> Invocation {
+    let hidden = PackageAssetsArgs::augment_args(
+        clap::Command::new(PACKAGE_ASSETS)
+            .about("Write the man pages and shell completions (scripts/package.sh)")
+            .hide(true),
+    );
+    let matches = Cli::command().subcommand(hidden).get_matches();
+    match matches.subcommand() {
+        Some((PACKAGE_ASSETS, args)) => Invocation::PackageAssets(
+            PackageAssetsArgs::from_arg_matches(args).unwrap_or_else(|e| e.exit()),
+        ),
+        _ => Invocation::Run(Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())),
+    }
 }

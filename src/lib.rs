@@ -35,6 +35,7 @@ pub(crate) mod live;
 pub(crate) mod log_limit;
 pub mod metrics;
 pub mod observe;
+pub mod package_assets;
 pub mod phase_log;
 pub(crate) mod private_fs;
 pub(crate) mod progress;

@@ -3,12 +3,17 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::CommandFactory;
 
-use psprobe::cli::{Cli, Command};
+use psprobe::cli::{Cli, Command, Invocation};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match psprobe::cli::parse() {
+        Invocation::Run(cli) => cli,
+        Invocation::PackageAssets(args) => {
+            return finish(psprobe::package_assets::run(Cli::command(), &args).map(drop));
+        }
+    };
     let result = match cli.command {
         Command::Proxy(args) => psprobe::app::run_proxy(&args),
         Command::Ps(args) => psprobe::controller::cli::run(&args),
@@ -17,6 +22,11 @@ fn main() -> ExitCode {
         Command::Experiment(args) => psprobe::demo::experiment::run(&args),
         Command::Digest(args) => psprobe::digest_cli::run(&args),
     };
+    finish(result)
+}
+
+fn finish(result: Result<(), impl Into<anyhow::Error>>) -> ExitCode {
+    let result: anyhow::Result<()> = result.map_err(Into::into);
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -2,8 +2,10 @@
 //! compose file is valid YAML whose services, mounts, ports and host names agree with each
 //! other and with psprobe.toml, prometheus.yml and the Grafana provisioning; Prometheus's own
 //! `promtool` accepts prometheus.yml; the Dockerfile copies what the crate needs and builds
-//! with a toolchain the crate accepts; and psprobe's compose command, with the controller
-//! account of docker/initdb, runs its schedule against a real mariadbd and restores it.
+//! with a toolchain the crate accepts, and local.Dockerfile (scripts/image.sh's, run in
+//! container_image.rs) is its runtime stage; compose runs the image scripts/image.sh names,
+//! through its entrypoint; and psprobe's compose command, with the controller account of
+//! docker/initdb, runs its schedule against a real mariadbd and restores it.
 
 use crate::common;
 
@@ -220,7 +222,14 @@ fn dockerfile_builds_what_the_crate_needs() {
     for source in &copied {
         assert!(repo().join(source).exists(), "COPY {source}: missing");
     }
-    for needed in ["Cargo.toml", "Cargo.lock", "src", "benches", "crates"] {
+    for needed in [
+        "Cargo.toml",
+        "Cargo.lock",
+        "build.rs",
+        "src",
+        "benches",
+        "crates",
+    ] {
         assert!(copied.contains(&needed), "{needed} is not copied");
     }
     assert!(dockerfile.contains("ENTRYPOINT [\"psprobe\"]"));
@@ -231,6 +240,90 @@ fn dockerfile_builds_what_the_crate_needs() {
         dockerfile.contains(&format!("http://127.0.0.1:{}/healthz", port_of(metrics))),
         "the health check asks psprobe's metrics port"
     );
+}
+
+/// The instructions of a Dockerfile's last stage, continuation lines joined, comments left out.
+fn runtime_stage(dockerfile: &str) -> Vec<String> {
+    let joined = dockerfile.replace("\\\n", " ");
+    let lines: Vec<&str> = joined
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    let last_from = lines
+        .iter()
+        .rposition(|l| l.starts_with("FROM "))
+        .expect("a FROM");
+    lines[last_from + 1..]
+        .iter()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+#[test]
+fn the_local_dockerfile_is_the_runtime_stage_of_the_dockerfile() {
+    let upstream = runtime_stage(&read(&docker().join("Dockerfile")));
+    let local = runtime_stage(&read(&docker().join("local.Dockerfile")));
+    // The same user, ports, health check and entrypoint; only how the base is had and where
+    // the binary comes from differ (the base image comes with the user made).
+    let same = |stage: &[String]| -> Vec<String> {
+        stage
+            .iter()
+            .filter(|l| !l.starts_with("RUN ") && !l.starts_with("COPY "))
+            .cloned()
+            .collect()
+    };
+    assert_eq!(same(&local), same(&upstream));
+    assert!(same(&local).contains(&"ENTRYPOINT [\"psprobe\"]".to_string()));
+    let target = |stage: &[String]| -> Vec<String> {
+        stage
+            .iter()
+            .filter(|l| l.starts_with("COPY "))
+            .filter_map(|l| l.split_whitespace().last().map(String::from))
+            .collect()
+    };
+    assert_eq!(target(&local), ["/usr/local/bin/psprobe"]);
+    assert_eq!(target(&local), target(&upstream));
+    // The base scripts/image.sh imports makes the user the Dockerfile's RUN makes.
+    let image_sh = read(&repo().join("scripts/image.sh"));
+    assert!(
+        image_sh.contains("useradd --system --home-dir /var/lib/psprobe --create-home psprobe")
+            && upstream.iter().any(|l| l
+                .contains("useradd --system --home-dir /var/lib/psprobe --create-home psprobe")),
+        "the user is made the same way in both bases"
+    );
+}
+
+/// The name scripts/image.sh gives the image it builds.
+pub(crate) fn image_name() -> String {
+    let image_sh = read(&repo().join("scripts/image.sh"));
+    assert!(
+        image_sh.contains("tag=\"${tag:-localhost/psprobe:$version}\""),
+        "scripts/image.sh names the image otherwise than localhost/psprobe:VERSION"
+    );
+    format!("localhost/psprobe:{}", env!("CARGO_PKG_VERSION"))
+}
+
+#[test]
+fn compose_runs_the_image_scripts_image_sh_builds_with_its_entrypoint() {
+    let c = compose();
+    for name in ["psprobe", "psprobe-2"] {
+        let service = &c["services"][name];
+        assert_eq!(
+            service["image"].as_str(),
+            Some(image_name().as_str()),
+            "{name}"
+        );
+        assert!(
+            service["entrypoint"].is_badvalue(),
+            "{name}: the image's entrypoint"
+        );
+        assert_eq!(
+            strings(&service["command"]).first().map(String::as_str),
+            Some("proxy"),
+            "{name}: arguments to `psprobe`"
+        );
+    }
 }
 
 /// setup_consumers and a digest of setup_instruments, to compare before and after.

@@ -1,7 +1,8 @@
 //! docker/kubernetes: the example manifests are valid for Kubernetes 1.31 (kubernetes-validate,
 //! strict: unknown fields are errors), the Prometheus Operator resources are valid against the
 //! operator's CRD schemas, and the pieces agree with each other: the PodMonitor selects the
-//! pods that carry the sidecar and scrapes a port the sidecar declares, the sidecar reads the
+//! pods that carry the sidecar and scrapes a port the sidecar declares, the sidecar runs the
+//! image scripts/image.sh builds (through its entrypoint) and reads the
 //! ConfigMap where it is mounted and the controller DSN from the Secret (never argv), the
 //! ConfigMap's psprobe.toml listens where the app connects, and the PrometheusRule holds the
 //! same groups as grafana/prometheus/psprobe.rules.yml.
@@ -149,6 +150,16 @@ fn the_pieces_agree_with_each_other() {
         .find(|p| p["name"].as_str() == Some(port))
         .and_then(|p| p["containerPort"].as_i64())
         .unwrap_or_else(|| panic!("sidecar has no port named {port}"));
+
+    // The image scripts/image.sh builds, run through its entrypoint (`psprobe`).
+    assert_eq!(
+        sidecar["image"].as_str(),
+        Some(crate::docker_files::image_name().as_str())
+    );
+    assert!(
+        sidecar["command"].is_badvalue(),
+        "the image's entrypoint, not a command of the manifest's"
+    );
 
     // The ConfigMap is mounted where --config points, and says where psprobe listens.
     let args = strings(&sidecar["args"]);

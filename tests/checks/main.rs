@@ -20,6 +20,8 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod container_image;
+mod debian_package;
 mod digest_cli;
 mod docker_files;
 mod docs_links;

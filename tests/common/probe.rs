@@ -92,8 +92,14 @@ impl Probe {
         cmd.envs(env.iter().copied());
         cmd.args(["proxy", "--listen", listen, "--upstream", upstream])
             .args(["--metrics", metrics])
-            .args(extra)
-            .stdin(Stdio::null())
+            .args(extra);
+        Self::start_command(cmd)
+    }
+
+    /// A psprobe whose whole command line the caller makes (the packaged binary in a chroot,
+    /// an image under podman): it must run `proxy` and print psprobe's listening line on stdout.
+    pub fn start_command(mut cmd: Command) -> Probe {
+        cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let mut child = spawn_tied(cmd).expect("spawn psprobe binary");

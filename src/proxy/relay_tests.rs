@@ -159,6 +159,9 @@ async fn what_a_closing_client_sent_is_delivered() {
     let mut got = Vec::new();
     server.read_to_end(&mut got).await.expect("server read");
     assert!(got == last, "{} of {} bytes arrived", got.len(), last.len());
+    // The client's close reached the server as end-of-stream (a half-close): the relay waits
+    // for the server's answer until the server closes too.
+    drop(server);
     let (end, _) = relay.await.expect("relay task");
     assert_eq!(end.expect("relay result"), RelayEnd::ClientClosed);
 }

@@ -61,4 +61,26 @@ async function layout(page) {
   });
 }
 
-module.exports = { layout };
+// Headless Chromium at the reports' 1300 px, every console message and page error collected.
+async function openPage() {
+  const { chromium } = require("playwright-core");
+  const browser = await chromium.launch({
+    executablePath: process.env.PSPROBE_CHROMIUM || "/usr/bin/chromium",
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+  const page = await browser.newPage({ viewport: { width: 1300, height: 900 } });
+  const console_messages = [];
+  page.on("console", (m) => console_messages.push(m.text()));
+  page.on("pageerror", (e) => console_messages.push(String(e)));
+  return { browser, page, console_messages };
+}
+
+module.exports = { layout, openPage };

@@ -4,8 +4,7 @@
 // entity tag changes within WAIT_MS and its charts are still laid out right). Prints one JSON
 // object; the Rust test (tests/live_page.rs) asserts on it.
 //   node live_page.js URL SCREENSHOT.png [WAIT_MS]
-const { chromium } = require("playwright-core");
-const { layout } = require("./layout");
+const { layout, openPage } = require("./layout");
 
 // The entity tag the page shows, and each headline table's rows as {header: cell text}.
 function read(page) {
@@ -34,22 +33,7 @@ function read(page) {
 
 (async () => {
   const [url, shot, wait] = process.argv.slice(2);
-  const browser = await chromium.launch({
-    executablePath: process.env.PSPROBE_CHROMIUM || "/usr/bin/chromium",
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
-  const page = await browser.newPage({ viewport: { width: 1300, height: 900 } });
-  const console_messages = [];
-  page.on("console", (m) => console_messages.push(m.text()));
-  page.on("pageerror", (e) => console_messages.push(String(e)));
+  const { browser, page, console_messages } = await openPage();
   // Nothing but psprobe is asked for anything: the page works offline.
   const elsewhere = [];
   page.on("request", (r) => {

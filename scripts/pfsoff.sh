@@ -63,7 +63,8 @@ pidfile=$work/mariadbd.pid
 stop() {
   [ -f "\$pidfile" ] || return 0
   pid=\$(cat "\$pidfile"); kill "\$pid" 2>/dev/null
-  while kill -0 "\$pid" 2>/dev/null; do sleep 0.05; done
+  # Gone, or a zombie: an orphaned mariadbd is reaped by init, which here took 1.7 s.
+  while [ -e /proc/\$pid ] && ! grep -q '^State:.Z' /proc/\$pid/status 2>/dev/null; do sleep 0.02; done
   rm -f "\$pidfile"
 }
 start() {

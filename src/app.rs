@@ -1,4 +1,5 @@
-//! Wiring of the `psprobe proxy` command: config, logging, listeners, signals.
+//! Wiring of the `psprobe proxy` command: config, logging, listeners, signals (what each one
+//! does is [`crate::signals`]'s).
 //!
 //! Must not: hold measurement or protocol logic; it connects the modules that do.
 
@@ -39,12 +40,22 @@ pub fn run_proxy(args: &ProxyArgs) -> anyhow::Result<()> {
             args.admin_password_file.as_deref(),
             args.schedule.controller_dsn_file.as_deref(),
             args.config.as_deref(),
-        ));
+        ))
+        .chain(crate::secrets::secret_file_notes(&[
+            (args.admin_password_file.as_deref(), "admin password"),
+            (
+                args.schedule.controller_dsn_file.as_deref(),
+                "controller DSN",
+            ),
+        ]));
     for warning in warnings {
         tracing::warn!("{warning}");
     }
     crate::runtime::block_on_multi_thread(async move {
+        // Before anything starts: a shutdown signal during the start waits for it to finish.
+        let signals = crate::signals::Signals::install();
         let running = launch_with_tls(&config, controller, Some(tls)).await?;
+        signals.set_reloads_certificate(running.reloads_certificate());
         // One machine-readable line on stdout (scripts and tests read the bound ports from it).
         let mut stdout = std::io::stdout();
         let admin = running
@@ -58,7 +69,7 @@ pub fn run_proxy(args: &ProxyArgs) -> anyhow::Result<()> {
         )
         .and_then(|()| stdout.flush())
         .context("cannot write to stdout")?;
-        shutdown_signal().await;
+        signals.shutdown().await;
         running.shutdown().await;
         tracing::info!("stopped");
         Ok(())
@@ -83,6 +94,11 @@ pub struct Running {
 }
 
 impl Running {
+    /// The proxy terminates TLS and reloads its certificate on SIGHUP.
+    pub fn reloads_certificate(&self) -> bool {
+        self.tls_reload.is_some()
+    }
+
     /// Restores performance_schema settings (controller), then stops the proxy gracefully.
     pub async fn shutdown(mut self) {
         let _ = self.stop_controller.send(true);
@@ -272,23 +288,11 @@ fn report_controller(result: Result<(), ControllerError>) {
     match result {
         Ok(()) => tracing::info!("controller finished"),
         // Fail-open: the proxy keeps serving, commands are labelled `none` from now on.
+        Err(e @ ControllerError::Connection { .. }) => tracing::error!(
+            "controller stopped: {e}. The server went away or restarted mid-schedule: the segment \
+             in progress is not written (what came before is), the restore's outcome is the line \
+             above, and the proxy serves on; start psprobe again to measure again"
+        ),
         Err(e) => tracing::error!("controller stopped: {e}"),
-    }
-}
-
-/// Resolves on SIGINT or SIGTERM.
-async fn shutdown_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = match signal(SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::warn!("cannot watch SIGTERM ({e}); stop psprobe with SIGINT");
-            let _ = tokio::signal::ctrl_c().await;
-            return;
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT received"),
-        _ = term.recv() => tracing::info!("SIGTERM received"),
     }
 }

@@ -44,6 +44,7 @@ pub mod report;
 pub(crate) mod runtime;
 pub(crate) mod secrets;
 pub(crate) mod setting;
+pub(crate) mod signals;
 pub mod stats;
 pub(crate) mod timestamp;
 pub(crate) mod tls;

@@ -2,8 +2,10 @@
 //! or a file, never through argv, which every user of the host can read (`ps`, /proc/PID/cmdline).
 //!
 //! - [`read_secret_file`]: the first line of a file (`--admin-password-file`,
-//!   `--controller-dsn-file`); [`exposed_secret_files`]: warnings for such files (and a config
-//!   file with a password) that other users may read;
+//!   `--controller-dsn-file`), without what an editor adds around it (a UTF-8 byte-order mark,
+//!   blanks at either end; [`secret_file_notes`] says what was left out, once logging is up);
+//!   [`exposed_secret_files`]: warnings for such files (and a config file with a password) that
+//!   other users may read;
 //! - [`argv_warnings`]: arguments that look like they carry a password anyway (a URL with
 //!   `USER:PASS@`, `--password=...`, `-pSECRET` inside `--restart-cmd`), to warn about at start.
 //!
@@ -21,26 +23,144 @@ pub enum SecretError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{path} holds no {what}: its first line is empty")]
-    Empty { what: &'static str, path: PathBuf },
+    #[error("{path} holds no {what}: its first line is empty{ignored}")]
+    Empty {
+        what: &'static str,
+        path: PathBuf,
+        /// What psprobe left out of the line, said so the operator knows why it is empty.
+        ignored: String,
+    },
+    #[error("{path} is {encoding} (it starts with that byte-order mark): save it as UTF-8 or ASCII, with the {what} on its first line")]
+    NotUtf8 {
+        what: &'static str,
+        path: PathBuf,
+        encoding: &'static str,
+    },
 }
 
-/// The first line of `path` (without its line end), which must not be empty. `what` names the
-/// secret in messages ("admin password").
-pub(crate) fn read_secret_file(path: &Path, what: &'static str) -> Result<String, SecretError> {
-    let text = std::fs::read_to_string(path).map_err(|source| SecretError::Read {
+/// The UTF-8 byte-order mark some editors put at the start of a file (never part of a secret).
+const BOM: char = '\u{feff}';
+
+/// The first line of a secret file's text, and what an editor may have added around the
+/// secret, which is left out: a byte-order mark, spaces and tabs at either end (a password
+/// with blanks at its ends is refused by no one and typed by no one), the line end.
+struct FirstLine<'a> {
+    secret: &'a str,
+    bom: bool,
+    leading: usize,
+    trailing: usize,
+}
+
+impl<'a> FirstLine<'a> {
+    fn of(text: &'a str) -> Self {
+        let (bom, text) = match text.strip_prefix(BOM) {
+            Some(rest) => (true, rest),
+            None => (false, text),
+        };
+        let line = text.lines().next().unwrap_or("").trim_end_matches('\r');
+        let blank = |c: char| c == ' ' || c == '\t';
+        let start = line.trim_start_matches(blank);
+        let secret = start.trim_end_matches(blank);
+        FirstLine {
+            secret,
+            bom,
+            leading: line.len() - start.len(),
+            trailing: start.len() - secret.len(),
+        }
+    }
+
+    /// What was left out, as "a UTF-8 byte-order mark and 2 trailing blanks"; empty if nothing.
+    fn ignored(&self) -> String {
+        let blanks = |n: usize, side: &str| match n {
+            0 => None,
+            1 => Some(format!("1 {side} blank")),
+            n => Some(format!("{n} {side} blanks")),
+        };
+        let parts: Vec<String> = [
+            self.bom.then(|| "a UTF-8 byte-order mark".to_string()),
+            blanks(self.leading, "leading"),
+            blanks(self.trailing, "trailing"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        match parts.as_slice() {
+            [] => String::new(),
+            [one] => one.clone(),
+            [init @ .., last] => format!("{} and {last}", init.join(", ")),
+        }
+    }
+}
+
+/// The text of a secret file; a UTF-16 or UTF-32 file (as Windows editors save) is named as such.
+fn read_text(path: &Path, what: &'static str) -> Result<String, SecretError> {
+    let bytes = std::fs::read(path).map_err(|source| SecretError::Read {
         what,
         path: path.to_path_buf(),
         source,
     })?;
-    let line = text.lines().next().unwrap_or("").trim_end_matches('\r');
-    if line.is_empty() {
+    let encoding = match bytes.as_slice() {
+        [0xFF, 0xFE, 0, 0, ..] => Some("UTF-32"),
+        [0xFF, 0xFE, ..] | [0xFE, 0xFF, ..] => Some("UTF-16"),
+        _ => None,
+    };
+    if let Some(encoding) = encoding {
+        return Err(SecretError::NotUtf8 {
+            what,
+            path: path.to_path_buf(),
+            encoding,
+        });
+    }
+    String::from_utf8(bytes).map_err(|e| SecretError::Read {
+        what,
+        path: path.to_path_buf(),
+        source: std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("it is not UTF-8 text ({})", e.utf8_error()),
+        ),
+    })
+}
+
+/// The first line of `path` (without its line end, a UTF-8 byte-order mark, and spaces or tabs
+/// at either end), which must not be empty. `what` names the secret in messages ("admin
+/// password").
+pub(crate) fn read_secret_file(path: &Path, what: &'static str) -> Result<String, SecretError> {
+    let text = read_text(path, what)?;
+    let line = FirstLine::of(&text);
+    if line.secret.is_empty() {
+        let ignored = line.ignored();
         return Err(SecretError::Empty {
             what,
             path: path.to_path_buf(),
+            ignored: if ignored.is_empty() {
+                ignored
+            } else {
+                format!(" with {ignored} left out")
+            },
         });
     }
-    Ok(line.to_string())
+    Ok(line.secret.to_string())
+}
+
+/// One warning line per secret file whose first line had something [`read_secret_file`] left
+/// out (a byte-order mark, blanks), so that an operator whose password seems refused knows
+/// what psprobe took. Never repeats the secret.
+pub(crate) fn secret_file_notes(files: &[(Option<&Path>, &'static str)]) -> Vec<String> {
+    files
+        .iter()
+        .filter_map(|(path, what)| {
+            let path = (*path)?;
+            let text = read_text(path, what).ok()?;
+            let ignored = FirstLine::of(&text).ignored();
+            (!ignored.is_empty()).then(|| {
+                format!(
+                    "{}: psprobe left {ignored} out of its first line; the {what} is what \
+                     remains (remove them from the file to silence this line)",
+                    path.display()
+                )
+            })
+        })
+        .collect()
 }
 
 /// One warning line per file that holds a secret and that other users may read: the files of
@@ -191,9 +311,65 @@ mod tests {
         std::fs::write(&path, "\nsecond\n").unwrap();
         let e = read_secret_file(&path, "admin password").unwrap_err();
         assert!(e.to_string().contains("first line is empty"), "{e}");
+        assert!(e.to_string().ends_with("empty"), "{e}");
         let e = read_secret_file(&dir.path().join("none"), "admin password").unwrap_err();
         assert!(
             e.to_string().starts_with("cannot read admin password from"),
+            "{e}"
+        );
+    }
+
+    /// What an editor adds around a secret is left out, and said once, without the secret:
+    /// a UTF-8 byte-order mark (Windows editors), blanks at either end; a UTF-16 file is named.
+    #[test]
+    fn byte_order_marks_and_blanks_are_left_out_and_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pw");
+        let what = "admin password";
+        for (text, secret, note) in [
+            (
+                "\u{feff}s3cret\n",
+                "s3cret",
+                Some("a UTF-8 byte-order mark out"),
+            ),
+            ("s3cret  \r\n", "s3cret", Some("2 trailing blanks out")),
+            (
+                "\u{feff} s3 cret\t\n",
+                "s3 cret",
+                Some("a UTF-8 byte-order mark, 1 leading blank and 1 trailing blank out"),
+            ),
+            ("s3cret\n", "s3cret", None),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            assert_eq!(read_secret_file(&path, what).unwrap(), secret, "{text:?}");
+            let notes = secret_file_notes(&[(Some(&path), what), (None, "controller DSN")]);
+            match note {
+                Some(note) => {
+                    assert_eq!(notes.len(), 1, "{notes:?}");
+                    assert!(notes[0].contains(note), "{text:?}: {}", notes[0]);
+                    assert!(!notes[0].contains("s3"), "{}", notes[0]);
+                }
+                None => assert!(notes.is_empty(), "{notes:?}"),
+            }
+        }
+        std::fs::write(&path, "\u{feff}  \nsecond\n").unwrap();
+        let e = read_secret_file(&path, what).unwrap_err().to_string();
+        assert!(
+            e.ends_with(
+                "first line is empty with a UTF-8 byte-order mark and 2 leading blanks left out"
+            ),
+            "{e}"
+        );
+        std::fs::write(&path, b"\xff\xfes\x003\x00\n\x00").unwrap();
+        let e = read_secret_file(&path, what).unwrap_err().to_string();
+        assert!(
+            e.contains("is UTF-16") && e.contains("save it as UTF-8"),
+            "{e}"
+        );
+        std::fs::write(&path, b"s3\xffcret\n").unwrap();
+        let e = read_secret_file(&path, what).unwrap_err().to_string();
+        assert!(
+            e.starts_with("cannot read admin password from") && e.contains("UTF-8"),
             "{e}"
         );
     }

@@ -343,13 +343,26 @@ impl Engine {
         params: &[String],
         data: &dyn AdminData,
     ) -> Result<ResultSet, AdminError> {
+        self.query_within(sql, params, data, self.limits.max_result_bytes)
+    }
+
+    /// [`Engine::query`] with at most `max_result_bytes` of result (what the admin's shared
+    /// result budget could give this query; never more than [`Limits::max_result_bytes`]).
+    pub fn query_within(
+        &mut self,
+        sql: &str,
+        params: &[String],
+        data: &dyn AdminData,
+        max_result_bytes: usize,
+    ) -> Result<ResultSet, AdminError> {
+        let max_result_bytes = max_result_bytes.min(self.limits.max_result_bytes);
         {
             let mut auth = lock(&self.auth);
             auth.mode = Mode::Client;
             auth.reads.clear();
             auth.refused = None;
         }
-        let result = self.run(sql, params, data);
+        let result = self.run(sql, params, data, max_result_bytes);
         // Empty what was loaded, whatever happened.
         let loaded: Vec<Table> = lock(&self.auth).reads.iter().copied().collect();
         *lock(&self.deadline) = None;
@@ -368,6 +381,7 @@ impl Engine {
         sql: &str,
         params: &[String],
         data: &dyn AdminData,
+        max_result_bytes: usize,
     ) -> Result<ResultSet, AdminError> {
         let mut stmt = match self.conn.prepare(sql) {
             Ok(stmt) => stmt,
@@ -415,8 +429,12 @@ impl Engine {
                 bytes += 8;
                 out.push(value);
             }
-            if bytes > self.limits.max_result_bytes {
-                return Err(AdminError::result_too_large(self.limits.max_result_bytes));
+            if bytes > max_result_bytes {
+                return Err(if max_result_bytes < self.limits.max_result_bytes {
+                    AdminError::results_budget_full(max_result_bytes)
+                } else {
+                    AdminError::result_too_large(max_result_bytes)
+                });
             }
             values.push(out);
         }

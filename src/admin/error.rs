@@ -111,6 +111,34 @@ impl AdminError {
         )
     }
 
+    /// Every query slot stayed taken for `waited`.
+    pub fn busy(slots: usize, waited: std::time::Duration) -> Self {
+        AdminError::new(
+            1205,
+            b"HY000",
+            format!(
+                "psprobe admin is busy: it runs {slots} queries at once and none finished within \
+                 {} s; retry (a query runs at most its time limit)",
+                waited.as_secs()
+            ),
+        )
+    }
+
+    /// The shared result budget ([`super::budget`]) had less room than this result needs.
+    pub fn results_budget_full(room: usize) -> Self {
+        AdminError::new(
+            1041,
+            b"HY000",
+            format!(
+                "Out of memory: other admin connections' results (not yet read by their clients) \
+                 fill psprobe admin's {} MiB for results, {} MiB was left for this one; retry \
+                 when they are read, or add a LIMIT",
+                super::budget::RESULT_BUDGET_BYTES >> 20,
+                room >> 20
+            ),
+        )
+    }
+
     pub fn out_of_memory(limit: u64) -> Self {
         AdminError::new(
             1041,

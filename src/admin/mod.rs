@@ -16,12 +16,14 @@
 //! - [`server`]: the listener and the protocol shim; queries run on blocking threads, and
 //!   [`spawn_dedicated`] puts the whole interface on a low-priority thread of its own;
 //! - [`wire`], [`auth`]: byte-level fixes around opensrv-mysql and `mysql_native_password`;
+//! - [`budget`]: the memory all admin results held at once may take;
 //! - [`login_limit`]: password checks per peer are limited, refusals logged at a bounded rate.
 //!
 //! Must not: change what psprobe measures or the server's settings; it reads snapshots of the
 //! live statistics, and a slow admin query never blocks the relay.
 
 pub mod auth;
+pub mod budget;
 pub(crate) mod config;
 pub mod dialect;
 pub mod engine;

@@ -18,10 +18,11 @@ use opensrv_mysql::{
 };
 use tokio::io::AsyncWrite;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, Semaphore};
 use tokio::task::JoinSet;
 
 use super::auth::{self, AdminAuth, SALT_LEN};
+use super::budget::{self, Reservation, ResultBudget, RESULT_BUDGET_BYTES};
 use super::dialect::{self, EngineQuery, Statement};
 use super::engine::{Engine, Limits, ResultKind, ResultSet};
 use super::error::AdminError;
@@ -35,6 +36,14 @@ use super::wire::{
 
 /// Admin queries running at once in [`spawn_dedicated`]; more wait for a thread.
 pub const MAX_CONCURRENT_QUERIES: usize = 2;
+/// A query waits at most this long for one of the [`MAX_CONCURRENT_QUERIES`] slots, then is
+/// answered with an error (before, a cheap query waited up to 30 s behind heavy ones).
+pub const QUERY_SLOT_WAIT: Duration = Duration::from_secs(3);
+/// Admin connections open at once; more get ERR 1040 and are closed (each may hold a result).
+pub const MAX_CONNECTIONS: usize = 32;
+/// A result not written within this long (its client does not read) ends the connection, and
+/// the memory it held goes back to the other admin connections.
+pub const RESULT_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Serves the admin interface on `listener` with the default [`Limits`] until this future is
 /// dropped (which also ends the open admin connections).
@@ -59,10 +68,24 @@ pub async fn serve_with(
     let mut log_tick = tokio::time::interval(LOG_INTERVAL);
     log_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let next_id = AtomicU32::new(1);
+    let budget = ResultBudget::new(RESULT_BUDGET_BYTES);
+    let slots = Arc::new(Semaphore::new(MAX_CONCURRENT_QUERIES));
+    let refusals = crate::log_limit::RateLimited::new(LOG_INTERVAL);
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) if connections.len() >= MAX_CONNECTIONS => {
+                    if let Some(more) = refusals.check() {
+                        tracing::warn!(
+                            %peer,
+                            "admin connection refused: {MAX_CONNECTIONS} are open, psprobe \
+                             admin's limit{}",
+                            crate::log_limit::more(more)
+                        );
+                    }
+                    tokio::spawn(refuse_over_limit(stream));
+                }
                 Ok((stream, peer)) => {
                     let id = next_id.fetch_add(1, Ordering::Relaxed);
                     tracing::trace!(%peer, id, "admin connection accepted");
@@ -73,6 +96,8 @@ pub async fn serve_with(
                         Arc::clone(&data),
                         Arc::clone(&auth),
                         Arc::clone(&logins),
+                        Arc::clone(&budget),
+                        Arc::clone(&slots),
                         limits,
                     ));
                 }
@@ -184,6 +209,23 @@ pub fn spawn_dedicated(
     })
 }
 
+/// Tells a client past [`MAX_CONNECTIONS`] so, as mysqld does (ERR 1040 before the greeting).
+async fn refuse_over_limit(mut stream: TcpStream) {
+    use tokio::io::AsyncWriteExt;
+    let message =
+        format!("Too many connections: psprobe admin serves at most {MAX_CONNECTIONS} at once");
+    let packet = psprobe_core::protocol::encode_packet(
+        0,
+        &psprobe_core::protocol::encode_err(1040, b"08004", &message),
+    );
+    let _ = tokio::time::timeout(Duration::from_secs(2), async {
+        stream.write_all(&packet).await?;
+        stream.shutdown().await
+    })
+    .await;
+}
+
+#[allow(clippy::too_many_arguments)] // the connection's whole context, passed once
 async fn connection(
     stream: TcpStream,
     peer: SocketAddr,
@@ -191,6 +233,8 @@ async fn connection(
     data: Arc<dyn AdminData>,
     auth: Arc<AdminAuth>,
     logins: Arc<LoginLimiter>,
+    budget: Arc<ResultBudget>,
+    slots: Arc<Semaphore>,
     limits: Limits,
 ) {
     let _ = stream.set_nodelay(true);
@@ -206,11 +250,17 @@ async fn connection(
         peer: peer.ip(),
         logins,
         engine: Mutex::new(None),
+        budget,
+        slots,
         limits,
     };
     let reader = CommandReader::new(reader, limits.max_query_bytes.saturating_add(1));
     let writer = DenialWriter::new(writer, denial);
-    match AsyncMysqlIntermediary::run_on(shim, reader, writer).await {
+    let ended = AsyncMysqlIntermediary::run_on(shim, reader, writer).await;
+    // The connection's buffers are freed now: give them back too (a client that left a large
+    // result unread had them full).
+    budget::give_back_freed_memory();
+    match ended {
         Ok(()) => tracing::debug!(%peer, id, "admin connection closed"),
         // Logged by `authenticate`, at a bounded rate.
         Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
@@ -232,6 +282,10 @@ struct Shim {
     /// Created on the first query; away on a blocking thread while a query runs. (A mutex
     /// only because opensrv wants the shim `Sync`; one task uses it.)
     engine: Mutex<Option<Engine>>,
+    /// Shared by all admin connections: what their results may hold at once.
+    budget: Arc<ResultBudget>,
+    /// Queries running at once, all connections together.
+    slots: Arc<Semaphore>,
     limits: Limits,
 }
 
@@ -290,12 +344,23 @@ async fn write_error<W: AsyncWrite + Send + Unpin>(
 }
 
 impl Shim {
-    /// Runs `query` on this connection's engine, on a blocking thread.
-    async fn run(&mut self, query: &EngineQuery) -> Result<ResultSet, AdminError> {
+    /// Runs `query` on this connection's engine, on a blocking thread, within what the shared
+    /// result budget has left; the result comes with its share of the budget, held until the
+    /// result is written.
+    async fn run(&mut self, query: &EngineQuery) -> Result<(ResultSet, Reservation), AdminError> {
+        let Ok(Ok(slot)) =
+            tokio::time::timeout(QUERY_SLOT_WAIT, Arc::clone(&self.slots).acquire_owned()).await
+        else {
+            return Err(AdminError::busy(MAX_CONCURRENT_QUERIES, QUERY_SLOT_WAIT));
+        };
+        let Some(mut reservation) = self.budget.reserve(self.limits.max_result_bytes) else {
+            return Err(AdminError::results_budget_full(0));
+        };
         let engine = wire::lock(&self.engine).take();
         let data = Arc::clone(&self.data);
         let session = Arc::clone(&self.session);
         let limits = self.limits;
+        let room = reservation.bytes();
         let (sql, params) = (query.sql.clone(), query.params.clone());
         let (engine, result) = tokio::task::spawn_blocking(move || {
             let mut engine = match engine {
@@ -305,13 +370,16 @@ impl Shim {
                     Err(e) => return (None, Err(e)),
                 },
             };
-            let result = engine.query(&sql, &params, &*data);
+            let result = engine.query_within(&sql, &params, &*data, room);
+            drop(slot);
             (Some(engine), result)
         })
         .await
         .map_err(AdminError::internal)?;
         *wire::lock(&self.engine) = engine;
-        result
+        let result = result?;
+        reservation.shrink_to(budget::result_bytes(&result.rows));
+        Ok((result, reservation))
     }
 
     async fn answer<W: AsyncWrite + Send + Unpin>(
@@ -348,7 +416,28 @@ impl Shim {
         tracing::trace!(peer = %self.peer, query, "admin query");
         let outcome = match dialect::parse(query) {
             Ok(Statement::Query(q)) => match self.run(&q).await {
-                Ok(result) => return write_result(&q, &result, results).await,
+                Ok((result, held)) => {
+                    let written = tokio::time::timeout(
+                        RESULT_WRITE_TIMEOUT,
+                        write_result(&q, &result, results),
+                    )
+                    .await;
+                    // The result's memory first, then its share of the budget (which may give
+                    // freed memory back to the system).
+                    drop(result);
+                    drop(held);
+                    return written.unwrap_or_else(|_| {
+                        tracing::debug!(
+                            peer = %self.peer,
+                            "admin client read none of its result for {}s: connection closed",
+                            RESULT_WRITE_TIMEOUT.as_secs()
+                        );
+                        Err(io::Error::new(
+                            io::ErrorKind::TimedOut,
+                            "the admin client did not read its result",
+                        ))
+                    });
+                }
                 Err(e) => Err(e),
             },
             Ok(Statement::Use(db)) => self.session.use_database(&db),

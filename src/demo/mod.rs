@@ -78,6 +78,11 @@ impl Plan {
     pub fn pfsoff(cap: Duration, target: f64) -> Self {
         Plan {
             duration: cap,
+            // Short phases, many restarts: each server start's own level is most of the noise
+            // (docs/measurement.md), so starts count, not window length. The settle is re-chosen
+            // from the restart profile after the first restarts.
+            slow_phase: Duration::from_secs(5),
+            restart_settle: Duration::from_secs(2),
             slow_blocks: None,
             target_halfwidth: Some(target),
             ..Plan::runtime(false)

@@ -34,6 +34,7 @@ use crate::metrics::ProxyMetrics;
 use crate::observe::watch::{ClientHello, Side, Unsent, Watch};
 use crate::tls::{Cause, ClientTls, Leg, ServerTls, TlsRuntime};
 
+use super::greeting::{self, First};
 use super::packet_io::{handshake_error, Got, PacketBuf};
 use super::FloodLogs;
 
@@ -108,9 +109,10 @@ pub(crate) async fn run(
     // readiness awaited: a read that is dropped loses nothing, and readiness can be stale.)
     let mut greeting = PacketBuf::default();
     let mut early = PacketBuf::default();
-    let got = tokio::select! {
-        got = greeting.read_packet(&mut server) => got,
-        early_got = early.read_packet(&mut client) => {
+    let got = match greeting::first(&mut client, &mut server, &mut greeting, &mut early, ctx).await
+    {
+        First::Server(got) => got,
+        First::Client(early_got) => {
             if left(&early_got, &early) {
                 // A MySQL client never half-closes: it is gone, and so is anything the server
                 // could still say to it. Both legs close now rather than when the server gets
@@ -120,7 +122,15 @@ pub(crate) async fn run(
             }
             Ok(Got::Eof)
         }
+        First::TimedOut => {
+            let message = greeting::timed_out_message(ctx.upstream);
+            let _ = send(&mut client, &handshake_error(0, &message)).await;
+            return None;
+        }
     };
+    if !greeting.bytes().is_empty() {
+        greeting::warn_if_not_mysql(greeting.bytes(), ctx);
+    }
     if !matches!(got, Ok(Got::Packet)) || !early.bytes().is_empty() {
         tracing::debug!(
             "client {}: no greeting psprobe follows; relayed as is",

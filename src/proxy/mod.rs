@@ -9,6 +9,7 @@
 
 pub(crate) mod config;
 mod connection;
+mod greeting;
 pub(crate) mod handshake;
 pub(crate) mod limits;
 pub(crate) mod packet_io;
@@ -43,9 +44,24 @@ pub(crate) struct FloodLogs {
     /// The upstream refused or did not answer a connect: every client of a server that is
     /// down fails the same way.
     pub upstream_errors: RateLimited,
+    /// The upstream greeted late or not as a MySQL server: every client meets the same.
+    pub no_greeting: RateLimited,
 }
 
 impl FloodLogs {
+    pub(crate) fn new() -> Self {
+        FloodLogs {
+            accept_errors: RateLimited::new(FLOOD_LOG_EVERY),
+            refusals: RateLimited::new(FLOOD_LOG_EVERY),
+            handshake_timeouts: RateLimited::new(FLOOD_LOG_EVERY),
+            tls_failures: std::array::from_fn(|_| {
+                std::array::from_fn(|_| RateLimited::new(FLOOD_LOG_EVERY))
+            }),
+            upstream_errors: RateLimited::new(FLOOD_LOG_EVERY),
+            no_greeting: RateLimited::new(FLOOD_LOG_EVERY),
+        }
+    }
+
     /// The limit of TLS handshake failures on `leg` for `cause`.
     pub(crate) fn tls_failure(&self, leg: Leg, cause: Cause) -> &RateLimited {
         let leg = Leg::ALL.iter().position(|l| *l == leg).unwrap_or(0);
@@ -94,15 +110,7 @@ pub(crate) async fn serve(
         settings,
         observer,
         tls,
-        logs: FloodLogs {
-            accept_errors: RateLimited::new(FLOOD_LOG_EVERY),
-            refusals: RateLimited::new(FLOOD_LOG_EVERY),
-            handshake_timeouts: RateLimited::new(FLOOD_LOG_EVERY),
-            tls_failures: std::array::from_fn(|_| {
-                std::array::from_fn(|_| RateLimited::new(FLOOD_LOG_EVERY))
-            }),
-            upstream_errors: RateLimited::new(FLOOD_LOG_EVERY),
-        },
+        logs: FloodLogs::new(),
         fd_freed: Notify::new(),
     });
     let (cut_tx, cut_rx) = watch::channel(false);

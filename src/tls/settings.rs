@@ -196,6 +196,15 @@ impl TlsSettings {
                 .map_err(|e| TlsSettingsError::Timeout(e.to_string()))?,
             (None, None) => HANDSHAKE_TIMEOUT,
         };
+        if handshake_timeout.is_zero() {
+            // Unlike --client-handshake-timeout, 0 cannot mean "no limit": a TLS handshake that
+            // stalls would hold its connection (and a file descriptor) for ever.
+            return Err(TlsSettingsError::Timeout(format!(
+                "tls_handshake_timeout must be longer than 0s (every TLS handshake would time out); \
+                 leave it out for the default {}s",
+                HANDSHAKE_TIMEOUT.as_secs()
+            )));
+        }
         let mut note = None;
         let mut client = client;
         let cert = match (
@@ -324,6 +333,15 @@ mod tests {
             "nowhere to keep a certificate"
         );
         assert!(s.note.unwrap().contains("--tls-cert"));
+        let zero = TlsArgs {
+            tls_handshake_timeout: Some(Duration::ZERO),
+            ..TlsArgs::default()
+        };
+        let e = TlsSettings::resolve(&zero, None, None).unwrap_err();
+        assert!(e.to_string().contains("longer than 0s"), "{e}");
+        let f = file("handshake_timeout = \"0s\"\n");
+        let e = TlsSettings::resolve(&TlsArgs::default(), Some(f), None).unwrap_err();
+        assert!(e.to_string().contains("longer than 0s"), "{e}");
         let f = file("handshake_timeout = \"soon\"\n");
         let e = TlsSettings::resolve(&TlsArgs::default(), Some(f), None).unwrap_err();
         assert!(e.to_string().contains("tls_handshake_timeout"), "{e}");

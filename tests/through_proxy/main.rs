@@ -25,6 +25,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod admin_bounds;
 mod admin_clients;
 mod admin_interface;
 mod cli_through_proxy;
@@ -38,4 +39,5 @@ mod relay_half_close;
 mod relay_log_floods;
 mod relay_slow_readers;
 mod secrets_privacy;
+mod signals;
 mod tls_through_proxy;

@@ -1,6 +1,7 @@
-//! Floods of failing connections do not flood the log: failed TLS handshakes and failed
-//! upstream connects are each counted one by one (metrics) and logged at most once a second,
-//! the next line saying how many were left out.
+//! Floods of failing connections do not flood the log: failed TLS handshakes, failed upstream
+//! connects and an upstream that does not greet as MySQL are each logged at most once a second
+//! (the first two also counted one by one in the metrics), the next line saying how many were
+//! left out.
 
 use crate::common;
 
@@ -121,5 +122,46 @@ fn relay_log_flood_of_tls_handshake_failures_is_rate_limited() {
         "client leg, bad_message); connection closed",
         elapsed,
         || bad_tls_client(&addr),
+    );
+}
+
+/// An upstream that is not a MySQL server (an HTTP port answering at once): its bytes still go
+/// to the client as they are, and psprobe says, rate limited, what it got instead of a greeting.
+#[test]
+fn relay_log_flood_of_non_mysql_upstream_greetings_is_rate_limited() {
+    const ANSWER: &[u8] = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let upstream = listener.local_addr().expect("addr").to_string();
+    std::thread::spawn(move || {
+        for s in listener.incoming() {
+            let Ok(mut s) = s else { return };
+            let _ = s.write_all(ANSWER);
+        }
+    });
+    let probe = Probe::start(&upstream, &[]);
+    let fail_once = || {
+        let mut s = TcpStream::connect(probe.proxy_addr()).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(20)))
+            .expect("timeout");
+        let mut got = Vec::new();
+        let _ = s.read_to_end(&mut got);
+        assert_eq!(got, ANSWER, "relayed as they are");
+    };
+    let started = Instant::now();
+    for _ in 0..FLOOD {
+        fail_once();
+    }
+    let elapsed = started.elapsed();
+    let log = probe.stderr_text();
+    assert!(
+        // What psprobe had read when it saw this was no MySQL packet: a header of 4 bytes.
+        log.contains(r#"did not greet as a MySQL server (its first bytes: "HTTP")"#),
+        "{log}"
+    );
+    assert_rate_limited(
+        &probe,
+        "did not greet as a MySQL server",
+        elapsed,
+        fail_once,
     );
 }

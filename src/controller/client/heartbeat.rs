@@ -245,6 +245,11 @@ impl Beater {
                 let ms = self.base.elapsed().as_millis() as u64;
                 self.last_ok_ms.store(ms, Ordering::Relaxed);
             }
+            Ok(Ok(_)) if self.conns.has_changed().unwrap_or(false) => {
+                // A beat that began with the connections from before a restart: the lock is
+                // held by the new ones, which the next beat (at once) names.
+                tracing::debug!("heartbeat named the connections from before a restart; again");
+            }
             Ok(Ok(_)) => {
                 // The lock is not held by this leader's connections (any more): not a beat.
                 self.warn("the leader lock is not held by this psprobe's connections; not beating");

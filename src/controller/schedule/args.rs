@@ -24,9 +24,11 @@ pub const DEFAULT_SEGMENT: &str = "5s";
 /// Settle time after a restart before the restart profile has chosen one (the profile
 /// usually finds 1-3 s on a throwaway server; `--restart-settle` fixes it).
 pub const INITIAL_RESTART_SETTLE: &str = "5s";
-/// A phase entered by restart: settle + measured window. Short, so many pairs fit a run (their
-/// noise is the host's drift between phases, which grows with the time between them).
-pub const DEFAULT_SLOW_PHASE: &str = "12s";
+/// A phase entered by restart: settle + measured window. Short, so many pairs fit a run: their
+/// noise is mostly each server start's own level (measured: 7.5-9% SD per start on the 2-core
+/// machine, nearly the same for 3 s as for 11 s measured), so more starts beat longer windows
+/// (docs/measurement.md, "Restart pairs").
+pub const DEFAULT_SLOW_PHASE: &str = "5s";
 pub const DEFAULT_SLOW_BLOCKS: u64 = 4;
 pub const DEFAULT_SLOW_EVERY: &str = "2m";
 pub const DEFAULT_RESTART_TIMEOUT: &str = "120s";
@@ -80,7 +82,7 @@ pub struct ScheduleArgs {
     #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
     pub restart_settle: Option<Duration>,
     /// One phase of a scenario entered by restart: restart settle + measured window (the
-    /// restart itself comes on top) [default: 12s, or --phase when nothing is switched at
+    /// restart itself comes on top) [default: 5s, or --phase when nothing is switched at
     /// runtime].
     #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
     pub slow_phase: Option<Duration>,

@@ -53,7 +53,8 @@ trap 'exit 143' TERM
 
 port=$("$bench" free-port)
 run_in mariadb-install-db --no-defaults --datadir="$inside/data" --user=root \
-  --auth-root-authentication-method=normal --skip-test-db --innodb-log-file-size=48M >"$out/install.log" 2>&1
+  --auth-root-authentication-method=normal --skip-test-db --innodb-log-file-size=48M \
+  ${root:+--force} >"$out/install.log" 2>&1 # --force: the Debian 13 tree has no resolver for the host name
 # The control script: what an operator's restart command does, fast (see docs/measurement.md):
 # SIGTERM (a fast shutdown that dumps the buffer pool), wait, start (the dump loads back),
 # wait until it answers. `server.sh restart ON|OFF`.

@@ -53,12 +53,11 @@ struct FirstLine<'a> {
 
 impl<'a> FirstLine<'a> {
     fn of(text: &'a str) -> Self {
-        let (bom, text) = match text.strip_prefix(BOM) {
-            Some(rest) => (true, rest),
-            None => (false, text),
-        };
-        let line = text.lines().next().unwrap_or("").trim_end_matches('\r');
-        let blank = |c: char| c == ' ' || c == '\t';
+        let rest = text.trim_start_matches(BOM);
+        let bom = rest.len() < text.len();
+        let line = rest.lines().next().unwrap_or("").trim_end_matches('\r');
+        // A carriage return left inside the line's ends is an editor's too.
+        let blank = |c: char| c == ' ' || c == '\t' || c == '\r';
         let start = line.trim_start_matches(blank);
         let secret = start.trim_end_matches(blank);
         FirstLine {
@@ -90,6 +89,15 @@ impl<'a> FirstLine<'a> {
             [init @ .., last] => format!("{} and {last}", init.join(", ")),
         }
     }
+}
+
+/// The secret a secret file's text holds (its first line without what an editor adds around
+/// it), and what was left out ("" if nothing). For the fuzz target: the same as
+/// [`read_secret_file`] takes.
+#[cfg(feature = "fuzzing")]
+pub(crate) fn secret_of(text: &str) -> (&str, String) {
+    let line = FirstLine::of(text);
+    (line.secret, line.ignored())
 }
 
 /// The text of a secret file; a UTF-16 or UTF-32 file (as Windows editors save) is named as such.

@@ -183,6 +183,11 @@ pub(super) fn config(data: &[u8]) {
             }
         }
     }
+    // A secret file's first line: never a byte-order mark, blanks at its ends or a line end.
+    let (secret, _ignored) = crate::secrets::secret_of(&text);
+    assert!(!secret.starts_with(['\u{feff}', ' ', '\t']), "{secret:?}");
+    assert!(!secret.ends_with([' ', '\t', '\r']), "{secret:?}");
+    assert!(!secret.contains('\n'), "{secret:?}");
     let mut catalog = Catalog::builtin();
     if catalog.add_toml(&text, path).is_ok() {
         for scenario in catalog.iter() {

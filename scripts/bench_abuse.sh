@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# Do abusive clients hurt everyone else more through psprobe than directly? (issue 23, items 4
+# and 5). A throwaway mariadbd, psprobe in front; a background sysbench oltp_read_only (2
+# threads, per-second reports) runs through the target (direct, or psprobe) while, from second
+# 5 to 15, one abuse runs against the same target:
+#   slow    100 clients each ask for a 50 MB result and read none of it (PyMySQL, unbuffered)
+#   frames  4 clients send 16 MiB compressed queries (the mariadb CLI with --compress), 25 each
+# The two targets alternate, ROUNDS times each, order shuffled per round. Prints, per abuse and
+# target, the background's transactions/s and per-second p99 before (seconds 1-4) and during
+# the abuse (6-15), the share of its throughput each target kept, and psprobe's share against
+# direct's (>= 0.90 is "within 10%"; the extra hop's own cost is in "before").
+#
+#   scripts/bench_abuse.sh [ROUNDS]   (default 3; about 45 s per round and abuse)
+# Needs target/clients/venv (scripts/setup-clients.sh) for PyMySQL.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-3}
+say() { echo "bench_abuse: $*" >&2; }
+export PATH="$PATH:/usr/sbin"
+psprobe=${PSPROBE_BIN:-target/release/psprobe}
+bench=${PSPROBE_BENCH_BIN:-target/release/psprobe-bench}
+[ -x "$psprobe" ] && [ -x "$bench" ] || cargo build --release --locked --bins >&2
+python=target/clients/venv/bin/python
+[ -x "$python" ] || scripts/setup-clients.sh >&2
+
+# shellcheck source=bench/processes.sh
+. "$(pwd)/scripts/bench/processes.sh"
+work_dir psprobe-bench-abuse
+db_user=bench db_pass=bench
+start_mariadb --max-connections=1000 --max-allowed-packet=64M
+"$psprobe" proxy --listen 127.0.0.1:0 --metrics 127.0.0.1:0 --upstream "127.0.0.1:$db_port" \
+  --log warn >"$work/psprobe.out" 2>"$work/psprobe.err" &
+pids+=($!)
+for _ in $(seq 1 300); do grep -q proxy= "$work/psprobe.out" 2>/dev/null && break; sleep 0.1; done
+proxy_port="$(sed -E 's/.*proxy=[^ ]*:([0-9]+).*/\1/' <"$work/psprobe.out" | head -1)"
+say "mariadbd :$db_port, psprobe :$proxy_port; $(nproc) CPUs"
+
+sb=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-user=bench --mysql-password=bench
+  --mysql-db=sbtest --tables=4 --table-size=10000)
+sysbench oltp_read_only "${sb[@]}" --mysql-port="$db_port" --threads=4 prepare >/dev/null
+
+# One 16 MiB compressible query (compresses to about 16 KiB).
+python3 -c "import sys; sys.stdout.write(\"SELECT LENGTH('\" + 'x' * (16 * 1024 * 1024 - 64) + \"');\\n\")" >"$work/frame.sql"
+
+cat >"$work/slow.py" <<'EOF'
+# 100 connections, each asks for 50 MB and reads none of it until killed.
+import sys, time, pymysql, pymysql.cursors
+port = int(sys.argv[1])
+held = []
+for _ in range(100):
+    c = pymysql.connect(host="127.0.0.1", port=port, user="bench", password="bench",
+                        database="sbtest", cursorclass=pymysql.cursors.SSCursor)
+    cur = c.cursor()
+    cur.execute("SELECT REPEAT('x', 1048576) FROM seq_1_to_50")
+    held.append((c, cur))
+time.sleep(3600)
+EOF
+
+abuse() { # KIND PORT: runs until killed
+  case "$1" in
+    slow) exec "$python" "$work/slow.py" "$2" ;;
+    frames)
+      for _ in 1 2 3 4; do
+        (for _ in $(seq 1 25); do
+          mariadb --no-defaults --protocol=TCP -h127.0.0.1 -P"$2" -ubench -pbench --compress \
+            --max-allowed-packet=64M sbtest <"$work/frame.sql" >/dev/null 2>>"$work/frames.err" || true
+        done) &
+      done
+      wait ;;
+  esac
+}
+
+results="$work/results.txt"
+: >"$results"
+measure() { # KIND TARGET PORT ROUND
+  local out="$work/sb-$1-$2-$4.txt"
+  sysbench oltp_read_only "${sb[@]}" --mysql-port="$3" --threads=2 --time=20 \
+    --report-interval=1 --percentile=99 run >"$out" 2>&1 &
+  local sb_pid=$!
+  sleep 5
+  abuse "$1" "$3" &
+  local abuse_pid=$!
+  sleep 10
+  pkill -P "$abuse_pid" 2>/dev/null || true
+  kill "$abuse_pid" 2>/dev/null || true
+  wait "$abuse_pid" 2>/dev/null || true
+  wait "$sb_pid" || true
+  echo "$1 $2 $4 $out" >>"$results"
+  # The server drops what the slow readers left; let it settle before the next window.
+  sleep 2
+}
+
+for round in $(seq 1 "$rounds"); do
+  for kind in slow frames; do
+    order="direct psprobe"
+    [ $((RANDOM % 2)) = 0 ] && order="psprobe direct"
+    for target in $order; do
+      port=$db_port
+      [ "$target" = psprobe ] && port=$proxy_port
+      say "round $round: $kind against $target"
+      measure "$kind" "$target" "$port" "$round"
+    done
+  done
+done
+
+python3 - "$results" <<'EOF'
+import re, statistics, sys
+# Seconds 6..15 of sysbench's per-second lines:
+# "[ 6s ] thds: 2 tps: 380.00 qps: 6080.00 (r/w/o: ...) lat (ms,99%): 8.43 err/s: 0.00 ..."
+line = re.compile(r"^\[ *(\d+)s \].* tps: ([\d.]+) .* lat \(ms,99%\): ([\d.]+)")
+by = {}
+for entry in open(sys.argv[1]):
+    kind, target, rnd, path = entry.split()
+    reports = [m for m in map(line.match, open(path)) if m]
+    seconds = [m for m in reports if 6 <= int(m.group(1)) <= 15]
+    quiet = [m for m in reports if 1 <= int(m.group(1)) <= 4]
+    if not seconds or not quiet:
+        print(f"{kind} {target} round {rnd}: no sysbench reports in {path}", file=sys.stderr)
+        continue
+    tps = statistics.mean(float(m.group(2)) for m in seconds)
+    p99 = [float(m.group(3)) for m in seconds]
+    calm_tps = statistics.mean(float(m.group(2)) for m in quiet)
+    calm_p99 = statistics.median(float(m.group(3)) for m in quiet)
+    by.setdefault((kind, target), []).append(
+        (tps, statistics.median(p99), max(p99), calm_tps, calm_p99))
+print("| abuse | target | t/s before | t/s during | kept | p99 ms before | p99 ms during (median second) | worst second |")
+print("|---|---|---:|---:|---:|---:|---:|---:|")
+m = lambda v, i: statistics.median(x[i] for x in v)
+for (kind, target), v in sorted(by.items()):
+    print(f"| {kind} | {target} | {m(v, 3):.0f} | {m(v, 0):.0f} | {m(v, 0) / m(v, 3):.2f} | "
+          f"{m(v, 4):.2f} | {m(v, 1):.2f} | {m(v, 2):.2f} |")
+print()
+print("Each target against itself before the abuse (kept = during/before), then psprobe against")
+print("direct: psprobe's share kept divided by direct's (1.00 = the abuse costs the others")
+print("nothing more through psprobe), and the p99 during the abuse, psprobe/direct.")
+for kind in sorted({k for k, _ in by}):
+    d, p = by.get((kind, "direct")), by.get((kind, "psprobe"))
+    if not d or not p:
+        continue
+    kept = (m(p, 0) / m(p, 3)) / (m(d, 0) / m(d, 3))
+    t, l = m(p, 0) / m(d, 0), m(p, 1) / m(d, 1)
+    ok = kept >= 0.90
+    print(f"{kind}: throughput kept, psprobe/direct {kept:.2f}x ({'within 10%' if ok else 'NOT within 10%'}); "
+          f"during the abuse psprobe/direct throughput {t:.2f}x, p99 {l:.2f}x")
+EOF

@@ -362,23 +362,25 @@ impl Shim {
         let limits = self.limits;
         let room = reservation.bytes();
         let (sql, params) = (query.sql.clone(), query.params.clone());
-        let (engine, result) = tokio::task::spawn_blocking(move || {
+        let (engine, result, reservation) = tokio::task::spawn_blocking(move || {
             let mut engine = match engine {
                 Some(engine) => engine,
                 None => match Engine::new(limits, session) {
                     Ok(engine) => engine,
-                    Err(e) => return (None, Err(e)),
+                    Err(e) => return (None, Err(e), reservation),
                 },
             };
             let result = engine.query_within(&sql, &params, &*data, room);
+            // Down to what the result holds before the slot is free: the next query's
+            // reservation must see this one's real size, not its ceiling.
+            reservation.shrink_to(result.as_ref().map_or(0, |r| budget::result_bytes(&r.rows)));
             drop(slot);
-            (Some(engine), result)
+            (Some(engine), result, reservation)
         })
         .await
         .map_err(AdminError::internal)?;
         *wire::lock(&self.engine) = engine;
         let result = result?;
-        reservation.shrink_to(budget::result_bytes(&result.rows));
         Ok((result, reservation))
     }
 

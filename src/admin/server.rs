@@ -209,20 +209,12 @@ pub fn spawn_dedicated(
     })
 }
 
-/// Tells a client past [`MAX_CONNECTIONS`] so, as mysqld does (ERR 1040 before the greeting).
+/// Tells a client past [`MAX_CONNECTIONS`] so, as mysqld does (ERR 1040 before the greeting),
+/// the way the proxy refuses clients past `--max-connections`.
 async fn refuse_over_limit(mut stream: TcpStream) {
-    use tokio::io::AsyncWriteExt;
     let message =
         format!("Too many connections: psprobe admin serves at most {MAX_CONNECTIONS} at once");
-    let packet = psprobe_core::protocol::encode_packet(
-        0,
-        &psprobe_core::protocol::encode_err(1040, b"08004", &message),
-    );
-    let _ = tokio::time::timeout(Duration::from_secs(2), async {
-        stream.write_all(&packet).await?;
-        stream.shutdown().await
-    })
-    .await;
+    crate::proxy::limits::refuse(&mut stream, &message).await;
 }
 
 #[allow(clippy::too_many_arguments)] // the connection's whole context, passed once

@@ -18,6 +18,19 @@ pub const LOGIN_CAPS: u32 = 1 // LONG_PASSWORD
     | (1 << 17) // MULTI_RESULTS
     | (1 << 19); // PLUGIN_AUTH
 
+/// CLIENT_SSL: the client asks for TLS before its login.
+pub const CLIENT_SSL: u32 = 1 << 11;
+
+/// An SSLRequest (sequence id 1) with `caps` and CLIENT_SSL: what a client sends after the
+/// greeting when it wants TLS; the TLS handshake follows, then the login as packet 2.
+pub fn ssl_request(caps: u32) -> Vec<u8> {
+    let mut body = (caps | CLIENT_SSL).to_le_bytes().to_vec();
+    body.extend_from_slice(&(16u32 << 20).to_le_bytes());
+    body.push(33); // utf8mb3_general_ci
+    body.extend_from_slice(&[0; 23]);
+    packet(1, &body)
+}
+
 /// Reads one packet; returns (sequence id, payload).
 pub fn read_packet_seq(s: &mut impl Read) -> std::io::Result<(u8, Vec<u8>)> {
     let mut h = [0u8; 4];

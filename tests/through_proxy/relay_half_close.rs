@@ -17,6 +17,21 @@ use common::probe::Probe;
 use common::tls_server::{TlsServer, Version};
 use common::wire::{login, packet};
 
+/// Slow (the answer comes after the client's EOF reached psprobe) and large (5 MB).
+const SLOW_LARGE: &str = "SELECT SLEEP(1) AS s, REPEAT('x', 5000000) AS big";
+
+/// The whole answer came through `how`, byte for byte what came directly.
+#[track_caller]
+fn assert_same_answer(direct: &[u8], through: &[u8], how: &str) {
+    assert!(direct.len() > 5_000_000, "{} bytes direct", direct.len());
+    assert!(
+        direct == through,
+        "{} bytes direct, {} {how}, or different bytes",
+        direct.len(),
+        through.len()
+    );
+}
+
 /// Logs in, sends `sql`, shuts down the sending side, and reads until the other side closes.
 fn half_closed_exchange(addr: &str, sql: &str) -> Vec<u8> {
     let mut s = login(addr, USER, PASSWORD, DATABASE);
@@ -35,17 +50,9 @@ fn relay_carries_a_client_half_close_and_delivers_the_answer() {
     let db = MariaDb::start_default();
     let probe = Probe::start(&db.addr(), &[]);
 
-    // Slow (the answer comes after the client's EOF reached psprobe) and large (5 MB).
-    let sql = "SELECT SLEEP(1) AS s, REPEAT('x', 5000000) AS big";
-    let direct = half_closed_exchange(&db.addr(), sql);
-    let through = half_closed_exchange(probe.proxy_addr(), sql);
-    assert!(direct.len() > 5_000_000, "{} bytes direct", direct.len());
-    assert!(
-        direct == through,
-        "{} bytes direct, {} through psprobe, or different bytes",
-        direct.len(),
-        through.len()
-    );
+    let direct = half_closed_exchange(&db.addr(), SLOW_LARGE);
+    let through = half_closed_exchange(probe.proxy_addr(), SLOW_LARGE);
+    assert_same_answer(&direct, &through, "through psprobe");
 
     db.sql(&format!("CREATE TABLE {DATABASE}.half_close (n INT)"));
     let ok = half_closed_exchange(probe.proxy_addr(), "INSERT INTO half_close VALUES (7)");
@@ -82,16 +89,9 @@ fn relay_carries_a_client_half_close_over_a_tls_server_leg() {
             "required",
         ],
     );
-    let sql = "SELECT SLEEP(1) AS s, REPEAT('x', 5000000) AS big";
-    let direct = half_closed_exchange(&db.addr(), sql);
-    let through = half_closed_exchange(probe.proxy_addr(), sql);
-    assert!(direct.len() > 5_000_000, "{} bytes direct", direct.len());
-    assert!(
-        direct == through,
-        "{} bytes direct, {} through psprobe, or different bytes",
-        direct.len(),
-        through.len()
-    );
+    let direct = half_closed_exchange(&db.addr(), SLOW_LARGE);
+    let through = half_closed_exchange(probe.proxy_addr(), SLOW_LARGE);
+    assert_same_answer(&direct, &through, "through psprobe");
     wait_for(
         &probe,
         "the connection closed, its server leg encrypted",
@@ -146,17 +146,13 @@ impl rustls::client::danger::ServerCertVerifier for AnyCertificate {
 /// [`half_closed_exchange`] over TLS to psprobe (which terminates it): SSLRequest, TLS, login,
 /// the query, then close_notify and the TCP half-close; reads until psprobe closes.
 fn half_closed_exchange_over_tls(addr: &str, sql: &str) -> Vec<u8> {
-    const CLIENT_SSL: u32 = 1 << 11;
     let mut tcp = std::net::TcpStream::connect(addr).expect("connect");
     tcp.set_read_timeout(Some(std::time::Duration::from_secs(30)))
         .expect("read timeout");
     let greeting = common::wire::read_packet(&mut tcp);
-    let caps = common::wire::LOGIN_CAPS | CLIENT_SSL;
-    let mut ssl_request = caps.to_le_bytes().to_vec();
-    ssl_request.extend_from_slice(&(64u32 << 20).to_le_bytes());
-    ssl_request.push(33);
-    ssl_request.extend_from_slice(&[0; 23]);
-    tcp.write_all(&packet(1, &ssl_request)).expect("SSLRequest");
+    let caps = common::wire::LOGIN_CAPS | common::wire::CLIENT_SSL;
+    tcp.write_all(&common::wire::ssl_request(caps))
+        .expect("SSLRequest");
 
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
@@ -205,14 +201,7 @@ fn relay_carries_a_tls_client_half_close() {
         &db.addr(),
         &["--state-dir", state.path().to_str().expect("utf-8 path")],
     );
-    let sql = "SELECT SLEEP(1) AS s, REPEAT('x', 5000000) AS big";
-    let direct = half_closed_exchange(&db.addr(), sql);
-    let through = half_closed_exchange_over_tls(probe.proxy_addr(), sql);
-    assert!(direct.len() > 5_000_000, "{} bytes direct", direct.len());
-    assert!(
-        direct == through,
-        "{} bytes direct, {} through psprobe over TLS, or different bytes",
-        direct.len(),
-        through.len()
-    );
+    let direct = half_closed_exchange(&db.addr(), SLOW_LARGE);
+    let through = half_closed_exchange_over_tls(probe.proxy_addr(), SLOW_LARGE);
+    assert_same_answer(&direct, &through, "through psprobe over TLS");
 }

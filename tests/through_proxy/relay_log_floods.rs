@@ -88,13 +88,9 @@ fn bad_tls_client(addr: &str) {
     s.set_read_timeout(Some(Duration::from_secs(20)))
         .expect("timeout");
     common::wire::read_packet(&mut s);
-    let caps: u32 = (1 << 9) | (1 << 11) | (1 << 15) | (1 << 19); // PROTOCOL_41, SSL, SECURE, PLUGIN_AUTH
-    let mut request = vec![32, 0, 0, 1];
-    request.extend_from_slice(&caps.to_le_bytes());
-    request.extend_from_slice(&(16u32 << 20).to_le_bytes());
-    request.push(33);
-    request.extend_from_slice(&[0; 23]);
-    s.write_all(&request).expect("SSLRequest");
+    let caps: u32 = (1 << 9) | (1 << 15) | (1 << 19); // PROTOCOL_41, SECURE, PLUGIN_AUTH
+    s.write_all(&common::wire::ssl_request(caps))
+        .expect("SSLRequest");
     s.write_all(b"GET / HTTP/1.1\r\nHost: psprobe\r\n\r\n")
         .expect("garbage");
     until_closed(&mut s);

@@ -314,13 +314,9 @@ fn after_ssl_request(addr: &str) -> TcpStream {
     let len = usize::from(header[0]) | usize::from(header[1]) << 8 | usize::from(header[2]) << 16;
     let mut greeting = vec![0; len];
     s.read_exact(&mut greeting).expect("greeting");
-    let caps: u32 = (1 << 9) | (1 << 11) | (1 << 15) | (1 << 19); // PROTOCOL_41, SSL, SECURE, PLUGIN_AUTH
-    let mut request = vec![32, 0, 0, 1];
-    request.extend_from_slice(&caps.to_le_bytes());
-    request.extend_from_slice(&(16u32 << 20).to_le_bytes());
-    request.push(33);
-    request.extend_from_slice(&[0; 23]);
-    s.write_all(&request).expect("SSLRequest");
+    let caps: u32 = (1 << 9) | (1 << 15) | (1 << 19); // PROTOCOL_41, SECURE, PLUGIN_AUTH
+    s.write_all(&common::wire::ssl_request(caps))
+        .expect("SSLRequest");
     s
 }
 

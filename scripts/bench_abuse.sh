@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # Do abusive clients hurt everyone else more through psprobe than directly? (issue 23, items 4
-# and 5). A throwaway mariadbd, psprobe in front; a background sysbench oltp_read_only (2
-# threads, per-second reports) runs through the target (direct, or psprobe) while, from second
-# 5 to 15, one abuse runs against the same target:
+# and 5). A throwaway mariadbd, psprobe and HAProxy (TCP mode: any proxy hop's reference) in
+# front; a background sysbench oltp_read_only (2 threads, per-second reports) runs through the
+# target (direct, haproxy or psprobe) while, from second 5 to 15, one abuse runs against the
+# same target:
 #   slow    100 clients each ask for a 50 MB result and read none of it (PyMySQL, unbuffered)
 #   frames  4 clients send 16 MiB compressed queries (the mariadb CLI with --compress), 25 each
-# The two targets alternate, ROUNDS times each, order shuffled per round. Prints, per abuse and
-# target, the background's transactions/s and per-second p99 before (seconds 1-4) and during
-# the abuse (6-15), the share of its throughput each target kept, and psprobe's share against
-# direct's (>= 0.90 is "within 10%"; the extra hop's own cost is in "before").
+# The three targets take turns, ROUNDS times each, order shuffled per round. Prints, per abuse
+# and target, the background's transactions/s and per-second p99 before (seconds 1-4) and
+# during the abuse (6-15), the share of its throughput each target kept, the CPU seconds the
+# proxy and mariadbd spent in the window, and psprobe's share against direct's and HAProxy's
+# (>= 0.90 is "within 10%"; the extra hop's own cost is in "before").
 #
-#   scripts/bench_abuse.sh [ROUNDS]   (default 3; about 45 s per round and abuse)
-# Needs target/clients/venv (scripts/setup-clients.sh) for PyMySQL.
+#   scripts/bench_abuse.sh [ROUNDS]   (default 3; about 70 s per round and abuse)
+# Needs target/clients/venv (scripts/setup-clients.sh) for PyMySQL, and haproxy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
@@ -30,10 +32,38 @@ db_user=bench db_pass=bench
 start_mariadb --max-connections=1000 --max-allowed-packet=64M
 "$psprobe" proxy --listen 127.0.0.1:0 --metrics 127.0.0.1:0 --upstream "127.0.0.1:$db_port" \
   --log warn >"$work/psprobe.out" 2>"$work/psprobe.err" &
-pids+=($!)
+psprobe_pid=$!
+pids+=("$psprobe_pid")
 for _ in $(seq 1 300); do grep -q proxy= "$work/psprobe.out" 2>/dev/null && break; sleep 0.1; done
 proxy_port="$(sed -E 's/.*proxy=[^ ]*:([0-9]+).*/\1/' <"$work/psprobe.out" | head -1)"
-say "mariadbd :$db_port, psprobe :$proxy_port; $(nproc) CPUs"
+ha_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+cat >"$work/haproxy.cfg" <<EOF
+global
+    nbthread $(nproc)
+    maxconn 4096
+defaults
+    mode tcp
+    timeout connect 5s
+    timeout client 1h
+    timeout server 1h
+frontend mysql
+    bind 127.0.0.1:$ha_port
+    default_backend mariadb
+backend mariadb
+    server db1 127.0.0.1:$db_port maxconn 4096
+EOF
+haproxy -db -f "$work/haproxy.cfg" >"$work/haproxy.log" 2>&1 &
+haproxy_pid=$!
+pids+=("$haproxy_pid")
+for _ in $(seq 1 300); do
+  mariadb-admin --no-defaults --protocol=TCP -h127.0.0.1 -P"$ha_port" -ubench -pbench ping \
+    >/dev/null 2>&1 && break
+  kill -0 "$haproxy_pid" 2>/dev/null || { cat "$work/haproxy.log" >&2; say "haproxy exited"; exit 1; }
+  sleep 0.1
+done
+say "mariadbd :$db_port, psprobe :$proxy_port, haproxy :$ha_port; $(nproc) CPUs"
+# CPU seconds a process has used (user + system).
+cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat"; }
 
 sb=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-user=bench --mysql-password=bench
   --mysql-db=sbtest --tables=4 --table-size=10000)
@@ -72,33 +102,40 @@ abuse() { # KIND PORT: runs until killed
 
 results="$work/results.txt"
 : >"$results"
-measure() { # KIND TARGET PORT ROUND
+measure() { # KIND TARGET PORT ROUND PROXY_PID (0: none)
   local out="$work/sb-$1-$2-$4.txt"
   sysbench oltp_read_only "${sb[@]}" --mysql-port="$3" --threads=2 --time=20 \
     --report-interval=1 --percentile=99 run >"$out" 2>&1 &
   local sb_pid=$!
   sleep 5
+  local proxy_cpu=0 db_cpu
+  [ "$5" = 0 ] || proxy_cpu=$(cpu_of "$5")
+  db_cpu=$(cpu_of "$db_pid")
   abuse "$1" "$3" &
   local abuse_pid=$!
   sleep 10
+  [ "$5" = 0 ] || proxy_cpu=$(python3 -c "print(round($(cpu_of "$5") - $proxy_cpu, 2))")
+  db_cpu=$(python3 -c "print(round($(cpu_of "$db_pid") - $db_cpu, 2))")
   pkill -P "$abuse_pid" 2>/dev/null || true
   kill "$abuse_pid" 2>/dev/null || true
   wait "$abuse_pid" 2>/dev/null || true
   wait "$sb_pid" || true
-  echo "$1 $2 $4 $out" >>"$results"
+  echo "$1 $2 $4 $out $proxy_cpu $db_cpu" >>"$results"
   # The server drops what the slow readers left; let it settle before the next window.
   sleep 2
 }
 
 for round in $(seq 1 "$rounds"); do
   for kind in slow frames; do
-    order="direct psprobe"
-    [ $((RANDOM % 2)) = 0 ] && order="psprobe direct"
+    order=$(printf '%s\n' direct haproxy psprobe | shuf)
     for target in $order; do
-      port=$db_port
-      [ "$target" = psprobe ] && port=$proxy_port
+      case $target in
+        direct) port=$db_port proxy_pid=0 ;;
+        haproxy) port=$ha_port proxy_pid=$haproxy_pid ;;
+        psprobe) port=$proxy_port proxy_pid=$psprobe_pid ;;
+      esac
       say "round $round: $kind against $target"
-      measure "$kind" "$target" "$port" "$round"
+      measure "$kind" "$target" "$port" "$round" "$proxy_pid"
     done
   done
 done
@@ -110,7 +147,7 @@ import re, statistics, sys
 line = re.compile(r"^\[ *(\d+)s \].* tps: ([\d.]+) .* lat \(ms,99%\): ([\d.]+)")
 by = {}
 for entry in open(sys.argv[1]):
-    kind, target, rnd, path = entry.split()
+    kind, target, rnd, path, proxy_cpu, db_cpu = entry.split()
     reports = [m for m in map(line.match, open(path)) if m]
     seconds = [m for m in reports if 6 <= int(m.group(1)) <= 15]
     quiet = [m for m in reports if 1 <= int(m.group(1)) <= 4]
@@ -122,24 +159,30 @@ for entry in open(sys.argv[1]):
     calm_tps = statistics.mean(float(m.group(2)) for m in quiet)
     calm_p99 = statistics.median(float(m.group(3)) for m in quiet)
     by.setdefault((kind, target), []).append(
-        (tps, statistics.median(p99), max(p99), calm_tps, calm_p99))
-print("| abuse | target | t/s before | t/s during | kept | p99 ms before | p99 ms during (median second) | worst second |")
-print("|---|---|---:|---:|---:|---:|---:|---:|")
+        (tps, statistics.median(p99), max(p99), calm_tps, calm_p99, float(proxy_cpu),
+         float(db_cpu)))
+print("| abuse | target | t/s before | t/s during | kept | p99 ms before | p99 ms during (median second) | worst second | proxy CPU s | mariadbd CPU s |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 m = lambda v, i: statistics.median(x[i] for x in v)
 for (kind, target), v in sorted(by.items()):
+    proxy = "-" if target == "direct" else f"{m(v, 5):.2f}"
     print(f"| {kind} | {target} | {m(v, 3):.0f} | {m(v, 0):.0f} | {m(v, 0) / m(v, 3):.2f} | "
-          f"{m(v, 4):.2f} | {m(v, 1):.2f} | {m(v, 2):.2f} |")
+          f"{m(v, 4):.2f} | {m(v, 1):.2f} | {m(v, 2):.2f} | {proxy} | {m(v, 6):.2f} |")
 print()
-print("Each target against itself before the abuse (kept = during/before), then psprobe against")
-print("direct: psprobe's share kept divided by direct's (1.00 = the abuse costs the others")
-print("nothing more through psprobe), and the p99 during the abuse, psprobe/direct.")
+print("Each target against itself before the abuse (kept = during/before; CPU over the 10 s of")
+print("abuse), then psprobe against direct and against HAProxy: psprobe's share kept divided by")
+print("theirs (1.00 = the abuse costs the others nothing more through psprobe), and the p99")
+print("during the abuse, psprobe/theirs.")
 for kind in sorted({k for k, _ in by}):
-    d, p = by.get((kind, "direct")), by.get((kind, "psprobe"))
-    if not d or not p:
-        continue
-    kept = (m(p, 0) / m(p, 3)) / (m(d, 0) / m(d, 3))
-    t, l = m(p, 0) / m(d, 0), m(p, 1) / m(d, 1)
-    ok = kept >= 0.90
-    print(f"{kind}: throughput kept, psprobe/direct {kept:.2f}x ({'within 10%' if ok else 'NOT within 10%'}); "
-          f"during the abuse psprobe/direct throughput {t:.2f}x, p99 {l:.2f}x")
+    p = by.get((kind, "psprobe"))
+    for ref in ("direct", "haproxy"):
+        r = by.get((kind, ref))
+        if not r or not p:
+            continue
+        kept = (m(p, 0) / m(p, 3)) / (m(r, 0) / m(r, 3))
+        t, l = m(p, 0) / m(r, 0), m(p, 1) / m(r, 1)
+        ok = kept >= 0.90
+        print(f"{kind}: throughput kept, psprobe/{ref} {kept:.2f}x "
+              f"({'within 10%' if ok else 'NOT within 10%'}); "
+              f"during the abuse psprobe/{ref} throughput {t:.2f}x, p99 {l:.2f}x")
 EOF

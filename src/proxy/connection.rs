@@ -19,7 +19,7 @@ use crate::observe::watch::{Side, Watch};
 
 use super::handshake::{self, ClientLeg, Ctx, Established, ServerLeg};
 use super::relay::{relay, RelayEnd};
-use super::{limits, upstream, Shared};
+use super::{limits, sockets, upstream, Shared};
 
 /// How often a connection waiting for a file descriptor tries again when no connection of
 /// this proxy has closed meanwhile (descriptors freed elsewhere: the metrics endpoint, the
@@ -48,7 +48,7 @@ pub(super) async fn handle(
     metrics.connections_total.inc();
     metrics.connections_active.inc();
     let _active = ActiveGuard(metrics);
-    let _ = client.set_nodelay(true);
+    sockets::tune(&client);
     let conn = live.id;
     tracing::trace!(conn, %peer, "client connected; connecting to the upstream");
 
@@ -147,7 +147,7 @@ async fn connection_phase(
             return None;
         }
     };
-    let _ = server.set_nodelay(true);
+    sockets::tune(&server);
     if let Some(idle) = settings.upstream_keepalive {
         if let Err(e) = upstream::keep_alive(&server, idle) {
             tracing::debug!("upstream keepalive not set: {e}");

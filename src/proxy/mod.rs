@@ -15,6 +15,7 @@ pub(crate) mod limits;
 pub(crate) mod packet_io;
 pub(crate) mod relay;
 mod reload;
+mod sockets;
 pub(crate) mod upstream;
 
 use std::net::SocketAddr;

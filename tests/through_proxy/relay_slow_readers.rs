@@ -1,7 +1,9 @@
 //! Clients that ask for large results and stop reading do not make psprobe buffer them: the
 //! relay reads from the server only as fast as the client takes (one buffer per direction at
 //! most), so psprobe's resident memory stays flat while gigabytes wait in the server, other
-//! clients' queries go on, and a stalled client that reads again gets its whole result.
+//! clients' queries go on, and a stalled client that reads again gets its whole result. Nor
+//! does the kernel queue them for psprobe: each client socket holds at most about
+//! `TCP_NOTSENT_LOWAT` unsent bytes, so the server produces about what it would direct.
 
 use crate::common;
 
@@ -112,6 +114,24 @@ fn relay_slow_readers_keep_memory_bounded_and_others_served() {
     let growth = peak.saturating_sub(before);
     assert!(growth < 48 << 20, "VmRSS grew by {} KiB", growth / 1024);
 
+    // What waits in psprobe's sockets toward the stalled clients: unsent bytes bounded by
+    // TCP_NOTSENT_LOWAT (128 KiB, plus one write); the kernel's default let each queue 4 MiB
+    // more of the server's work than a direct connection does.
+    let proxy_port: u16 = probe
+        .proxy_addr()
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("the proxy's port");
+    for client in &stalled {
+        let peer = client.local_addr().expect("client address").port();
+        let unsent = unsent_bytes(proxy_port, peer).expect("psprobe's socket to the client");
+        assert!(
+            unsent <= 512 * 1024,
+            "{unsent} bytes wait in psprobe's socket to a client that reads nothing"
+        );
+    }
+
     // Another client is served meanwhile ("it did not hang": 30 s read timeout).
     let mut other = login(probe.proxy_addr(), USER, PASSWORD, DATABASE);
     send_query(&mut other, "SELECT 42");
@@ -130,4 +150,29 @@ fn relay_slow_readers_keep_memory_bounded_and_others_served() {
     wait_for(&probe, "all closed", |s| {
         s.get("psprobe_connections_active", &[]) == 0.0
     });
+}
+
+/// Bytes queued and not yet acknowledged in the socket bound to `local_port` and connected to
+/// `peer_port` on this host (the `tx_queue` of /proc/net/tcp{,6}): toward a client whose
+/// window is closed, what waits unsent.
+fn unsent_bytes(local_port: u16, peer_port: u16) -> Option<usize> {
+    let port_of = |addr: &str| {
+        addr.rsplit(':')
+            .next()
+            .and_then(|p| u16::from_str_radix(p, 16).ok())
+    };
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .find_map(|table| {
+            let text = std::fs::read_to_string(table).ok()?;
+            text.lines().skip(1).find_map(|line| {
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                let (local, remote, queues) = (fields.get(1)?, fields.get(2)?, fields.get(4)?);
+                if port_of(local)? != local_port || port_of(remote)? != peer_port {
+                    return None;
+                }
+                let tx = queues.split(':').next()?;
+                usize::from_str_radix(tx, 16).ok()
+            })
+        })
 }

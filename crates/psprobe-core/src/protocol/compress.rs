@@ -19,6 +19,14 @@
 //! budget ([`Decompressor::feed_within`]), a call stops once it has emitted that many decoded
 //! bytes and keeps what it has not decoded (at most the rest of the chunk it was given);
 //! [`Decompressor::resume`] goes on from there. A proxy decodes in steps between other work.
+//!
+//! Most of that work is usually not needed: a consumer that looks only at the head of each
+//! packet (a de-framer with a capture limit) says how many of the next decoded bytes it would
+//! only count ([`Plain::ignorable`]). When that covers the rest of the frame being decoded,
+//! the rest is not decoded: its compressed bytes are passed over and the consumer is told how
+//! many decoded bytes it skipped ([`Plain::skipped`]). A 16 MiB query in one frame costs the
+//! decoding of its captured head, not 16 MiB. What is skipped is not checked (a corrupt tail,
+//! a wrong declared length): the relay forwards it unchanged, and the peer judges it.
 
 use std::ops::ControlFlow;
 
@@ -35,6 +43,33 @@ pub const OUTPUT_CHUNK: usize = 32 * 1024;
 /// A zstd frame header is at most 18 bytes; decoding starts once that much (or the whole
 /// frame) is buffered.
 const ZSTD_MAX_FRAME_HEADER: usize = 18;
+
+/// Where decoded bytes go, for [`Decompressor::feed_plain_within`] and
+/// [`Decompressor::resume_plain`]; the closures the other methods take want every byte.
+pub trait Plain {
+    /// The next decoded bytes, in order. Breaking stops the decoding.
+    fn bytes(&mut self, plain: &[u8]) -> ControlFlow<()>;
+
+    /// How many of the next decoded bytes this consumer would only count, not look at (0: it
+    /// wants every byte). The decoder may then skip producing them.
+    fn ignorable(&self) -> usize {
+        0
+    }
+
+    /// `n` decoded bytes (at most what [`Plain::ignorable`] said) were skipped, not produced.
+    fn skipped(&mut self, _n: usize) -> ControlFlow<()> {
+        ControlFlow::Continue(())
+    }
+}
+
+/// A closure as a consumer that wants every byte.
+struct Every<F>(F);
+
+impl<F: FnMut(&[u8]) -> ControlFlow<()>> Plain for Every<F> {
+    fn bytes(&mut self, plain: &[u8]) -> ControlFlow<()> {
+        (self.0)(plain)
+    }
+}
 
 /// Which compression the connection negotiated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,6 +141,8 @@ enum Flow {
     Pause,
     /// The consumer broke.
     Stop,
+    /// The consumer ignores the rest of the frame's output: it is not decoded.
+    Skip,
 }
 
 impl From<ControlFlow<()>> for Flow {
@@ -124,8 +161,10 @@ struct Frame {
     remaining: usize,
     /// Uncompressed length from the header; 0 = stored.
     declared: usize,
-    /// Decoded bytes handed on so far.
+    /// Decoded bytes handed on (or skipped) so far.
     produced: usize,
+    /// The rest of the payload is passed over, not decoded.
+    skipping: bool,
 }
 
 /// Per-direction decoder of the compressed protocol.
@@ -226,12 +265,25 @@ impl Decompressor {
         &mut self,
         data: &[u8],
         budget: usize,
-        mut emit: F,
+        emit: F,
     ) -> Result<Decoded, DecodeError>
     where
         F: FnMut(&[u8]) -> ControlFlow<()>,
     {
-        if self.is_behind() && self.resume(usize::MAX, &mut emit)? == Decoded::Stopped {
+        self.feed_plain_within(data, budget, &mut Every(emit))
+    }
+
+    /// Like [`Decompressor::feed_within`], into a consumer that may skip what it ignores.
+    pub fn feed_plain_within<P>(
+        &mut self,
+        data: &[u8],
+        budget: usize,
+        emit: &mut P,
+    ) -> Result<Decoded, DecodeError>
+    where
+        P: Plain,
+    {
+        if self.is_behind() && self.resume_plain(usize::MAX, emit)? == Decoded::Stopped {
             return Ok(Decoded::Stopped);
         }
         if self.failed {
@@ -240,7 +292,7 @@ impl Decompressor {
         let mut rest = data;
         // At least one piece a call: a budget only reaches 0 by decoding.
         let mut left = budget.max(1);
-        let flow = self.feed_inner(&mut rest, &mut left, &mut emit);
+        let flow = self.feed_inner(&mut rest, &mut left, emit);
         if let Ok(Flow::Pause) = flow {
             // At most the rest of this chunk, into a buffer kept for the connection's life.
             self.backlog.clear();
@@ -252,9 +304,17 @@ impl Decompressor {
 
     /// Goes on decoding what a call with a budget left, for at most about `budget` more
     /// decoded bytes.
-    pub fn resume<F>(&mut self, budget: usize, mut emit: F) -> Result<Decoded, DecodeError>
+    pub fn resume<F>(&mut self, budget: usize, emit: F) -> Result<Decoded, DecodeError>
     where
         F: FnMut(&[u8]) -> ControlFlow<()>,
+    {
+        self.resume_plain(budget, &mut Every(emit))
+    }
+
+    /// Like [`Decompressor::resume`], into a consumer that may skip what it ignores.
+    pub fn resume_plain<P>(&mut self, budget: usize, emit: &mut P) -> Result<Decoded, DecodeError>
+    where
+        P: Plain,
     {
         if self.failed {
             return Ok(Decoded::Stopped);
@@ -265,7 +325,7 @@ impl Decompressor {
         let backlog = std::mem::take(&mut self.backlog);
         let mut rest = backlog.get(self.backlog_at..).unwrap_or_default();
         let mut left = budget.max(1);
-        let flow = self.feed_inner(&mut rest, &mut left, &mut emit);
+        let flow = self.feed_inner(&mut rest, &mut left, emit);
         let at = backlog.len() - rest.len();
         self.backlog = backlog;
         if let Ok(Flow::Pause) = flow {
@@ -279,7 +339,7 @@ impl Decompressor {
 
     fn settle(&mut self, flow: Result<Flow, DecodeError>) -> Result<Decoded, DecodeError> {
         match flow {
-            Ok(Flow::Go) => Ok(Decoded::Done),
+            Ok(Flow::Go | Flow::Skip) => Ok(Decoded::Done),
             Ok(Flow::Pause) => Ok(Decoded::More),
             // Once the consumer stopped (or the stream was bad) the frame state is no longer
             // trusted: the decoder ignores whatever follows.
@@ -301,7 +361,7 @@ impl Decompressor {
         emit: &mut F,
     ) -> Result<Flow, DecodeError>
     where
-        F: FnMut(&[u8]) -> ControlFlow<()>,
+        F: Plain,
     {
         // Paused: the current frame's decoder goes on first, even with no new input.
         while !data.is_empty() || self.paused {
@@ -334,16 +394,25 @@ impl Decompressor {
             let input = &data[..take];
             // This input reaches the end of the frame's payload.
             let ends = take == frame.remaining;
-            let (used, flow) = if frame.declared == 0 {
+            let (used, mut flow) = if frame.declared == 0 {
                 // Stored: as long as its input; counted like decoded bytes.
                 frame.produced += input.len();
                 *budget = budget.saturating_sub(take);
-                (take, Flow::from(emit(input)))
+                (take, Flow::from(emit.bytes(input)))
+            } else if frame.skipping || Self::rest_ignored(&frame, emit) {
+                (0, Flow::Skip)
             } else {
                 match self.algorithm {
                     Algorithm::Zlib => self.inflate(input, ends, &mut frame, budget, emit)?,
                     Algorithm::Zstd => self.unzstd(input, ends, &mut frame, budget, emit)?,
                 }
+            };
+            let used = if flow == Flow::Skip {
+                flow = self.skip_rest(&mut frame, emit);
+                // Passed over: this input was never decoded.
+                take
+            } else {
+                used
             };
             *data = &data[used..];
             frame.remaining -= used;
@@ -364,6 +433,26 @@ impl Decompressor {
             }
         }
         Ok(Flow::Go)
+    }
+
+    /// The consumer ignores all the frame has still to produce (and there is some).
+    fn rest_ignored<F: Plain>(frame: &Frame, emit: &F) -> bool {
+        let rest = frame.declared.saturating_sub(frame.produced);
+        rest > 0 && emit.ignorable() >= rest
+    }
+
+    /// The rest of the frame's output is skipped: the consumer is told, the frame's decoder
+    /// state dropped, and its remaining payload passed over.
+    fn skip_rest<F: Plain>(&mut self, frame: &mut Frame, emit: &mut F) -> Flow {
+        if frame.skipping {
+            return Flow::Go;
+        }
+        frame.skipping = true;
+        let rest = frame.declared.saturating_sub(frame.produced);
+        frame.produced = frame.declared;
+        self.zstd.input.clear();
+        self.zstd.decoder = None;
+        Flow::from(emit.skipped(rest))
     }
 
     fn start_frame(&mut self) -> Result<(), DecodeError> {
@@ -392,6 +481,7 @@ impl Decompressor {
             remaining: compressed,
             declared,
             produced: 0,
+            skipping: false,
         });
         Ok(())
     }
@@ -408,7 +498,7 @@ impl Decompressor {
         emit: &mut F,
     ) -> Result<(usize, Flow), DecodeError>
     where
-        F: FnMut(&[u8]) -> ControlFlow<()>,
+        F: Plain,
     {
         let Some(z) = self.zlib.as_deref_mut() else {
             return Err(DecodeError::Zlib);
@@ -430,8 +520,11 @@ impl Decompressor {
                     });
                 }
                 *budget = budget.saturating_sub(produced);
-                if emit(&self.out[..produced]).is_break() {
+                if emit.bytes(&self.out[..produced]).is_break() {
                     return Ok((input.len() - rest.len(), Flow::Stop));
+                }
+                if Self::rest_ignored(frame, emit) {
+                    return Ok((input.len() - rest.len(), Flow::Skip));
                 }
             }
             if status == flate2::Status::StreamEnd {
@@ -465,7 +558,7 @@ impl Decompressor {
         emit: &mut F,
     ) -> Result<(usize, Flow), DecodeError>
     where
-        F: FnMut(&[u8]) -> ControlFlow<()>,
+        F: Plain,
     {
         let used = input.len();
         let zstd = &mut self.zstd;
@@ -517,8 +610,11 @@ impl Decompressor {
                     });
                 }
                 *budget = budget.saturating_sub(written);
-                if emit(&self.out[..written]).is_break() {
+                if emit.bytes(&self.out[..written]).is_break() {
                     return Ok((used, Flow::Stop));
+                }
+                if Self::rest_ignored(frame, emit) {
+                    return Ok((used, Flow::Skip));
                 }
             }
             if consumed == 0 && written == 0 {
@@ -595,3 +691,7 @@ pub fn frame_bytes(seq: u8, payload: &[u8], uncompressed_len: usize) -> Vec<u8> 
 #[cfg(test)]
 #[path = "compress_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "compress_skip_tests.rs"]
+mod skip_tests;

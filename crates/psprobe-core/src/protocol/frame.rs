@@ -108,6 +108,34 @@ impl Deframer {
         self.header_filled == 0 && self.remaining == 0 && !self.continued
     }
 
+    /// Payload bytes coming next that would only be counted, not copied: the rest of the
+    /// physical packet being read once its captured head is full. A decoder of the compressed
+    /// protocol may skip producing them ([`Deframer::skip`]).
+    pub fn ignorable(&self) -> usize {
+        if self.header_filled == 0 && self.scratch.len() >= self.capture_limit {
+            self.remaining
+        } else {
+            0
+        }
+    }
+
+    /// Counts `n` payload bytes that were not produced (at most [`Deframer::ignorable`]; any
+    /// more are not skipped), calling `on_packet` if that ends a logical packet.
+    pub fn skip<F>(&mut self, n: usize, mut on_packet: F) -> ControlFlow<()>
+    where
+        F: FnMut(PacketView<'_>) -> ControlFlow<()>,
+    {
+        let n = n.min(self.ignorable());
+        if n == 0 {
+            return ControlFlow::Continue(());
+        }
+        self.remaining -= n;
+        if self.remaining == 0 {
+            return self.end_physical_packet(&mut on_packet);
+        }
+        ControlFlow::Continue(())
+    }
+
     /// Feeds one chunk of the byte stream, calling `on_packet` for every logical packet that
     /// completes inside it. Stops early when `on_packet` breaks.
     pub fn feed<F>(&mut self, data: &[u8], on_packet: F) -> ControlFlow<()>

@@ -32,7 +32,7 @@ pub use response::{ResponseReader, Step};
 use crate::protocol::auth::cleartext_plugin;
 use crate::protocol::capabilities::*;
 use crate::protocol::command::{self, CommandKind, ResponseShape};
-use crate::protocol::compress::{Algorithm, Decoded, Decompressor};
+use crate::protocol::compress::{Algorithm, Decoded, Decompressor, Plain};
 use crate::protocol::handshake::{parse_client_hello, parse_greeting, ClientHello};
 use crate::protocol::response::{parse_err_code, ERR_HEADER, OK_HEADER};
 use crate::protocol::{Capabilities, Deframer, PacketView};
@@ -108,6 +108,40 @@ struct Backlog {
     at: Instant,
     /// (Client side) no packet of the chunk has completed yet.
     first: bool,
+}
+
+/// Decoded (or plain) bytes into a de-framer, which may let the decoder skip what its capture
+/// has no room for. `on_packet` gets each packet and when it began to arrive.
+struct Deframing<'a, P> {
+    frames: &'a mut Deframer,
+    /// When the packet being received began to arrive: set at packet boundaries.
+    packet_start: &'a mut Instant,
+    now: Instant,
+    on_packet: P,
+}
+
+impl<P> Plain for Deframing<'_, P>
+where
+    P: FnMut(PacketView<'_>, Instant) -> ControlFlow<()>,
+{
+    fn bytes(&mut self, plain: &[u8]) -> ControlFlow<()> {
+        if self.frames.is_at_boundary() {
+            *self.packet_start = self.now;
+        }
+        let start = &*self.packet_start;
+        let on_packet = &mut self.on_packet;
+        self.frames.feed(plain, |p| on_packet(p, *start))
+    }
+
+    fn ignorable(&self) -> usize {
+        self.frames.ignorable()
+    }
+
+    fn skipped(&mut self, n: usize) -> ControlFlow<()> {
+        let start = *self.packet_start;
+        let on_packet = &mut self.on_packet;
+        self.frames.skip(n, |p| on_packet(p, start))
+    }
 }
 
 /// Where the bytes of a decoding step come from.
@@ -283,23 +317,23 @@ impl Session {
             ..
         } = self;
         let decoded = {
-            let mut on_plain = |plain: &[u8]| {
-                if client_frames.is_at_boundary() {
-                    *client_packet_start = now;
-                }
-                client_frames.feed(plain, |p| {
+            let mut plain = Deframing {
+                frames: client_frames,
+                packet_start: client_packet_start,
+                now,
+                on_packet: |p: PacketView<'_>, packet_start: Instant| {
                     // Packets after the first one in this chunk began arriving in this chunk.
-                    let started = if first { *client_packet_start } else { now };
+                    let started = if first { packet_start } else { now };
                     first = false;
                     machine.on_client_packet(&p, started, sink)
-                })
+                },
             };
             match (client_decoder, input) {
                 (Some(decoder), Input::Chunk(data)) => {
-                    decoder.feed_within(data, *decode_budget, &mut on_plain)
+                    decoder.feed_plain_within(data, *decode_budget, &mut plain)
                 }
-                (Some(decoder), Input::Backlog) => decoder.resume(*decode_budget, &mut on_plain),
-                (None, Input::Chunk(data)) => Ok(match on_plain(data) {
+                (Some(decoder), Input::Backlog) => decoder.resume_plain(*decode_budget, &mut plain),
+                (None, Input::Chunk(data)) => Ok(match plain.bytes(data) {
                     ControlFlow::Continue(()) => Decoded::Done,
                     ControlFlow::Break(()) => Decoded::Stopped,
                 }),
@@ -380,11 +414,17 @@ impl Session {
         let Some(decoder) = server_decoder else {
             return;
         };
-        let on_plain =
-            |plain: &[u8]| server_frames.feed(plain, |p| machine.on_server_packet(&p, now, sink));
+        // Server packets are timed as of the chunk, not as of their start.
+        let mut packet_start = now;
+        let mut plain = Deframing {
+            frames: server_frames,
+            packet_start: &mut packet_start,
+            now,
+            on_packet: |p: PacketView<'_>, _| machine.on_server_packet(&p, now, sink),
+        };
         let decoded = match input {
-            Input::Chunk(data) => decoder.feed_within(data, *decode_budget, on_plain),
-            Input::Backlog => decoder.resume(*decode_budget, on_plain),
+            Input::Chunk(data) => decoder.feed_plain_within(data, *decode_budget, &mut plain),
+            Input::Backlog => decoder.resume_plain(*decode_budget, &mut plain),
         };
         match decoded {
             Ok(Decoded::More) => {

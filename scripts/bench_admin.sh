@@ -3,8 +3,8 @@
 # admin interface, then runs sysbench oltp_point_select through the proxy in alternating windows:
 # "quiet" (no admin load) and "admin" (4 clients looping on an admin query that runs until the
 # admin's 10 s time limit stops it: an unbounded recursive CTE cross joined with `digests`).
-# Prints the proxy's q/s per window and the median ratio admin/quiet (1.00 = unaffected), and
-# how many admin queries were stopped by the time limit. Everything it starts is stopped on exit.
+# Prints the proxy's q/s and p99 latency per window and the median ratios admin/quiet (1.00 =
+# unaffected), and how many admin queries were stopped by the time limit. Everything it starts is stopped on exit.
 #
 #   scripts/bench_admin.sh [--rounds N] [--seconds S] [--threads T]   (defaults 3, 15, 16)
 set -euo pipefail
@@ -35,7 +35,8 @@ start_mariadb --max-connections=500
 export PSPROBE_ADMIN_PASSWORD=bench-admin
 "$psprobe" proxy --listen 127.0.0.1:0 --metrics 127.0.0.1:0 --admin 127.0.0.1:0 \
   --upstream "127.0.0.1:$db_port" --log warn >"$work/psprobe.out" 2>"$work/psprobe.err" &
-pids+=($!)
+psprobe_pid=$!
+pids+=("$psprobe_pid")
 for _ in $(seq 1 300); do grep -q admin= "$work/psprobe.out" 2>/dev/null && break; sleep 0.1; done
 line="$(head -1 "$work/psprobe.out")"
 proxy_port="$(sed -E 's/.*proxy=[^ ]*:([0-9]+).*/\1/' <<<"$line")"
@@ -59,9 +60,11 @@ admin_load() {
     wait "$child" || true
   done
 }
-window() { # label -> q/s
-  sysbench oltp_point_select "${sb[@]}" --mysql-port="$proxy_port" --threads="$threads" \
-    --time="$seconds" run | "$bench" sysbench-qps
+window() { # -> "q/s p99_ms"
+  local out
+  out="$(sysbench oltp_point_select "${sb[@]}" --mysql-port="$proxy_port" --threads="$threads" \
+    --time="$seconds" --percentile=99 run)"
+  echo "$("$bench" sysbench-qps <<<"$out") $(awk '/99th percentile:/ { print $3 }' <<<"$out")"
 }
 
 busy_window() {
@@ -70,26 +73,55 @@ busy_window() {
   sleep 1
   window
   for pid in "${load_pids[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+  admin_idle
+}
+
+# The queries of the killed clients run on in psprobe until the time limit stops them: wait
+# until its admin query threads stop using CPU (unchanged over 0.5 s), so the next quiet
+# window is quiet.
+admin_cpu() {
+  local total=0 task
+  for task in /proc/"$psprobe_pid"/task/*; do
+    grep -q '^psprobe-admin' "$task/comm" 2>/dev/null || continue
+    total=$((total + $(awk '{ print $14 + $15 }' "$task/stat" 2>/dev/null || echo 0)))
+  done
+  echo "$total"
+}
+admin_idle() {
+  local last now
+  last="$(admin_cpu)"
+  for _ in $(seq 1 60); do
+    sleep 0.5
+    now="$(admin_cpu)"
+    [ "$now" = "$last" ] && return 0
+    last=$now
+  done
+  say "admin queries still running after 30 s"
 }
 
 # Rounds alternate the order (quiet first, then admin first), so a drift of the machine's load
 # does not favour either side.
-ratios=()
-printf '| round | q/s quiet | q/s during admin queries | ratio |\n|---:|---:|---:|---:|\n'
+ratios=() p99_ratios=()
+printf '| round | q/s quiet | q/s during admin queries | ratio | p99 ms quiet | p99 ms during | ratio |\n'
+printf '|---:|---:|---:|---:|---:|---:|---:|\n'
 for r in $(seq 1 "$rounds"); do
   if ((r % 2)); then
-    quiet="$(window)"
-    busy="$(busy_window)"
+    read -r quiet quiet_p99 <<<"$(window)"
+    read -r busy busy_p99 <<<"$(busy_window)"
   else
-    busy="$(busy_window)"
-    quiet="$(window)"
+    read -r busy busy_p99 <<<"$(busy_window)"
+    read -r quiet quiet_p99 <<<"$(window)"
   fi
   ratio="$(awk -v busy="$busy" -v quiet="$quiet" 'BEGIN { printf "%.3f", busy / quiet }')"
+  p99_ratio="$(awk -v busy="$busy_p99" -v quiet="$quiet_p99" 'BEGIN { printf "%.3f", busy / quiet }')"
   ratios+=("$ratio")
-  printf '| %s | %s | %s | %s |\n' "$r" "$quiet" "$busy" "$ratio"
+  p99_ratios+=("$p99_ratio")
+  printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$r" "$quiet" "$busy" "$ratio" "$quiet_p99" \
+    "$busy_p99" "$p99_ratio"
 done
-median="$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }')"
+median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 stopped="$(grep -c 'ERROR 1317' "$work/admin-errors.txt" 2>/dev/null || true)"
 echo
-echo "median q/s ratio, during admin queries / quiet: $median"
+echo "median q/s ratio, during admin queries / quiet: $(printf '%s\n' "${ratios[@]}" | median)"
+echo "median p99 ratio, during admin queries / quiet: $(printf '%s\n' "${p99_ratios[@]}" | median)"
 echo "admin queries stopped by the time limit: ${stopped:-0}"

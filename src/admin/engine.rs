@@ -6,7 +6,8 @@
 //!    functions but `load_extension`, read-only pragmas) and notes which psprobe tables it reads;
 //! 2. take one [`AdminData::snapshot`] of those tables and load it (so a query sees one
 //!    consistent state, and a query that reads `status` does not copy the digest tables);
-//! 3. step it under a deadline (a progress handler interrupts it) and row / byte limits;
+//! 3. step it under a deadline (a progress handler interrupts it, and paces a long query to a
+//!    quarter of a core: [`super::pacing`]) and row / byte limits;
 //! 4. empty the tables again, so an idle connection holds no copy of the data.
 //!
 //! Writes, ATTACH, DETACH, transactions and pragma writes are refused at prepare time with an
@@ -24,6 +25,7 @@ use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::{Connection, ErrorCode};
 
 use super::error::AdminError;
+use super::pacing::Pacer;
 use super::session::SessionInfo;
 use super::tables::{AdminData, ColumnKind, Table, Value, FLOAT_DECIMALS};
 use super::variables;
@@ -267,6 +269,7 @@ pub struct Engine {
     conn: Connection,
     auth: Arc<Mutex<AuthState>>,
     deadline: Arc<Mutex<Option<Instant>>>,
+    pacer: Arc<Mutex<Pacer>>,
     limits: Limits,
 }
 
@@ -284,6 +287,7 @@ impl Engine {
             conn,
             auth,
             deadline,
+            pacer: Arc::default(),
             limits,
         };
         engine.setup(session).map_err(AdminError::internal)?;
@@ -324,9 +328,20 @@ impl Engine {
         let auth = Arc::clone(&self.auth);
         conn.authorizer(Some(move |ctx: AuthContext<'_>| authorize(&auth, ctx)));
         let deadline = Arc::clone(&self.deadline);
+        let pacer = Arc::clone(&self.pacer);
         conn.progress_handler(
             PROGRESS_STEPS,
-            Some(move || lock(&deadline).is_some_and(|d| Instant::now() >= d)),
+            Some(move || {
+                if lock(&deadline).is_some_and(|d| Instant::now() >= d) {
+                    return true;
+                }
+                let pause = lock(&pacer).pause_at(Instant::now());
+                if let Some(pause) = pause {
+                    std::thread::sleep(pause);
+                    lock(&pacer).resume(Instant::now());
+                }
+                false
+            }),
         );
         lock(&self.auth).mode = Mode::Client;
         Ok(())
@@ -366,6 +381,7 @@ impl Engine {
         // Empty what was loaded, whatever happened.
         let loaded: Vec<Table> = lock(&self.auth).reads.iter().copied().collect();
         *lock(&self.deadline) = None;
+        lock(&self.pacer).stop();
         lock(&self.auth).mode = Mode::Setup;
         for table in loaded {
             let _ = self
@@ -403,6 +419,7 @@ impl Engine {
             loaded.map_err(AdminError::internal)?;
         }
         *lock(&self.deadline) = Some(Instant::now() + self.limits.timeout);
+        lock(&self.pacer).start(Instant::now());
         let mut values: Vec<Vec<SqlValue>> = Vec::new();
         let mut bytes = 0usize;
         let bound = rusqlite::params_from_iter(params.iter());

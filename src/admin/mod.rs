@@ -29,6 +29,7 @@ pub mod dialect;
 pub mod engine;
 pub mod error;
 pub mod login_limit;
+pub mod pacing;
 pub mod server;
 pub mod session;
 pub mod tables;

@@ -9,6 +9,8 @@
 # repetition in random order) to set beside it.
 #
 #   scripts/pfsoff.sh [DURATION] [REPETITIONS] [10.11|11.8]   defaults: 600s 6 10.11
+#   PFSOFF_SCENARIOS=A,B,...   what psprobe schedules (default pfsoff,pfson_conoff_insoff);
+#                              NAME@startup scenarios get their options through {opts}
 #
 # Figures to stdout and target/pfsoff-VERSION/ (phase log, report, direct runs, summary).
 set -euo pipefail
@@ -57,7 +59,7 @@ run_in mariadb-install-db --no-defaults --datadir="$inside/data" --user=root \
   ${root:+--force} >"$out/install.log" 2>&1 # --force: the Debian 13 tree has no resolver for the host name
 # The control script: what an operator's restart command does, fast (see docs/measurement.md):
 # SIGTERM (a fast shutdown that dumps the buffer pool), wait, start (the dump loads back),
-# wait until it answers. `server.sh restart ON|OFF`.
+# wait until it answers. `server.sh restart ON|OFF [MARIADBD OPTION...]`.
 cat >"$work/server.sh" <<EOF
 #!/bin/sh
 pidfile=$work/mariadbd.pid
@@ -69,11 +71,12 @@ stop() {
   rm -f "\$pidfile"
 }
 start() {
+  pfs=\$1; shift
   ${root:+chroot $root} setsid /usr/sbin/mariadbd --no-defaults --datadir=$inside/data --port=$port \
     --bind-address=127.0.0.1 --socket=$inside/mysqld.sock --pid-file=$inside/mariadbd.pid \
     --log-error=$inside/error.log --skip-log-bin --user=root --skip-name-resolve \
     --innodb-log-file-size=48M --innodb-buffer-pool-size=256M --max-connections=2000 \
-    --performance-schema="\$1" </dev/null >>$work/console.log 2>&1 &
+    --performance-schema="\$pfs" "\$@" </dev/null >>$work/console.log 2>&1 &
   i=0
   while [ \$i -lt 600 ]; do
     mariadb-admin --no-defaults --protocol=TCP -h127.0.0.1 -P$port -uroot --connect-timeout=1 ping >/dev/null 2>&1 && return 0
@@ -82,8 +85,8 @@ start() {
   echo "mariadbd did not start; see $work/error.log" >&2; return 1
 }
 case "\$1" in
-  restart) stop; start "\$2" ;;
-  start) start "\$2" ;;
+  restart) shift; stop; start "\$@" ;;
+  start) shift; start "\$@" ;;
   stop) stop ;;
 esac
 EOF
@@ -110,8 +113,8 @@ proxy_port=$("$bench" free-port)
 metrics=$("$bench" free-port)
 PSPROBE_CONTROLLER_DSN="mysql://$user:$pass@127.0.0.1:$port/" "$bin" proxy \
   --listen "127.0.0.1:$proxy_port" --metrics "127.0.0.1:$metrics" --upstream "127.0.0.1:$port" \
-  --scenarios pfsoff,pfson_conoff_insoff --duration "$duration" --seed 31 \
-  --restart-cmd "sh $work/server.sh restart {pfs}" --state-dir "$work" \
+  --scenarios "${PFSOFF_SCENARIOS:-pfsoff,pfson_conoff_insoff}" --duration "$duration" --seed 31 \
+  --restart-cmd "sh $work/server.sh restart {pfs} {opts}" --state-dir "$work" \
   --phase-log "$out/pfsoff.phases.jsonl" 2>"$out/psprobe.log" &
 echo $! >"$work/proxy.pid"
 until curl -sf "http://127.0.0.1:$metrics/healthz" >/dev/null; do sleep 0.1; done
@@ -127,8 +130,10 @@ rm -f "$work/proxy.pid"
 "$bin" report "$out/pfsoff.phases.jsonl" -o "$out/pfsoff.md"
 "$bin" report "$out/pfsoff.phases.jsonl" --format json >"$out/pfsoff.json"
 
-# The direct A/B: the same comparison without psprobe, phases of 30 s after a 5 s warm-up.
+# The direct A/B: the same comparison without psprobe, phases of 30 s after a 5 s warm-up
+# (pfsoff against pfson_conoff_insoff only: other scenarios have no direct check here).
 : >"$out/direct.txt"
+[ "${PFSOFF_SCENARIOS:-pfsoff,pfson_conoff_insoff}" = pfsoff,pfson_conoff_insoff ] || reps=0
 for rep in $(seq 1 "$reps"); do
   order="OFF ON"
   [ $((RANDOM % 2)) = 0 ] && order="ON OFF"
@@ -151,10 +156,14 @@ import json, math, statistics, sys
 out, version = sys.argv[1], sys.argv[2]
 r = json.load(open(f"{out}/pfsoff.json"))["analysis"]
 slow = r["slow"]
-e = next(x for x in slow["estimates"] if x["metric"] == "throughput")
-print(f"MariaDB {version}: psprobe, {e['n_blocks']} slow pairs: pfson_conoff_insoff vs pfsoff "
-      f"{e['ratio']*100:+.2f}% ({e['ci_low']*100:+.2f}..{e['ci_high']*100:+.2f}), "
-      f"half-width {(e['ci_high']-e['ci_low'])*50:.2f} points")
+e = None
+for x in slow["estimates"]:
+    if x["metric"] != "throughput":
+        continue
+    e = e or x
+    print(f"MariaDB {version}: psprobe, {x['n_blocks']} slow pairs: {x['scenario']} vs "
+          f"{slow['baseline']} {x['ratio']*100:+.2f}% ({x['ci_low']*100:+.2f}..{x['ci_high']*100:+.2f}), "
+          f"half-width {(x['ci_high']-x['ci_low'])*50:.2f} points")
 p = r.get("restarts")
 if p:
     for part in p["parts"]:

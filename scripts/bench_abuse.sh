@@ -36,31 +36,7 @@ psprobe_pid=$!
 pids+=("$psprobe_pid")
 for _ in $(seq 1 300); do grep -q proxy= "$work/psprobe.out" 2>/dev/null && break; sleep 0.1; done
 proxy_port="$(sed -E 's/.*proxy=[^ ]*:([0-9]+).*/\1/' <"$work/psprobe.out" | head -1)"
-ha_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-cat >"$work/haproxy.cfg" <<EOF
-global
-    nbthread $(nproc)
-    maxconn 4096
-defaults
-    mode tcp
-    timeout connect 5s
-    timeout client 1h
-    timeout server 1h
-frontend mysql
-    bind 127.0.0.1:$ha_port
-    default_backend mariadb
-backend mariadb
-    server db1 127.0.0.1:$db_port maxconn 4096
-EOF
-haproxy -db -f "$work/haproxy.cfg" >"$work/haproxy.log" 2>&1 &
-haproxy_pid=$!
-pids+=("$haproxy_pid")
-for _ in $(seq 1 300); do
-  mariadb-admin --no-defaults --protocol=TCP -h127.0.0.1 -P"$ha_port" -ubench -pbench ping \
-    >/dev/null 2>&1 && break
-  kill -0 "$haproxy_pid" 2>/dev/null || { cat "$work/haproxy.log" >&2; say "haproxy exited"; exit 1; }
-  sleep 0.1
-done
+start_haproxy 4096
 say "mariadbd :$db_port, psprobe :$proxy_port, haproxy :$ha_port; $(nproc) CPUs"
 # CPU seconds a process has used (user + system).
 cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat"; }
@@ -131,7 +107,7 @@ for round in $(seq 1 "$rounds"); do
     for target in $order; do
       case $target in
         direct) port=$db_port proxy_pid=0 ;;
-        haproxy) port=$ha_port proxy_pid=$haproxy_pid ;;
+        haproxy) port=$ha_port proxy_pid=$ha_pid ;;
         psprobe) port=$proxy_port proxy_pid=$psprobe_pid ;;
       esac
       say "round $round: $kind against $target"

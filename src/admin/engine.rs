@@ -25,7 +25,7 @@ use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::{Connection, ErrorCode};
 
 use super::error::AdminError;
-use super::pacing::Pacer;
+use super::pacing::{Running, Verdict};
 use super::session::SessionInfo;
 use super::tables::{AdminData, ColumnKind, Table, Value, FLOAT_DECIMALS};
 use super::variables;
@@ -268,8 +268,8 @@ fn set_heap_limit() {
 pub struct Engine {
     conn: Connection,
     auth: Arc<Mutex<AuthState>>,
-    deadline: Arc<Mutex<Option<Instant>>>,
-    pacer: Arc<Mutex<Pacer>>,
+    /// The query being stepped, if any: its time limit and CPU pacing.
+    running: Arc<Mutex<Option<Running>>>,
     limits: Limits,
 }
 
@@ -282,12 +282,10 @@ impl Engine {
             reads: BTreeSet::new(),
             refused: None,
         }));
-        let deadline: Arc<Mutex<Option<Instant>>> = Arc::new(Mutex::new(None));
         let engine = Engine {
             conn,
             auth,
-            deadline,
-            pacer: Arc::default(),
+            running: Arc::default(),
             limits,
         };
         engine.setup(session).map_err(AdminError::internal)?;
@@ -327,20 +325,22 @@ impl Engine {
         register_functions(conn, session)?;
         let auth = Arc::clone(&self.auth);
         conn.authorizer(Some(move |ctx: AuthContext<'_>| authorize(&auth, ctx)));
-        let deadline = Arc::clone(&self.deadline);
-        let pacer = Arc::clone(&self.pacer);
+        let running = Arc::clone(&self.running);
         conn.progress_handler(
             PROGRESS_STEPS,
             Some(move || {
-                if lock(&deadline).is_some_and(|d| Instant::now() >= d) {
-                    return true;
+                let verdict = lock(&running).map_or(Verdict::Go, |r| r.check(Instant::now()));
+                match verdict {
+                    Verdict::Interrupt => true,
+                    Verdict::Pause(pause) => {
+                        std::thread::sleep(pause);
+                        if let Some(r) = lock(&running).as_mut() {
+                            r.resume(Instant::now());
+                        }
+                        false
+                    }
+                    Verdict::Go => false,
                 }
-                let pause = lock(&pacer).pause_at(Instant::now());
-                if let Some(pause) = pause {
-                    std::thread::sleep(pause);
-                    lock(&pacer).resume(Instant::now());
-                }
-                false
             }),
         );
         lock(&self.auth).mode = Mode::Client;
@@ -380,8 +380,7 @@ impl Engine {
         let result = self.run(sql, params, data, max_result_bytes);
         // Empty what was loaded, whatever happened.
         let loaded: Vec<Table> = lock(&self.auth).reads.iter().copied().collect();
-        *lock(&self.deadline) = None;
-        lock(&self.pacer).stop();
+        *lock(&self.running) = None;
         lock(&self.auth).mode = Mode::Setup;
         for table in loaded {
             let _ = self
@@ -418,8 +417,7 @@ impl Engine {
             lock(&self.auth).mode = Mode::Client;
             loaded.map_err(AdminError::internal)?;
         }
-        *lock(&self.deadline) = Some(Instant::now() + self.limits.timeout);
-        lock(&self.pacer).start(Instant::now());
+        *lock(&self.running) = Some(Running::new(Instant::now(), self.limits.timeout));
         let mut values: Vec<Vec<SqlValue>> = Vec::new();
         let mut bytes = 0usize;
         let bound = rusqlite::params_from_iter(params.iter());

@@ -6,7 +6,7 @@
 //!   each send buffer to 4 MiB, and a peer that stops reading (a client that asks for a large
 //!   result and reads none of it) has that much more of the server's work queued in psprobe
 //!   than it would have direct: measured, 8.5 MB of a 50 MB result produced per stalled
-//!   client through psprobe against 3.9 MB direct, and with this bound 4.4 MB; the server's
+//!   client through psprobe against 3.9 MB direct, and with this bound 4.3-4.4 MB; the server's
 //!   CPU spent on them is taken from every other client. Bytes already sent and not yet
 //!   acknowledged are not bounded, so a long fat link keeps its throughput.
 

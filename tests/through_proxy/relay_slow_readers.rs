@@ -117,12 +117,7 @@ fn relay_slow_readers_keep_memory_bounded_and_others_served() {
     // What waits in psprobe's sockets toward the stalled clients: unsent bytes bounded by
     // TCP_NOTSENT_LOWAT (128 KiB, plus one write); the kernel's default let each queue 4 MiB
     // more of the server's work than a direct connection does.
-    let proxy_port: u16 = probe
-        .proxy_addr()
-        .rsplit(':')
-        .next()
-        .and_then(|p| p.parse().ok())
-        .expect("the proxy's port");
+    let proxy_port = probe.proxy_port();
     for client in &stalled {
         let peer = client.local_addr().expect("client address").port();
         let unsent = unsent_bytes(proxy_port, peer).expect("psprobe's socket to the client");

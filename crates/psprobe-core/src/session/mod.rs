@@ -128,9 +128,9 @@ where
         if self.frames.is_at_boundary() {
             *self.packet_start = self.now;
         }
-        let start = &*self.packet_start;
+        let start = *self.packet_start;
         let on_packet = &mut self.on_packet;
-        self.frames.feed(plain, |p| on_packet(p, *start))
+        self.frames.feed(plain, |p| on_packet(p, start))
     }
 
     fn ignorable(&self) -> usize {

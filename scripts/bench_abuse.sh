@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
 # Do abusive clients hurt everyone else more through psprobe than directly? (issue 23, items 4
 # and 5). A throwaway mariadbd, psprobe and HAProxy (TCP mode: any proxy hop's reference) in
-# front; a background sysbench oltp_read_only (2 threads, per-second reports) runs through the
-# target (direct, haproxy or psprobe) while, from second 5 to 15, one abuse runs against the
-# same target:
+# front; a background sysbench oltp_read_only (2 threads, 32 s, per-second reports) runs
+# through the target (direct, haproxy or psprobe) while, from second 10 to 20, one abuse runs
+# against the same target:
 #   slow    100 clients each ask for a 50 MB result and read none of it (PyMySQL, unbuffered)
 #   frames  4 clients send 16 MiB compressed queries (the mariadb CLI with --compress), 25 each
 # The three targets take turns, ROUNDS times each, order shuffled per round. Prints, per abuse
-# and target, the background's transactions/s and per-second p99 before (seconds 1-4) and
-# during the abuse (6-15), the share of its throughput each target kept, the CPU seconds the
-# proxy and mariadbd spent in the window, and psprobe's share against direct's and HAProxy's
-# (>= 0.90 is "within 10%"; the extra hop's own cost is in "before").
+# and target, the background's transactions/s and per-second p99 in the quiet seconds around
+# the abuse (2-9 and 24-31) and during it (11-22: the abuse and the teardown of its clients),
+# the share of its throughput each target kept, the CPU seconds the proxy and mariadbd spent in
+# the abuse's 10 s, and psprobe's share against direct's and HAProxy's (>= 0.90 is "within
+# 10%"; the extra hop's own cost is in "quiet"). Quiet seconds on both sides: one rate per
+# second varies by about 5% on this load, and four seconds before the abuse alone (the first
+# version) moved the share by up to 15% between identical runs.
 #
-#   scripts/bench_abuse.sh [ROUNDS]   (default 3; about 70 s per round and abuse)
+#   scripts/bench_abuse.sh [ROUNDS]   (default 3; about 105 s per round and abuse)
+#   env ABUSE_KINDS="slow frames" (default both)
 # Needs target/clients/venv (scripts/setup-clients.sh) for PyMySQL, and haproxy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -80,10 +84,10 @@ results="$work/results.txt"
 : >"$results"
 measure() { # KIND TARGET PORT ROUND PROXY_PID (0: none)
   local out="$work/sb-$1-$2-$4.txt"
-  sysbench oltp_read_only "${sb[@]}" --mysql-port="$3" --threads=2 --time=20 \
+  sysbench oltp_read_only "${sb[@]}" --mysql-port="$3" --threads=2 --time=32 \
     --report-interval=1 --percentile=99 run >"$out" 2>&1 &
   local sb_pid=$!
-  sleep 5
+  sleep 10
   local proxy_cpu=0 db_cpu
   [ "$5" = 0 ] || proxy_cpu=$(cpu_of "$5")
   db_cpu=$(cpu_of "$db_pid")
@@ -102,7 +106,7 @@ measure() { # KIND TARGET PORT ROUND PROXY_PID (0: none)
 }
 
 for round in $(seq 1 "$rounds"); do
-  for kind in slow frames; do
+  for kind in ${ABUSE_KINDS:-slow frames}; do
     order=$(printf '%s\n' direct haproxy psprobe | shuf)
     for target in $order; do
       case $target in
@@ -118,15 +122,16 @@ done
 
 python3 - "$results" <<'EOF'
 import re, statistics, sys
-# Seconds 6..15 of sysbench's per-second lines:
+# Seconds 11..22 (abuse and teardown) and 2..9, 24..31 (quiet) of sysbench's per-second lines:
 # "[ 6s ] thds: 2 tps: 380.00 qps: 6080.00 (r/w/o: ...) lat (ms,99%): 8.43 err/s: 0.00 ..."
 line = re.compile(r"^\[ *(\d+)s \].* tps: ([\d.]+) .* lat \(ms,99%\): ([\d.]+)")
 by = {}
+kept_by_round = {}
 for entry in open(sys.argv[1]):
     kind, target, rnd, path, proxy_cpu, db_cpu = entry.split()
     reports = [m for m in map(line.match, open(path)) if m]
-    seconds = [m for m in reports if 6 <= int(m.group(1)) <= 15]
-    quiet = [m for m in reports if 1 <= int(m.group(1)) <= 4]
+    seconds = [m for m in reports if 11 <= int(m.group(1)) <= 22]
+    quiet = [m for m in reports if 2 <= int(m.group(1)) <= 9 or 24 <= int(m.group(1)) <= 31]
     if not seconds or not quiet:
         print(f"{kind} {target} round {rnd}: no sysbench reports in {path}", file=sys.stderr)
         continue
@@ -137,7 +142,8 @@ for entry in open(sys.argv[1]):
     by.setdefault((kind, target), []).append(
         (tps, statistics.median(p99), max(p99), calm_tps, calm_p99, float(proxy_cpu),
          float(db_cpu)))
-print("| abuse | target | t/s before | t/s during | kept | p99 ms before | p99 ms during (median second) | worst second | proxy CPU s | mariadbd CPU s |")
+    kept_by_round.setdefault((kind, rnd), {})[target] = tps / calm_tps
+print("| abuse | target | t/s quiet | t/s during | kept | p99 ms quiet | p99 ms during (median second) | worst second | proxy CPU s | mariadbd CPU s |")
 print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 m = lambda v, i: statistics.median(x[i] for x in v)
 for (kind, target), v in sorted(by.items()):
@@ -145,10 +151,11 @@ for (kind, target), v in sorted(by.items()):
     print(f"| {kind} | {target} | {m(v, 3):.0f} | {m(v, 0):.0f} | {m(v, 0) / m(v, 3):.2f} | "
           f"{m(v, 4):.2f} | {m(v, 1):.2f} | {m(v, 2):.2f} | {proxy} | {m(v, 6):.2f} |")
 print()
-print("Each target against itself before the abuse (kept = during/before; CPU over the 10 s of")
+print("Each target against itself around the abuse (kept = during/quiet; CPU over the 10 s of")
 print("abuse), then psprobe against direct and against HAProxy: psprobe's share kept divided by")
 print("theirs (1.00 = the abuse costs the others nothing more through psprobe), and the p99")
-print("during the abuse, psprobe/theirs.")
+print("during the abuse, psprobe/theirs, and how much more the abuse raised psprobe's p99 over")
+print("its quiet p99 than theirs (1.00: as much; below: less).")
 for kind in sorted({k for k, _ in by}):
     p = by.get((kind, "psprobe"))
     for ref in ("direct", "haproxy"):
@@ -157,8 +164,14 @@ for kind in sorted({k for k, _ in by}):
             continue
         kept = (m(p, 0) / m(p, 3)) / (m(r, 0) / m(r, 3))
         t, l = m(p, 0) / m(r, 0), m(p, 1) / m(r, 1)
+        # How much the abuse raised each one's p99 over its own quiet p99.
+        grew = (m(p, 1) / m(p, 4)) / (m(r, 1) / m(r, 4))
         ok = kept >= 0.90
+        rounds = [v for (k, _), v in sorted(kept_by_round.items()) if k == kind]
+        each = " ".join(f"{v['psprobe'] / v[ref]:.2f}" for v in rounds
+                        if "psprobe" in v and ref in v)
         print(f"{kind}: throughput kept, psprobe/{ref} {kept:.2f}x "
-              f"({'within 10%' if ok else 'NOT within 10%'}); "
-              f"during the abuse psprobe/{ref} throughput {t:.2f}x, p99 {l:.2f}x")
+              f"({'within 10%' if ok else 'NOT within 10%'}; per round {each}); "
+              f"during the abuse psprobe/{ref} throughput {t:.2f}x, p99 {l:.2f}x; "
+              f"p99 raised by the abuse, psprobe's rise/{ref}'s {grew:.2f}x")
 EOF

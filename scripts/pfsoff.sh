@@ -10,7 +10,11 @@
 #
 #   scripts/pfsoff.sh [DURATION] [REPETITIONS] [10.11|11.8]   defaults: 600s 6 10.11
 #   PFSOFF_SCENARIOS=A,B,...   what psprobe schedules (default pfsoff,pfson_conoff_insoff);
-#                              NAME@startup scenarios get their options through {opts}
+#                              NAME@startup scenarios get their options through {opts}. The
+#                              direct A/B compares B against A when there are two, each of
+#                              pfsoff, pfson_conoff_insoff or one NAME@startup (started with
+#                              the options psprobe passed for it)
+#   PFSOFF_PROXY_OPTS="..."    more `psprobe proxy` options (e.g. --slow-phase 3s)
 #
 # Figures to stdout and target/pfsoff-VERSION/ (phase log, report, direct runs, summary).
 set -euo pipefail
@@ -85,7 +89,7 @@ start() {
   echo "mariadbd did not start; see $work/error.log" >&2; return 1
 }
 case "\$1" in
-  restart) shift; stop; start "\$@" ;;
+  restart) shift; echo "\$*" >>$work/restart-args; stop; start "\$@" ;;
   start) shift; start "\$@" ;;
   stop) stop ;;
 esac
@@ -115,7 +119,7 @@ PSPROBE_CONTROLLER_DSN="mysql://$user:$pass@127.0.0.1:$port/" "$bin" proxy \
   --listen "127.0.0.1:$proxy_port" --metrics "127.0.0.1:$metrics" --upstream "127.0.0.1:$port" \
   --scenarios "${PFSOFF_SCENARIOS:-pfsoff,pfson_conoff_insoff}" --duration "$duration" --seed 31 \
   --restart-cmd "sh $work/server.sh restart {pfs} {opts}" --state-dir "$work" \
-  --phase-log "$out/pfsoff.phases.jsonl" 2>"$out/psprobe.log" &
+  --phase-log "$out/pfsoff.phases.jsonl" ${PFSOFF_PROXY_OPTS:-} 2>"$out/psprobe.log" &
 echo $! >"$work/proxy.pid"
 until curl -sf "http://127.0.0.1:$metrics/healthz" >/dev/null; do sleep 0.1; done
 load_loop "$proxy_port" &
@@ -130,24 +134,49 @@ rm -f "$work/proxy.pid"
 "$bin" report "$out/pfsoff.phases.jsonl" -o "$out/pfsoff.md"
 "$bin" report "$out/pfsoff.phases.jsonl" --format json >"$out/pfsoff.json"
 
-# The direct A/B: the same comparison without psprobe, phases of 30 s after a 5 s warm-up
-# (pfsoff against pfson_conoff_insoff only: other scenarios have no direct check here).
+# The direct A/B: the same comparison without psprobe, phases of 30 s after a 5 s warm-up, each
+# scenario entered by a restart as psprobe entered it: B against A of PFSOFF_SCENARIOS=A,B.
 : >"$out/direct.txt"
-[ "${PFSOFF_SCENARIOS:-pfsoff,pfson_conoff_insoff}" = pfsoff,pfson_conoff_insoff ] || reps=0
+IFS=, read -r -a scenarios <<<"${PFSOFF_SCENARIOS:-pfsoff,pfson_conoff_insoff}"
+# The options psprobe passed for the NAME@startup scenario (each restart's words are logged).
+startup_args=$(grep -v '^OFF$' "$work/restart-args" 2>/dev/null | grep -v '^ON$' | sort -u || true)
+direct_check=yes
+[ "${#scenarios[@]}" = 2 ] || direct_check="it needs exactly two scenarios"
+for s in "${scenarios[@]}"; do
+  case "$s" in
+  pfsoff | pfson_conoff_insoff) ;;
+  *@startup) [ "$(printf '%s\n' "$startup_args" | grep -c .)" = 1 ] ||
+    direct_check="not one set of startup options in $work/restart-args" ;;
+  *) direct_check="$s is neither pfsoff, pfson_conoff_insoff nor NAME@startup" ;;
+  esac
+done
+enter() { # SCENARIO: restart the server into it
+  case "$1" in
+  pfsoff) sh "$work/server.sh" restart OFF ;;
+  pfson_conoff_insoff)
+    sh "$work/server.sh" restart ON
+    mariadb --no-defaults --protocol=TCP -h127.0.0.1 -P"$port" -uroot -e \
+      "UPDATE performance_schema.setup_consumers SET enabled='NO'; UPDATE performance_schema.setup_instruments SET enabled='NO', timed='NO'" ;;
+  *@startup)
+    local -a words
+    read -r -a words <<<"$startup_args" # option words: no blanks inside, no quoting left
+    sh "$work/server.sh" restart "${words[@]}" ;;
+  esac
+}
+if [ "$direct_check" != yes ]; then
+  echo "pfsoff: no direct A/B: $direct_check"
+  reps=0
+fi
 for rep in $(seq 1 "$reps"); do
-  order="OFF ON"
-  [ $((RANDOM % 2)) = 0 ] && order="ON OFF"
-  for pfs in $order; do
-    sh "$work/server.sh" restart "$pfs"
-    if [ "$pfs" = ON ]; then
-      mariadb --no-defaults --protocol=TCP -h127.0.0.1 -P"$port" -uroot -e \
-        "UPDATE performance_schema.setup_consumers SET enabled='NO'; UPDATE performance_schema.setup_instruments SET enabled='NO', timed='NO'"
-    fi
+  order="0 1"
+  [ $((RANDOM % 2)) = 0 ] && order="1 0"
+  for i in $order; do
+    enter "${scenarios[$i]}"
     # sysbench 1.0.20 has no --warmup-time: a 5 s run of its own warms the server up.
     sysbench oltp_read_only "${sb[@]}" --mysql-port="$port" --threads=8 --time=5 run >/dev/null
     qps=$(sysbench oltp_read_only "${sb[@]}" --mysql-port="$port" --threads=8 --time=30 run |
       awk '/queries:/ { gsub(/[(]/, "", $3); print $3 }')
-    echo "$rep $pfs $qps" | tee -a "$out/direct.txt"
+    echo "$rep ${scenarios[$i]} $qps" | tee -a "$out/direct.txt"
   done
 done
 
@@ -171,9 +200,11 @@ if p:
     print(f"  rate steady {p['steady_after_ms']/1000 if p['steady_after_ms'] is not None else float('nan'):.1f} s after the first query; settle used {p['settle_used_ms'][0]/1000:.1f}-{p['settle_used_ms'][1]/1000:.1f} s")
 rows = [l.split() for l in open(f"{out}/direct.txt") if l.strip()]
 by = {}
-for rep, pfs, qps in rows:
-    by.setdefault(rep, {})[pfs] = float(qps)
-d = [math.log(v["ON"] / v["OFF"]) for v in by.values() if "ON" in v and "OFF" in v]
+for rep, scenario, qps in rows:
+    by.setdefault(rep, {})[scenario] = float(qps)
+# B against A, as psprobe's estimate (its baseline is the first scenario).
+a, b = slow["baseline"], e["scenario"] if e else None
+d = [math.log(v[b] / v[a]) for v in by.values() if a in v and b in v]
 if len(d) >= 2:
     from statistics import mean, stdev
     t975 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23}.get(len(d) - 1, 2.0)

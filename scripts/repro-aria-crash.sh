@@ -7,7 +7,7 @@
 # SWITCH_MS. Stops at the first crash (prints the error log's crash report) or after SECONDS.
 #
 #   scripts/repro-aria-crash.sh [SECONDS] [SWITCH_MS] [MARIADBD]   (defaults 600, 250, /usr/sbin/mariadbd)
-#   QUERY='SELECT COUNT(*) FROM information_schema.PLUGINS' CLIENTS=2 scripts/repro-aria-crash.sh
+#   QUERY='SELECT COUNT(*) FROM information_schema.PLUGINS' QUERY2='...' CLIENTS=2 scripts/repro-aria-crash.sh
 set -euo pipefail
 seconds="${1:-600}" switch_ms="${2:-250}" mariadbd="${3:-/usr/sbin/mariadbd}"
 query="${QUERY:-SELECT COUNT(*) FROM information_schema.PLUGINS}"
@@ -34,18 +34,26 @@ cli=(mariadb --no-defaults --protocol=TCP -h127.0.0.1 -P"$port" -uroot)
 for _ in $(seq 1 600); do "${cli[@]}" -e 'SELECT 1' >/dev/null 2>&1 && break; sleep 0.1; done
 echo "repro: $("$mariadbd" --version) on :$port; '$query' x $clients clients, a switch every $switch_ms ms" >&2
 
+# Each switch followed by the checksum psprobe's controller reads back (fast_switch.rs).
+check="SELECT (SELECT CONCAT(COUNT(*), ':', COALESCE(SUM(CRC32(CONCAT(NAME, '=', ENABLED))), 0))
+ FROM performance_schema.setup_consumers), (SELECT CONCAT(COUNT(*), ':',
+ COALESCE(SUM(CRC32(CONCAT(NAME, '=', ENABLED, '/', IFNULL(TIMED, '-')))), 0))
+ FROM performance_schema.setup_instruments);"
 off="UPDATE performance_schema.setup_consumers SET enabled = 'NO';
-UPDATE performance_schema.setup_instruments SET enabled = 'NO', timed = 'NO';"
+UPDATE performance_schema.setup_instruments SET enabled = 'NO', timed = 'NO'; $check"
 on="UPDATE performance_schema.setup_consumers SET enabled = 'YES';
-UPDATE performance_schema.setup_instruments SET enabled = 'YES', timed = 'YES';"
+UPDATE performance_schema.setup_instruments SET enabled = 'YES', timed = 'YES'; $check"
 switches() { # one session, as psprobe's controller keeps one
   local sleep_s
   sleep_s="$(awk -v ms="$switch_ms" 'BEGIN { printf "%.3f", ms / 1000 }')"
   while :; do printf '%s\nDO SLEEP(%s);\n%s\nDO SLEEP(%s);\n' "$off" "$sleep_s" "$on" "$sleep_s"; done |
     "${cli[@]}" >/dev/null 2>&1 || true
 }
-queries() { # a new connection per query, as the mariadb CLI does
-  while :; do "${cli[@]}" -e "$query" >/dev/null 2>&1 || true; done
+queries() { # a new connection per query, as the mariadb CLI does; QUERY2 alternates if set
+  while :; do
+    "${cli[@]}" -e "$query" >/dev/null 2>&1 || true
+    [ -z "${QUERY2:-}" ] || "${cli[@]}" -e "$QUERY2" >/dev/null 2>&1 || true
+  done
 }
 switches &
 pids+=($!)

@@ -55,7 +55,7 @@ pub const PACKAGE_ASSETS: &str = "package-assets";
 /// What the command line asks for: one of [`Cli`]'s commands, or the hidden `package-assets`.
 #[derive(Debug)]
 pub enum Invocation {
-    Run(Cli),
+    Run(Box<Cli>),
     PackageAssets(PackageAssetsArgs),
 }
 
@@ -74,6 +74,8 @@ pub fn parse() -> Invocation {
         Some((PACKAGE_ASSETS, args)) => Invocation::PackageAssets(
             PackageAssetsArgs::from_arg_matches(args).unwrap_or_else(|e| e.exit()),
         ),
-        _ => Invocation::Run(Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())),
+        _ => Invocation::Run(Box::new(
+            Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit()),
+        )),
     }
 }

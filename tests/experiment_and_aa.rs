@@ -202,3 +202,62 @@ fn throughput_change_agrees_with_sysbench_per_phase_qps() {
         "psprobe {probe_change:+.4} vs sysbench {sysbench_change:+.4}: {gap:.2} points apart"
     );
 }
+
+/// Each mistake in a study's thread list or budget is one line, before any server starts
+/// (issue 21): nothing is written beside the report either.
+#[test]
+fn experiment_bad_threads_and_budget_are_one_line_before_anything_starts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let md = dir.path().join("study.md");
+    let md = md.to_str().unwrap();
+    for (args, says) in [
+        (vec!["--threads", ""], "--threads is empty"),
+        (
+            vec!["--threads", "1,0,8"],
+            "0 client threads measure nothing",
+        ),
+        (
+            vec!["--threads", "1,-8"],
+            "\"-8\" is not a number of client threads",
+        ),
+        (vec!["--threads", "1,8,1"], "1 is listed twice"),
+        (vec!["--threads", "1,2,...,1000"], "names 1000 levels"),
+        (
+            vec!["--threads", "2,6,...,20"],
+            "2,6,...,20 does not reach 20",
+        ),
+        (
+            vec!["--threads", "1,8,100000"],
+            "100000 client threads are more than",
+        ),
+        (
+            vec!["--threads", "1,2,4,...,1024", "--budget", "10m"],
+            "--budget 10m is too short for 33 cells",
+        ),
+        (
+            vec!["--budget", "10m", "--duration", "60s"],
+            "cannot be used with",
+        ),
+    ] {
+        let mut all = vec!["experiment", "-o", md];
+        all.extend(args.iter().copied());
+        let out = psprobe(&all);
+        let err = String::from_utf8_lossy(&out.stderr);
+        let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert!(!out.status.success(), "{args:?} was accepted");
+        assert!(
+            lines.first().is_some_and(|l| l.contains(says)),
+            "{args:?}: {err}"
+        );
+        if !says.contains("cannot be used with") {
+            // clap's own conflict message has a usage block; ours are one line.
+            assert_eq!(lines.len(), 1, "{args:?}: one clear line: {err}");
+        }
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            !stdout.contains("throwaway"),
+            "{args:?} started a server: {stdout}"
+        );
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}

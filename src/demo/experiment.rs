@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use clap::Args;
 
+use super::budget::{cell_duration, human, Slow};
 use super::{run_schedule, sysbench, throwaway, Plan, ScheduledRun};
 use crate::controller::model::catalog::Catalog;
 use crate::phase_log::read_phases;
@@ -28,10 +29,11 @@ pub struct ExperimentArgs {
         default_value = "oltp_read_only,oltp_read_write,oltp_write_only"
     )]
     pub workloads: Vec<String>,
-    /// Concurrencies (sysbench --threads), comma-separated; the seed study used
+    /// Concurrencies (sysbench --threads), comma-separated; `A,B,...,Z` goes on as A,B
+    /// began (multiplying, else adding) up to Z: the seed study's eleven levels are
     /// 1,2,4,...,1024.
-    #[arg(long, value_delimiter = ',', default_value = "1,8")]
-    pub threads: Vec<u32>,
+    #[arg(long, value_name = "LIST", default_value = "1,8")]
+    pub threads: String,
     /// Scenarios to compare [default: the six of the seed study].
     #[arg(long, value_delimiter = ',')]
     pub scenarios: Vec<String>,
@@ -44,11 +46,16 @@ pub struct ExperimentArgs {
     /// Length of each run (one workload at one concurrency) [default: 60s].
     #[arg(long, value_name = "DURATION", value_parser = crate::duration::duration_arg)]
     pub duration: Option<std::time::Duration>,
+    /// Total time for the whole study instead of --duration: less a minute for the server
+    /// and its tables and 15 s of start and stop per run, shared evenly by the runs (each
+    /// workload at each concurrency), each holding its slow blocks; refused when too short.
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::duration_arg, conflicts_with = "duration")]
+    pub budget: Option<std::time::Duration>,
     /// Phase of a scenario entered by restart (pfsoff), restart settle included
     /// [default: 12s].
     #[arg(long, value_name = "DURATION", value_parser = crate::duration::duration_arg)]
     pub slow_phase: Option<std::time::Duration>,
-    /// Slow blocks per run (pfsoff and its reference, each entered by restart) [default: 3].
+    /// Slow blocks per run (pfsoff and its reference, each entered by restart).
     #[arg(long, default_value_t = 3)]
     pub slow_blocks: u64,
     /// TOML file with `[[scenario]]` tables: scenarios of your own (e.g. an A/A twin).
@@ -75,9 +82,7 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
             bail!("unknown workload {w}; use {}", WORKLOADS.join(", "));
         }
     }
-    if args.threads.is_empty() || args.threads.contains(&0) {
-        bail!("--threads needs positive numbers, e.g. 1,8,64");
-    }
+    let levels = super::threads_list::parse_threads(&args.threads, client_limit())?;
     let scenarios: Vec<String> = if args.scenarios.is_empty() {
         Catalog::seed_names()
     } else {
@@ -100,8 +105,24 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
             bail!("--settle must be shorter than --phase");
         }
     }
-    let duration = args.duration.unwrap_or(DEFAULT_DURATION);
     let slow_phase = args.slow_phase.unwrap_or(DEFAULT_SLOW_PHASE);
+    let runs = args.workloads.len() * levels.len();
+    let duration = match args.budget {
+        Some(budget) => {
+            let slow = scenarios.iter().any(|s| s == "pfsoff").then_some(Slow {
+                blocks: args.slow_blocks.max(1),
+                phase: slow_phase,
+            });
+            let each = cell_duration(budget, runs, slow)?;
+            println!(
+                "experiment: --budget {} over {runs} runs: {} of schedule each",
+                human(budget),
+                human(each)
+            );
+            each
+        }
+        None => args.duration.unwrap_or(DEFAULT_DURATION),
+    };
     let restart_settle = (slow_phase / 4).max(std::time::Duration::from_secs(1));
     let plan = Plan {
         phase,
@@ -118,13 +139,13 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
         .clone()
         .unwrap_or_else(|| PathBuf::from("psprobe-experiment.md"));
     let stem = output.with_extension("");
-    let runs = args.workloads.len() * args.threads.len();
     let total = plan.nominal().as_secs() * runs as u64;
     println!(
         "experiment: {runs} runs, about {} minutes; starting a throwaway mariadbd",
         total / 60 + 1
     );
     let server = throwaway::Throwaway::start()?;
+    check_server_takes(&server, &levels)?;
     let tables = sysbench::Tables {
         count: 4,
         size: 10_000,
@@ -148,9 +169,15 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
             .copied()
             .context("workload")?;
         let mut rows = Vec::new();
-        for &threads in &args.threads {
+        for &threads in &levels {
             run_no += 1;
-            println!("experiment: run {run_no}/{runs}: {workload}, {threads} threads");
+            // The runs left, this one included, each its schedule and its start and stop.
+            let left = (plan.duration + super::budget::CELL_OVERHEAD)
+                * u32::try_from(runs + 1 - run_no).unwrap_or(u32::MAX);
+            println!(
+                "experiment: run {run_no}/{runs}: {workload}, {threads} threads; the study ends in about {}",
+                human(left)
+            );
             let phase_log = PathBuf::from(format!(
                 "{}-{workload}-{threads}.phases.jsonl",
                 stem.display()
@@ -232,6 +259,37 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
     std::fs::write(&output, &doc).with_context(|| format!("cannot write {}", output.display()))?;
     println!("\n{doc}");
     println!("report: {}", output.display());
+    Ok(())
+}
+
+/// The most client threads a run may have: what the study's server takes, less room for the
+/// controller's and the report's own connections, and what this process's file descriptors
+/// carry through the proxy (two per client).
+fn client_limit() -> u32 {
+    let server = throwaway::MAX_CONNECTIONS - 16;
+    crate::proxy::limits::raise_fd_limit();
+    crate::proxy::limits::default_max_connections().map_or(server, |proxy| {
+        server.min(u32::try_from(proxy).unwrap_or(u32::MAX))
+    })
+}
+
+/// The server may take fewer connections than it was asked to (mariadbd lowers
+/// max_connections to what its file descriptors carry): refuse before the first run rather
+/// than let the highest levels fail on "Too many connections".
+fn check_server_takes(server: &throwaway::Throwaway, levels: &[u32]) -> anyhow::Result<()> {
+    let text = server.sql("SELECT @@max_connections")?;
+    let taken: u32 = text
+        .lines()
+        .rev()
+        .find_map(|l| l.trim().parse().ok())
+        .with_context(|| format!("cannot read the server's max_connections from {text:?}"))?;
+    let most = levels.iter().copied().max().unwrap_or(0);
+    let room = taken.saturating_sub(16);
+    if most > room {
+        bail!(
+            "the study's server takes {taken} connections (mariadbd lowers max_connections to what its file-descriptor limit carries), too few for {most} client threads: raise `ulimit -n` or use at most {room} threads"
+        );
+    }
     Ok(())
 }
 

@@ -7,8 +7,10 @@
 //!
 //! Must not: touch any server but the throwaway one it started, or leave processes behind.
 
+pub mod budget;
 pub mod experiment;
 pub mod sysbench;
+pub mod threads_list;
 pub mod throwaway;
 
 use std::path::PathBuf;

@@ -15,6 +15,11 @@ use psprobe_harness::server::{ping_args, shell_quote, Layout, ADMIN, INSTALL_DB}
 pub const USER: &str = "psprobe_demo";
 pub const PASSWORD: &str = "psprobe-demo";
 pub const DATABASE: &str = "sbtest";
+/// Connections the throwaway server takes: the seed study's 1,024 clients and room to spare.
+pub const MAX_CONNECTIONS: u32 = 4000;
+/// Prepared statements it holds: sysbench's oltp tests prepare about 17 per thread, so at
+/// 1,024 threads the default 16,382 runs out (directly as through any proxy).
+pub const MAX_PREPARED_STMTS: u32 = 1_048_576;
 
 pub struct Throwaway {
     dir: tempfile::TempDir,
@@ -57,7 +62,8 @@ start() {{
   pfs="$1"; shift
   # A fast restart: no name resolution; the buffer pool dumped at shutdown loads back.
   setsid {MARIADBD} {server} --performance-schema="$pfs" --skip-name-resolve \
-    --innodb-buffer-pool-size=256M --max-connections=4000 "$@" </dev/null >>{console} 2>&1 &
+    --innodb-buffer-pool-size=256M --max-connections={MAX_CONNECTIONS} \
+    --max-prepared-stmt-count={MAX_PREPARED_STMTS} "$@" </dev/null >>{console} 2>&1 &
   # Back once the server accepts connections.
   i=0
   while [ $i -lt 2400 ]; do

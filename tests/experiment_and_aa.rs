@@ -60,6 +60,34 @@ fn experiment_two_concurrencies_two_scenarios() {
         "{}",
         rows[1]
     );
+    // Every cell as CSV and JSON beside the report, the same figures as its tables.
+    let csv = std::fs::read_to_string(dir.path().join("exp.cells.csv")).expect("cells.csv");
+    let lines: Vec<&str> = csv.lines().collect();
+    assert!(lines[0].starts_with("workload,threads,scenario,"), "{csv}");
+    assert_eq!(lines.len(), 1 + 2 * 2, "two levels x two scenarios: {csv}");
+    let json: Vec<serde_json::Value> = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("exp.cells.json")).expect("cells.json"),
+    )
+    .expect("cells.json parses");
+    assert_eq!(json.len(), 4);
+    for (qps_row, threads) in [(rows[0], 1), (rows[2], 2)] {
+        let table: Vec<f64> = qps_row
+            .split('|')
+            .filter_map(|c| c.trim().parse().ok())
+            .collect();
+        for (k, scenario) in ["pfson_conoff_insoff", "pfson_conon_inson"]
+            .iter()
+            .enumerate()
+        {
+            let cell = json
+                .iter()
+                .find(|c| c["threads"] == threads && c["scenario"] == *scenario)
+                .unwrap_or_else(|| panic!("{scenario} at {threads}: {json:?}"));
+            let qps = cell["qps"].as_f64().unwrap();
+            assert!((qps - table[k + 1]).abs() <= 0.5, "{qps} vs {qps_row}");
+            assert_eq!(cell["change_percent"].is_null(), k == 0, "{cell}");
+        }
+    }
 }
 
 /// sysbench's QPS over `[from, to]` (seconds since it started), from its 1-second interval

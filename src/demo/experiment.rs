@@ -162,6 +162,7 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
     );
     let mut run_no = 0;
     let mut direct: Vec<String> = Vec::new();
+    let mut cells = Vec::new();
     for workload in &args.workloads {
         let workload: &'static str = WORKLOADS
             .iter()
@@ -216,6 +217,14 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
             }
             let sysbench_qps =
                 sysbench_mean_qps(&std::fs::read_to_string(&sysbench_out).unwrap_or_default());
+            cells.extend(super::cells::rows_of(
+                workload,
+                threads,
+                &report,
+                &scenarios,
+                sysbench_qps,
+            ));
+            super::cells::write(&stem, &cells)?;
             rows.push((threads, report, sysbench_qps));
         }
         let _ = writeln!(doc, "## {workload}\n");
@@ -258,7 +267,12 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
     }
     std::fs::write(&output, &doc).with_context(|| format!("cannot write {}", output.display()))?;
     println!("\n{doc}");
-    println!("report: {}", output.display());
+    println!(
+        "report: {} (every cell: {}, {})",
+        output.display(),
+        stem.with_extension("cells.csv").display(),
+        stem.with_extension("cells.json").display()
+    );
     Ok(())
 }
 

@@ -8,6 +8,7 @@
 //! Must not: touch any server but the throwaway one it started, or leave processes behind.
 
 pub mod budget;
+pub mod cells;
 pub mod experiment;
 pub mod sysbench;
 pub mod threads_list;

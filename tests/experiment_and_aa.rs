@@ -289,3 +289,153 @@ fn experiment_bad_threads_and_budget_are_one_line_before_anything_starts() {
     }
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+/// Stops the server a killed study left, whatever the test's outcome.
+struct LeftServer(Option<std::path::PathBuf>);
+
+impl Drop for LeftServer {
+    fn drop(&mut self) {
+        if let Some(dir) = &self.0 {
+            let script = dir.join("server.sh");
+            if script.exists() {
+                let _ = Command::new("sh").arg(&script).arg("stop").status();
+            }
+        }
+    }
+}
+
+/// True when some process's command line names `dir` (the left server's datadir is in it).
+fn process_in(dir: &str) -> bool {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .any(|cmd| String::from_utf8_lossy(&cmd).contains(dir))
+}
+
+/// A study killed (SIGKILL) during its second run goes on there with `--resume`: the first
+/// run's cells are kept as they were, the server the killed study left running is stopped,
+/// and the report has the tables of a study never interrupted; without `--resume` the study
+/// is not overwritten (issue 21).
+#[test]
+fn experiment_killed_in_its_second_run_resumes_there() {
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let md = dir.path().join("study.md");
+    let args = |resume: bool| {
+        let mut a = vec![
+            "experiment",
+            "--workloads",
+            "oltp_read_only",
+            "--threads",
+            "1,2",
+            "--scenarios",
+            "pfson_conoff_insoff,pfson_conon_inson",
+            "--duration",
+            "12s",
+            "-o",
+            md.to_str().unwrap(),
+        ];
+        if resume {
+            a.push("--resume");
+        }
+        a
+    };
+    let mut study = Command::new(env!("CARGO_BIN_EXE_psprobe"))
+        .args(args(false))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start the study");
+    // The second run is under way once its phase log holds a phase.
+    let second = dir.path().join("study-oltp_read_only-2.phases.jsonl");
+    let deadline = Instant::now() + Duration::from_secs(240);
+    while !std::fs::read_to_string(&second).is_ok_and(|t| t.contains("\"kind\":\"phase\"")) {
+        assert!(Instant::now() < deadline, "the second run never began");
+        assert!(
+            study.try_wait().expect("poll the study").is_none(),
+            "the study ended before its second run"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    study.kill().expect("SIGKILL the study");
+    study.wait().expect("reap the study");
+
+    let state: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("study.study.json")).expect("study.json"),
+    )
+    .expect("study.json parses");
+    let left = state["server_dir"]
+        .as_str()
+        .expect("the running server is recorded")
+        .to_string();
+    let _guard = LeftServer(Some(left.clone().into()));
+    assert!(process_in(&left), "the killed study's server runs on");
+    let cells = || -> Vec<serde_json::Value> {
+        serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join("study.cells.json")).expect("cells.json"),
+        )
+        .expect("cells.json parses")
+    };
+    let before = cells();
+    assert_eq!(before.len(), 2, "the first run's two scenarios: {before:?}");
+    assert!(before.iter().all(|c| c["threads"] == 1), "{before:?}");
+
+    // Not overwritten without --resume.
+    let out = psprobe(&args(false));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("add --resume"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "one clear line: {err}");
+
+    let out = psprobe(&args(true));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("stopping the server the interrupted study left running"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("run 1/2: oltp_read_only, 1 threads: finished before, kept"),
+        "{stdout}"
+    );
+    assert!(!process_in(&left), "the left server is stopped");
+    assert!(
+        !std::path::Path::new(&left).exists(),
+        "and its directory removed"
+    );
+    let after = cells();
+    assert_eq!(after.len(), 4, "{after:?}");
+    assert_eq!(after[..2], before[..], "the first run's cells as they were");
+    assert!(after[2..].iter().all(|c| c["threads"] == 2), "{after:?}");
+    // The tables of a study never interrupted: a QPS row and a change row per level.
+    let doc = std::fs::read_to_string(&md).expect("report");
+    let header = "| threads | pfson_conoff_insoff | pfson_conon_inson | sysbench QPS |";
+    assert!(doc.contains(header), "{doc}");
+    let rows: Vec<&str> = doc
+        .lines()
+        .filter(|l| l.starts_with("| 1 |") || l.starts_with("| 2 |"))
+        .collect();
+    assert_eq!(rows.len(), 4, "{doc}");
+    for qps_row in [rows[0], rows[2]] {
+        let cells: Vec<f64> = qps_row
+            .split('|')
+            .filter_map(|c| c.trim().parse().ok())
+            .collect();
+        assert_eq!(cells.len(), 4, "{qps_row}");
+        assert!(cells[1..].iter().all(|&q| q > 0.0), "{qps_row}");
+    }
+    // The server the resumed part started is gone with it.
+    let state: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("study.study.json")).expect("study.json"),
+    )
+    .expect("study.json parses");
+    assert!(state["server_dir"].is_null(), "{state}");
+}

@@ -10,6 +10,7 @@ use anyhow::{bail, Context};
 use clap::Args;
 
 use super::budget::{cell_duration, human, Slow};
+use super::study::{DirectLine, Study, StudyPlan};
 use super::{run_schedule, sysbench, throwaway, Plan, ScheduledRun};
 use crate::controller::model::catalog::Catalog;
 use crate::phase_log::read_phases;
@@ -70,6 +71,11 @@ pub struct ExperimentArgs {
     /// Seed of the schedule's order [default: fixed, so runs are reproducible].
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
+    /// Go on with the study at --output that was cut short (killed, a crash, a reboot): its
+    /// finished runs are kept, the server it left running is stopped, and it goes on at the
+    /// first unfinished run. Give the same options as when it started.
+    #[arg(long)]
+    pub resume: bool,
     /// Markdown report [default: ./psprobe-experiment.md]; phase logs and sysbench output go
     /// beside it.
     #[arg(long, short = 'o', value_name = "FILE")]
@@ -139,18 +145,41 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
         .clone()
         .unwrap_or_else(|| PathBuf::from("psprobe-experiment.md"));
     let stem = output.with_extension("");
-    let total = plan.nominal().as_secs() * runs as u64;
+    let study_plan = StudyPlan {
+        workloads: args.workloads.clone(),
+        threads: levels.clone(),
+        scenarios: scenarios.clone(),
+        duration_ms: millis(plan.duration),
+        phase_ms: plan.phase.map(millis),
+        settle_ms: plan.settle.map(millis),
+        slow_phase_ms: millis(plan.slow_phase),
+        slow_blocks: args.slow_blocks.max(1),
+        seed: args.seed,
+        direct_check: args.direct_check,
+    };
+    let mut study = Study::begin(&stem, study_plan, args.resume)?;
+    let finished = args
+        .workloads
+        .iter()
+        .flat_map(|w| levels.iter().map(move |&t| (w, t)))
+        .filter(|(w, t)| study.finished(w, *t))
+        .count();
+    let per_run = plan.duration + super::budget::CELL_OVERHEAD;
     println!(
-        "experiment: {runs} runs, about {} minutes; starting a throwaway mariadbd",
-        total / 60 + 1
+        "experiment: {runs} runs{}, about {}",
+        if finished > 0 {
+            format!(" ({finished} finished before, kept)")
+        } else {
+            String::new()
+        },
+        human(per_run * u32::try_from(runs - finished).unwrap_or(u32::MAX))
     );
-    let server = throwaway::Throwaway::start()?;
-    check_server_takes(&server, &levels)?;
     let tables = sysbench::Tables {
         count: 4,
         size: 10_000,
     };
-    sysbench::prepare(&server.addr(), &tables)?;
+    // Started for the first run there is to do (none when every run finished before).
+    let mut server: Option<throwaway::Throwaway> = None;
 
     let mut doc = String::from("# performance_schema overhead by workload and concurrency\n\n");
     let _ = writeln!(
@@ -161,8 +190,8 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
         plan.duration.as_secs()
     );
     let mut run_no = 0;
-    let mut direct: Vec<String> = Vec::new();
-    let mut cells = Vec::new();
+    let mut to_do = runs - finished;
+    let mut cells = study.done.clone();
     for workload in &args.workloads {
         let workload: &'static str = WORKLOADS
             .iter()
@@ -172,17 +201,34 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
         let mut rows = Vec::new();
         for &threads in &levels {
             run_no += 1;
-            // The runs left, this one included, each its schedule and its start and stop.
-            let left = (plan.duration + super::budget::CELL_OVERHEAD)
-                * u32::try_from(runs + 1 - run_no).unwrap_or(u32::MAX);
-            println!(
-                "experiment: run {run_no}/{runs}: {workload}, {threads} threads; the study ends in about {}",
-                human(left)
-            );
             let phase_log = PathBuf::from(format!(
                 "{}-{workload}-{threads}.phases.jsonl",
                 stem.display()
             ));
+            if study.finished(workload, threads) {
+                println!(
+                    "experiment: run {run_no}/{runs}: {workload}, {threads} threads: finished before, kept"
+                );
+                let phases = read_phases(&phase_log)
+                    .with_context(|| format!("cannot read {}", phase_log.display()))?;
+                let sysbench_qps = study
+                    .done
+                    .iter()
+                    .find(|c| c.workload == workload && c.threads == threads)
+                    .map_or(0.0, |c| c.sysbench_qps);
+                rows.push((threads, report_of(&phases, None)?, sysbench_qps));
+                continue;
+            }
+            // The runs left, this one included, each its schedule and its start and stop.
+            println!(
+                "experiment: run {run_no}/{runs}: {workload}, {threads} threads; the study ends in about {}",
+                human(per_run * u32::try_from(to_do).unwrap_or(u32::MAX))
+            );
+            to_do = to_do.saturating_sub(1);
+            if server.is_none() {
+                server = Some(start_server(&mut study, &levels, &tables)?);
+            }
+            let server = server.as_ref().context("the study's server")?;
             let sysbench_out = PathBuf::from(format!(
                 "{}-{workload}-{threads}.sysbench.txt",
                 stem.display()
@@ -196,13 +242,13 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
                 phase_log: phase_log.clone(),
                 sysbench_out: sysbench_out.clone(),
             };
-            run_schedule(&server, &tables, &plan, &run, "experiment")?;
+            run_schedule(server, &tables, &plan, &run, "experiment")?;
             let phases = read_phases(&phase_log)
                 .with_context(|| format!("cannot read {}", phase_log.display()))?;
             let report = report_of(&phases, None)?;
             if args.direct_check > 0 && scenarios.iter().any(|s| s == "pfsoff") {
                 let line = direct_check(
-                    &server,
+                    server,
                     &tables,
                     workload,
                     threads,
@@ -213,7 +259,11 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
                     args.direct_check,
                 )?;
                 println!("experiment: {line}");
-                direct.push(format!("- {workload}, {threads} threads: {line}"));
+                study.add_direct(DirectLine {
+                    workload: workload.to_string(),
+                    threads,
+                    line,
+                })?;
             }
             let sysbench_qps =
                 sysbench_mean_qps(&std::fs::read_to_string(&sysbench_out).unwrap_or_default());
@@ -255,13 +305,16 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
         }
         let _ = writeln!(doc);
     }
-    if !direct.is_empty() {
+    // The study's own server is stopped before the report says it is done.
+    drop(server);
+    study.server(None)?;
+    if !study.direct().is_empty() {
         let _ = writeln!(
             doc,
             "## pfsoff: psprobe's slow blocks against a direct sequential measurement\n\nOn the same server after each run, without psprobe: restart with performance_schema OFF, sysbench directly; restart ON with the reference's settings, sysbench directly; in random order per repetition, each after the same restart settle as the slow phases. The change is the reference against pfsoff (statements/s), a t interval over the repetitions.\n"
         );
-        for line in &direct {
-            let _ = writeln!(doc, "{line}");
+        for d in study.direct() {
+            let _ = writeln!(doc, "- {}, {} threads: {}", d.workload, d.threads, d.line);
         }
         let _ = writeln!(doc);
     }
@@ -285,6 +338,25 @@ fn client_limit() -> u32 {
     crate::proxy::limits::default_max_connections().map_or(server, |proxy| {
         server.min(u32::try_from(proxy).unwrap_or(u32::MAX))
     })
+}
+
+fn millis(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Starts the study's throwaway server (recorded in the study, so that a `--resume` after a
+/// crash stops it), checks it takes the highest level's clients, and prepares the tables.
+fn start_server(
+    study: &mut Study,
+    levels: &[u32],
+    tables: &sysbench::Tables,
+) -> anyhow::Result<throwaway::Throwaway> {
+    println!("experiment: starting a throwaway mariadbd");
+    let server = throwaway::Throwaway::start()?;
+    study.server(Some(server.dir()))?;
+    check_server_takes(&server, levels)?;
+    sysbench::prepare(&server.addr(), tables)?;
+    Ok(server)
 }
 
 /// The server may take fewer connections than it was asked to (mariadbd lowers

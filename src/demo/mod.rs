@@ -10,6 +10,7 @@
 pub mod budget;
 pub mod cells;
 pub mod experiment;
+pub mod study;
 pub mod sysbench;
 pub mod threads_list;
 pub mod throwaway;

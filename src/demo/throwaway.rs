@@ -15,6 +15,9 @@ use psprobe_harness::server::{ping_args, shell_quote, Layout, ADMIN, INSTALL_DB}
 pub const USER: &str = "psprobe_demo";
 pub const PASSWORD: &str = "psprobe-demo";
 pub const DATABASE: &str = "sbtest";
+/// How the throwaway server's temporary directory is named (a resumed study stops a server
+/// only in such a directory).
+pub const DIR_PREFIX: &str = "psprobe-demo-";
 /// Connections the throwaway server takes: the seed study's 1,024 clients and room to spare.
 pub const MAX_CONNECTIONS: u32 = 4000;
 /// Prepared statements it holds: sysbench's oltp tests prepare about 17 per thread, so at
@@ -91,7 +94,7 @@ impl Throwaway {
             }
         }
         let dir = tempfile::Builder::new()
-            .prefix("psprobe-demo-")
+            .prefix(DIR_PREFIX)
             .tempdir()
             .context("cannot create a temporary directory")?;
         let port = psprobe_harness::ports::free_port().context("no free local port")?;

@@ -247,7 +247,7 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
                 .with_context(|| format!("cannot read {}", phase_log.display()))?;
             let report = report_of(&phases, None)?;
             if args.direct_check > 0 && scenarios.iter().any(|s| s == "pfsoff") {
-                let line = direct_check(
+                let line = super::direct_check::direct_check(
                     server,
                     &tables,
                     workload,
@@ -277,47 +277,12 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
             super::cells::write(&stem, &cells)?;
             rows.push((threads, report, sysbench_qps));
         }
-        let _ = writeln!(doc, "## {workload}\n");
-        let _ = write!(doc, "| threads |");
-        for s in &scenarios {
-            let _ = write!(doc, " {s} |");
-        }
-        let _ = writeln!(doc, " sysbench QPS |");
-        let _ = writeln!(doc, "|{}", " ---: |".repeat(scenarios.len() + 2));
-        for (threads, report, sysbench_qps) in &rows {
-            let _ = write!(doc, "| {threads} |");
-            for s in &scenarios {
-                let qps = report.row(s).map_or(0.0, |h| h.qps);
-                let _ = write!(doc, " {qps:.0} |");
-            }
-            let _ = writeln!(doc, " {sysbench_qps:.0} |");
-            let _ = write!(doc, "| {threads} |");
-            for s in &scenarios {
-                let cell = report
-                    .row(s)
-                    .map_or_else(String::new, |h| match &h.qps_change {
-                        Some(c) => format!("{} vs {}", c.text(), h.baseline),
-                        None => format!("baseline ({})", h.baseline),
-                    });
-                let _ = write!(doc, " {cell} |");
-            }
-            let _ = writeln!(doc, " |");
-        }
-        let _ = writeln!(doc);
+        super::study_tables::workload_table(&mut doc, workload, &scenarios, &rows);
     }
     // The study's own server is stopped before the report says it is done.
     drop(server);
     study.server(None)?;
-    if !study.direct().is_empty() {
-        let _ = writeln!(
-            doc,
-            "## pfsoff: psprobe's slow blocks against a direct sequential measurement\n\nOn the same server after each run, without psprobe: restart with performance_schema OFF, sysbench directly; restart ON with the reference's settings, sysbench directly; in random order per repetition, each after the same restart settle as the slow phases. The change is the reference against pfsoff (statements/s), a t interval over the repetitions.\n"
-        );
-        for d in study.direct() {
-            let _ = writeln!(doc, "- {}, {} threads: {}", d.workload, d.threads, d.line);
-        }
-        let _ = writeln!(doc);
-    }
+    super::study_tables::direct_section(&mut doc, study.direct());
     std::fs::write(&output, &doc).with_context(|| format!("cannot write {}", output.display()))?;
     println!("\n{doc}");
     println!(
@@ -377,74 +342,6 @@ fn check_server_takes(server: &throwaway::Throwaway, levels: &[u32]) -> anyhow::
         );
     }
     Ok(())
-}
-
-/// A direct sequential A/B of pfsoff against the slow reference on `server`, without psprobe;
-/// returns one line setting it beside psprobe's slow estimate.
-#[allow(clippy::too_many_arguments)]
-fn direct_check(
-    server: &throwaway::Throwaway,
-    tables: &sysbench::Tables,
-    workload: &str,
-    threads: u32,
-    plan: &Plan,
-    catalog: &Catalog,
-    scenarios: &[String],
-    report: &crate::report::Report,
-    reps: u32,
-) -> anyhow::Result<String> {
-    use crate::analysis::paired::t_interval;
-    use crate::analysis::rng::Rng;
-    let reference = crate::controller::schedule::args::default_slow_reference(catalog, scenarios)
-        .context("pfsoff needs a runtime scenario to compare with")?;
-    let statements = catalog.get(&reference)?.sql().unwrap_or_default();
-    let measure = plan
-        .slow_phase
-        .saturating_sub(plan.restart_settle)
-        .as_secs()
-        .max(1);
-    let mut rng = Rng::new(plan.seed.unwrap_or(7) ^ 0xd1ec7);
-    let mut log_ratios = Vec::new();
-    for _ in 0..reps {
-        let mut qps = [0.0f64; 2]; // [off, on]
-        let first_on = rng.below(2) == 1;
-        for on in [first_on, !first_on] {
-            server.restart(on)?;
-            if on {
-                for sql in &statements {
-                    server.sql(&format!("{sql};"))?;
-                }
-            }
-            std::thread::sleep(plan.restart_settle);
-            qps[usize::from(on)] =
-                sysbench::run_for(&server.addr(), workload, tables, threads, measure)?;
-        }
-        log_ratios.push((qps[1] / qps[0]).ln());
-    }
-    server.restart(true)?;
-    let direct = t_interval(&log_ratios, 0.95).context("no repetition")?;
-    let pct = |x: f64| x.exp_m1() * 100.0;
-    let direct_text = match direct.bounds {
-        Some((lo, hi)) => format!(
-            "{:+.1}% ({:+.1}..{:+.1})",
-            pct(direct.center),
-            pct(lo),
-            pct(hi)
-        ),
-        None => format!("{:+.1}%", pct(direct.center)),
-    };
-    let psprobe_text = report
-        .analysis
-        .slow
-        .as_ref()
-        .and_then(|a| a.estimate(&reference, crate::analysis::Metric::Throughput))
-        .map_or_else(
-            || "no estimate".to_string(),
-            |e| crate::report::Interval::of(e).text(),
-        );
-    Ok(format!(
-        "{reference} vs pfsoff: psprobe (slow blocks) {psprobe_text}; direct sequential {direct_text} over {reps} repetitions"
-    ))
 }
 
 /// Mean of sysbench's per-interval `qps:` figures (over every respawned run).

@@ -9,8 +9,10 @@
 
 pub mod budget;
 pub mod cells;
+mod direct_check;
 pub mod experiment;
 pub mod study;
+mod study_tables;
 pub mod sysbench;
 pub mod threads_list;
 pub mod throwaway;

@@ -357,12 +357,8 @@ run_profile() {
     fi
     pid=$!
     pids+=("$pid")
-    for _ in $(seq 1 600); do
-      mariadb-admin --no-defaults --protocol=TCP -h127.0.0.1 -P"$port" -u"$db_user" -p"$db_pass" \
-        ping >/dev/null 2>&1 && break
-      kill -0 "$pid" 2>/dev/null || { cat "$work/profile-$target.log" >&2; say "$target exited"; exit 1; }
-      sleep 0.2
-    done
+    # Slow to start under callgrind.
+    wait_serving "$port" "$pid" "$work/profile-$target.log" "$target" 120
     say "$target under callgrind: oltp_point_select, 1 thread, $events events"
     sysbench oltp_point_select "${sb[@]}" --mysql-port="$port" --threads=1 --events="$events" \
       --time=0 run >"$out/raw/callgrind-$target.txt"

@@ -34,27 +34,7 @@ fn experiment_two_concurrencies_two_scenarios() {
         String::from_utf8_lossy(&out.stderr)
     );
     let doc = std::fs::read_to_string(&md).expect("report written");
-    assert!(doc.contains("## oltp_read_only"), "{doc}");
-    let header = "| threads | pfson_conoff_insoff | pfson_conon_inson | sysbench QPS |";
-    assert!(doc.contains(header), "{doc}");
-    // Like the seed's tables: per concurrency a QPS row, then a change row.
-    let rows: Vec<&str> = doc
-        .lines()
-        .filter(|l| l.starts_with("| 1 |") || l.starts_with("| 2 |"))
-        .collect();
-    assert_eq!(rows.len(), 4, "{doc}");
-    for qps_row in [rows[0], rows[2]] {
-        let cells: Vec<f64> = qps_row
-            .split('|')
-            .filter_map(|c| c.trim().parse().ok())
-            .collect();
-        assert_eq!(
-            cells.len(),
-            4,
-            "threads, two scenarios, sysbench: {qps_row}"
-        );
-        assert!(cells[1..].iter().all(|&q| q > 0.0), "{qps_row}");
-    }
+    let rows = seed_table_rows(&doc);
     assert!(
         rows[1].contains("baseline (pfson_conoff_insoff)") && rows[1].contains('%'),
         "{}",
@@ -88,6 +68,33 @@ fn experiment_two_concurrencies_two_scenarios() {
             assert_eq!(cell["change_percent"].is_null(), k == 0, "{cell}");
         }
     }
+}
+
+/// The oltp_read_only table of a study over 1 and 2 threads and two scenarios, shaped like
+/// the seed's tables: per concurrency a QPS row (every figure above 0), then a change row.
+/// Returns its four rows.
+fn seed_table_rows(doc: &str) -> Vec<&str> {
+    assert!(doc.contains("## oltp_read_only"), "{doc}");
+    let header = "| threads | pfson_conoff_insoff | pfson_conon_inson | sysbench QPS |";
+    assert!(doc.contains(header), "{doc}");
+    let rows: Vec<&str> = doc
+        .lines()
+        .filter(|l| l.starts_with("| 1 |") || l.starts_with("| 2 |"))
+        .collect();
+    assert_eq!(rows.len(), 4, "{doc}");
+    for qps_row in [rows[0], rows[2]] {
+        let cells: Vec<f64> = qps_row
+            .split('|')
+            .filter_map(|c| c.trim().parse().ok())
+            .collect();
+        assert_eq!(
+            cells.len(),
+            4,
+            "threads, two scenarios, sysbench: {qps_row}"
+        );
+        assert!(cells[1..].iter().all(|&q| q > 0.0), "{qps_row}");
+    }
+    rows
 }
 
 /// sysbench's QPS over `[from, to]` (seconds since it started), from its 1-second interval
@@ -417,21 +424,7 @@ fn experiment_killed_in_its_second_run_resumes_there() {
     assert!(after[2..].iter().all(|c| c["threads"] == 2), "{after:?}");
     // The tables of a study never interrupted: a QPS row and a change row per level.
     let doc = std::fs::read_to_string(&md).expect("report");
-    let header = "| threads | pfson_conoff_insoff | pfson_conon_inson | sysbench QPS |";
-    assert!(doc.contains(header), "{doc}");
-    let rows: Vec<&str> = doc
-        .lines()
-        .filter(|l| l.starts_with("| 1 |") || l.starts_with("| 2 |"))
-        .collect();
-    assert_eq!(rows.len(), 4, "{doc}");
-    for qps_row in [rows[0], rows[2]] {
-        let cells: Vec<f64> = qps_row
-            .split('|')
-            .filter_map(|c| c.trim().parse().ok())
-            .collect();
-        assert_eq!(cells.len(), 4, "{qps_row}");
-        assert!(cells[1..].iter().all(|&q| q > 0.0), "{qps_row}");
-    }
+    seed_table_rows(&doc);
     // The server the resumed part started is gone with it.
     let state: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(dir.path().join("study.study.json")).expect("study.json"),

@@ -9,6 +9,7 @@
 #                         $work/haproxy.cfg): HAProxy in TCP mode in front of the mariadbd
 #   start_haproxy MAXCONN starts it on a free port once it answers; sets ha_port and ha_pid
 #                         (the caller defines `say`)
+#   wait_serving PORT PID LOG NAME SECONDS   until the server answers through PORT
 pids=()
 work_dir() { work="$(mktemp -d "/tmp/$1-XXXXXX")"; }
 cleanup() {
@@ -59,6 +60,21 @@ EOF
   haproxy -c -q -f "$haproxy_cfg" >&2
 }
 
+# Until the server answers through PORT (mariadb-admin ping); stops the script with LOG when
+# PID exits first or nothing answers within SECONDS.
+wait_serving() {
+  local port=$1 pid=$2 log=$3 name=$4 seconds=$5
+  for _ in $(seq 1 $((seconds * 10))); do
+    mariadb-admin --no-defaults --protocol=TCP -h127.0.0.1 -P"$port" -u"$db_user" -p"$db_pass" \
+      ping >/dev/null 2>&1 && return 0
+    kill -0 "$pid" 2>/dev/null || { cat "$log" >&2; say "$name exited"; exit 1; }
+    sleep 0.1
+  done
+  cat "$log" >&2
+  say "$name did not answer on 127.0.0.1:$port within $seconds s"
+  exit 1
+}
+
 start_haproxy() {
   local maxconn=$1
   ha_port="$("$bench" free-port)"
@@ -66,11 +82,6 @@ start_haproxy() {
   haproxy -db -f "$haproxy_cfg" >"$work/haproxy.log" 2>&1 &
   ha_pid=$!
   pids+=("$ha_pid")
-  for _ in $(seq 1 300); do
-    mariadb-admin --no-defaults --protocol=TCP -h127.0.0.1 -P"$ha_port" -u"$db_user" -p"$db_pass" \
-      ping >/dev/null 2>&1 && break
-    kill -0 "$ha_pid" 2>/dev/null || { cat "$work/haproxy.log" >&2; say "haproxy exited"; exit 1; }
-    sleep 0.1
-  done
+  wait_serving "$ha_port" "$ha_pid" "$work/haproxy.log" haproxy 30
   say "$(haproxy -v | head -1 | cut -d' ' -f1-3) on 127.0.0.1:$ha_port (pid $ha_pid, nbthread $(nproc))"
 }

@@ -94,13 +94,18 @@ pub fn csv(rows: &[CellRow]) -> String {
 /// killed while writing leaves the previous complete version).
 pub fn write(stem: &Path, rows: &[CellRow]) -> anyhow::Result<()> {
     let json = serde_json::to_string_pretty(rows).context("cannot encode the cells")?;
-    for (ext, text) in [("cells.csv", csv(rows)), ("cells.json", json + "\n")] {
-        let path = stem.with_extension(ext);
-        let tmp = stem.with_extension(format!("{ext}.tmp"));
-        std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
-        std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    Ok(())
+    replace_file(&stem.with_extension("cells.csv"), &csv(rows))?;
+    replace_file(&stem.with_extension("cells.json"), &(json + "\n"))
+}
+
+/// Writes `text` to `path` through a temporary file beside it, so that a process killed
+/// while writing leaves the previous complete version (the study's files).
+pub(super) fn replace_file(path: &Path, text: &str) -> anyhow::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = std::path::PathBuf::from(tmp);
+    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))
 }
 
 #[cfg(test)]

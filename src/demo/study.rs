@@ -144,11 +144,7 @@ impl Study {
 
     fn save(&self) -> anyhow::Result<()> {
         let text = serde_json::to_string_pretty(&self.file).context("cannot encode the study")?;
-        let tmp = self.path.with_extension("json.tmp");
-        std::fs::write(&tmp, text + "\n")
-            .with_context(|| format!("cannot write {}", tmp.display()))?;
-        std::fs::rename(&tmp, &self.path)
-            .with_context(|| format!("cannot write {}", self.path.display()))
+        super::cells::replace_file(&self.path, &(text + "\n"))
     }
 }
 
@@ -174,64 +170,21 @@ fn stop_left_server(dir: &Path) {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// The options that differ, `name was, now is`, from the plans' own fields (so a field added
+/// to [`StudyPlan`] is compared without a line here).
 fn differences(was: &StudyPlan, now: &StudyPlan) -> String {
-    let mut out = Vec::new();
-    let mut note = |what: &str, a: String, b: String| {
-        if a != b {
-            out.push(format!("{what} {a}, now {b}"));
-        }
+    let fields = |plan: &StudyPlan| match serde_json::to_value(plan) {
+        Ok(serde_json::Value::Object(map)) => map,
+        _ => serde_json::Map::new(),
     };
-    note(
-        "workloads",
-        was.workloads.join(","),
-        now.workloads.join(","),
-    );
-    note("threads", join(&was.threads), join(&now.threads));
-    note(
-        "scenarios",
-        was.scenarios.join(","),
-        now.scenarios.join(","),
-    );
-    note(
-        "run length (ms)",
-        was.duration_ms.to_string(),
-        now.duration_ms.to_string(),
-    );
-    note(
-        "phase",
-        format!("{:?}", was.phase_ms),
-        format!("{:?}", now.phase_ms),
-    );
-    note(
-        "settle",
-        format!("{:?}", was.settle_ms),
-        format!("{:?}", now.settle_ms),
-    );
-    note(
-        "slow phase (ms)",
-        was.slow_phase_ms.to_string(),
-        now.slow_phase_ms.to_string(),
-    );
-    note(
-        "slow blocks",
-        was.slow_blocks.to_string(),
-        now.slow_blocks.to_string(),
-    );
-    note("seed", format!("{:?}", was.seed), format!("{:?}", now.seed));
-    note(
-        "direct checks",
-        was.direct_check.to_string(),
-        now.direct_check.to_string(),
-    );
-    out.join("; ")
-}
-
-fn join(levels: &[u32]) -> String {
-    levels
-        .iter()
-        .map(u32::to_string)
+    let (was, now) = (fields(was), fields(now));
+    was.iter()
+        .filter_map(|(name, a)| {
+            let b = now.get(name).unwrap_or(&serde_json::Value::Null);
+            (a != b).then(|| format!("{name} {a}, now {b}"))
+        })
         .collect::<Vec<_>>()
-        .join(",")
+        .join("; ")
 }
 
 #[cfg(test)]
@@ -277,7 +230,8 @@ mod tests {
             ..plan()
         };
         let err = Study::begin(&stem, other, true).err().unwrap().to_string();
-        assert!(err.contains("threads 1,2, now 1,4"), "{err}");
+        assert!(err.contains("threads [1,2], now [1,4]"), "{err}");
+        assert!(!err.contains("workloads"), "only what differs: {err}");
         // No cells yet: nothing finished, and the direct line of a run not written is dropped.
         let study = Study::begin(&stem, plan(), true).unwrap();
         assert!(!study.finished("oltp_read_only", 1));

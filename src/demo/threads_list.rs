@@ -22,8 +22,8 @@ pub enum ThreadsError {
         "--threads: {0:?} is not a number of client threads (whole numbers from 1, such as 1,8,64)"
     )]
     NotANumber(String),
-    #[error("--threads: {0} client threads measure nothing; start at 1")]
-    Zero(u64),
+    #[error("--threads: 0 client threads measure nothing; start at 1")]
+    Zero,
     #[error("--threads: {0} is listed twice")]
     Twice(u32),
     #[error("--threads: `...` needs two numbers before it (the step) and one after it (the last), as in {SEED_STUDY}")]
@@ -87,7 +87,7 @@ pub fn parse_threads(spec: &str, limit: u32) -> Result<Vec<u32>, ThreadsError> {
 
 fn number(word: &str) -> Result<u32, ThreadsError> {
     match word.parse::<u64>() {
-        Ok(0) => Err(ThreadsError::Zero(0)),
+        Ok(0) => Err(ThreadsError::Zero),
         Ok(n) => u32::try_from(n).map_err(|_| ThreadsError::NotANumber(word.to_string())),
         Err(_) => Err(ThreadsError::NotANumber(word.to_string())),
     }
@@ -171,7 +171,7 @@ mod tests {
     fn every_mistake_is_one_clear_error() {
         assert_eq!(parse_threads("", LIMIT), Err(ThreadsError::Empty));
         assert_eq!(parse_threads(" , ", LIMIT), Err(ThreadsError::Empty));
-        assert_eq!(parse_threads("1,0,8", LIMIT), Err(ThreadsError::Zero(0)));
+        assert_eq!(parse_threads("1,0,8", LIMIT), Err(ThreadsError::Zero));
         assert_eq!(
             parse_threads("1,-8", LIMIT),
             Err(ThreadsError::NotANumber("-8".into()))

@@ -14,6 +14,14 @@ use common::sysbench;
 fn experiment_two_concurrencies_two_scenarios() {
     let dir = tempfile::tempdir().expect("tempdir");
     let md = dir.path().join("exp.md");
+    // A small published table: the seed study's read-only rates at 1 and 2 threads, and a
+    // level this study does not run.
+    let published = dir.path().join("published.csv");
+    std::fs::write(
+        &published,
+        "workload,concurrency,scenario,qps\noltp_read_only,1,pfson_conoff_insoff,3209\noltp_read_only,1,pfson_conon_inson,3116\noltp_read_only,2,pfson_conoff_insoff,8668\noltp_read_only,2,pfson_conon_inson,8313\noltp_read_only,4,pfson_conon_inson,14053\n",
+    )
+    .expect("write the published table");
     let out = psprobe(&[
         "experiment",
         "--workloads",
@@ -24,6 +32,8 @@ fn experiment_two_concurrencies_two_scenarios() {
         "pfson_conoff_insoff,pfson_conon_inson",
         "--duration",
         "12s",
+        "--compare",
+        published.to_str().unwrap(),
         "-o",
         md.to_str().unwrap(),
     ]);
@@ -68,6 +78,90 @@ fn experiment_two_concurrencies_two_scenarios() {
             assert_eq!(cell["change_percent"].is_null(), k == 0, "{cell}");
         }
     }
+    published_beside(&doc, &json);
+    chart_in_chromium(&dir.path().join("exp.html"));
+}
+
+/// The comparison with the published table: per level psprobe's change, the published one
+/// re-based (3116/3209 and 8313/8668), their difference, and the rank agreement.
+fn published_beside(doc: &str, json: &[serde_json::Value]) {
+    assert!(
+        doc.contains("## oltp_read_only beside the published table"),
+        "{doc}"
+    );
+    assert!(
+        doc.contains("| threads | pfson_conon_inson vs pfson_conoff_insoff | rank agreement |"),
+        "{doc}"
+    );
+    for (threads, published) in [(1, 3116.0 / 3209.0), (2, 8313.0 / 8668.0)] {
+        let published = (published - 1.0) * 100.0;
+        let ours = json
+            .iter()
+            .find(|c| c["threads"] == threads && c["scenario"] == "pfson_conon_inson")
+            .and_then(|c| c["change_percent"].as_f64())
+            .expect("psprobe's change");
+        let row = doc
+            .lines()
+            .find(|l| l.starts_with(&format!("| {threads} | {ours:+.2}%")))
+            .unwrap_or_else(|| panic!("no comparison row for {threads}: {doc}"));
+        assert!(
+            row.contains(&format!(" / {published:+.2}% ({:+.2}", ours - published)),
+            "{row}"
+        );
+        // Two scenarios: the same order gives tau +1, the other -1; p is 1 either way.
+        assert!(
+            row.contains("tau +1.00, p 1.000 (2)") || row.contains("tau -1.00, p 1.000 (2)"),
+            "{row}"
+        );
+    }
+    assert!(doc.contains("did not run (not compared): 4."), "{doc}");
+}
+
+/// The study's page in headless Chromium at 1300 px: its one chart under the title, a point
+/// per level and a published point beside each, no text over another, no console message.
+fn chart_in_chromium(html: &std::path::Path) {
+    let page = std::fs::read_to_string(html).expect("the study's page");
+    assert!(!page.contains("<script"), "self-contained, no scripts");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let artifacts = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("artifacts");
+    std::fs::create_dir_all(&artifacts).expect("artifacts dir");
+    let shot = artifacts.join("experiment-study.png");
+    let layout = Command::new("node")
+        .env("NODE_PATH", root.join("target/clients/node/node_modules"))
+        .env("PSPROBE_CHROMIUM", "/usr/bin/chromium")
+        .arg(root.join("tests/clients/report_layout.js"))
+        .arg(html)
+        .arg(&shot)
+        .output()
+        .expect("run node (scripts/setup.sh installs it)");
+    assert!(
+        layout.status.success(),
+        "layout check failed: {}",
+        String::from_utf8_lossy(&layout.stderr)
+    );
+    let found: serde_json::Value =
+        serde_json::from_slice(&layout.stdout).expect("layout check prints JSON");
+    assert_eq!(found["problems"], serde_json::json!([]), "{found}");
+    assert_eq!(found["console"], serde_json::json!([]), "{found}");
+    assert_eq!(found["charts"], 1, "one chart per workload: {found}");
+    assert_eq!(found["firstUnderTitle"], true, "{found}");
+    assert!(
+        found["titles"]
+            .to_string()
+            .contains("oltp_read_only: change in statements/s by client threads"),
+        "{found}"
+    );
+    assert_eq!(found["points"], 2, "one point per level: {found}");
+    assert_eq!(
+        found["published"], 2,
+        "a published point per level: {found}"
+    );
+    assert!(
+        found["bands"].as_u64() >= Some(1),
+        "interval bands: {found}"
+    );
+    assert!(found["width"].as_u64() <= Some(1300), "{found}");
+    eprintln!("study page layout {found}; screenshot: {}", shot.display());
 }
 
 /// The oltp_read_only table of a study over 1 and 2 threads and two scenarios, shaped like
@@ -77,7 +171,13 @@ fn seed_table_rows(doc: &str) -> Vec<&str> {
     assert!(doc.contains("## oltp_read_only"), "{doc}");
     let header = "| threads | pfson_conoff_insoff | pfson_conon_inson | sysbench QPS |";
     assert!(doc.contains(header), "{doc}");
-    let rows: Vec<&str> = doc
+    // The workload's own table only (a comparison with a published table follows it).
+    let section = doc
+        .split("## oltp_read_only\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .unwrap_or("");
+    let rows: Vec<&str> = section
         .lines()
         .filter(|l| l.starts_with("| 1 |") || l.starts_with("| 2 |"))
         .collect();
@@ -245,6 +345,25 @@ fn experiment_bad_threads_and_budget_are_one_line_before_anything_starts() {
     let dir = tempfile::tempdir().expect("tempdir");
     let md = dir.path().join("study.md");
     let md = md.to_str().unwrap();
+    // Published tables with a mistake each, kept apart from the report's directory.
+    let tables = tempfile::tempdir().expect("tempdir");
+    let table = |name: &str, text: &str| {
+        let path = tables.path().join(name);
+        std::fs::write(&path, text).expect("write a table");
+        path.to_str().unwrap().to_string()
+    };
+    let no_value = table(
+        "no-value.csv",
+        "workload,threads,scenario\noltp_read_only,1,pfsoff\n",
+    );
+    let no_scenario = table(
+        "no-scenario.csv",
+        "workload,threads,qps\noltp_read_only,1,5\n",
+    );
+    let unknown = table(
+        "unknown.csv",
+        "workload,threads,scenario,qps\noltp_read_only,1,pfs_everything,5\n",
+    );
     for (args, says) in [
         (vec!["--threads", ""], "--threads is empty"),
         (
@@ -273,6 +392,22 @@ fn experiment_bad_threads_and_budget_are_one_line_before_anything_starts() {
             vec!["--budget", "10m", "--duration", "60s"],
             "cannot be used with",
         ),
+        (
+            vec!["--compare", "/nonexistent/published.csv"],
+            "cannot read --compare /nonexistent/published.csv",
+        ),
+        (
+            vec!["--compare", no_value.as_str()],
+            "has neither a qps nor a change_percent column",
+        ),
+        (
+            vec!["--compare", no_scenario.as_str()],
+            "has no scenario column",
+        ),
+        (
+            vec!["--compare", unknown.as_str()],
+            "line 2: unknown scenario \"pfs_everything\"",
+        ),
     ] {
         let mut all = vec!["experiment", "-o", md];
         all.extend(args.iter().copied());
@@ -294,6 +429,16 @@ fn experiment_bad_threads_and_budget_are_one_line_before_anything_starts() {
             "{args:?} started a server: {stdout}"
         );
     }
+    // The page goes to STEM.html: a report named so would be overwritten.
+    let html = dir.path().join("study.html");
+    let out = psprobe(&["experiment", "-o", html.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "-o study.html was accepted");
+    assert!(
+        err.contains("would be overwritten by the study's HTML page")
+            && err.trim().lines().count() == 1,
+        "{err}"
+    );
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
 

@@ -1,7 +1,9 @@
 //! `psprobe experiment`: the seed study, automated. For each workload and each concurrency,
 //! sysbench runs through psprobe while the controller cycles the scenarios; the result is one
 //! table per workload shaped like the seed study's tables (rows: concurrency; columns:
-//! scenarios; QPS, then the change against the baseline with its interval).
+//! scenarios; QPS, then the change against the baseline with its interval), the study's
+//! picture as HTML (study_html.rs), and, with `--compare`, a published table beside it
+//! (compare.rs).
 
 use std::fmt::Write;
 use std::path::PathBuf;
@@ -10,6 +12,7 @@ use anyhow::{bail, Context};
 use clap::Args;
 
 use super::budget::{cell_duration, human, Slow};
+use super::published::Published;
 use super::study::{DirectLine, Study, StudyPlan};
 use super::{run_schedule, sysbench, throwaway, Plan, ScheduledRun};
 use crate::controller::model::catalog::Catalog;
@@ -76,6 +79,14 @@ pub struct ExperimentArgs {
     /// first unfinished run. Give the same options as when it started.
     #[arg(long)]
     pub resume: bool,
+    /// A published table to set beside the study (repeatable): CSV with the columns
+    /// workload, threads (or concurrency), scenario, and qps or change_percent (against the
+    /// table's own baseline, empty for it). Per workload the report adds its values re-based
+    /// onto psprobe's baselines, the differences, and Kendall's tau of the scenarios' order per
+    /// concurrency; the chart shows them as hollow points. With --resume of a finished study,
+    /// only the reports are written again.
+    #[arg(long, value_name = "FILE.csv")]
+    pub compare: Vec<PathBuf>,
     /// Markdown report [default: ./psprobe-experiment.md]; phase logs and sysbench output go
     /// beside it.
     #[arg(long, short = 'o', value_name = "FILE")]
@@ -105,6 +116,14 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
     for name in &scenarios {
         catalog.resolve(name)?;
     }
+    let published = if args.compare.is_empty() {
+        None
+    } else {
+        let mut names = catalog.clone();
+        Some(Published::load(&args.compare, &WORKLOADS, |s| {
+            names.resolve(s).is_ok()
+        })?)
+    };
     let (phase, settle) = (args.phase, args.settle);
     if let (Some(phase), Some(settle)) = (phase, settle) {
         if settle >= phase {
@@ -144,6 +163,12 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from("psprobe-experiment.md"));
+    if output.extension().is_some_and(|e| e == "html") {
+        bail!(
+            "-o {} would be overwritten by the study's HTML page (written beside the markdown as STEM.html): give the markdown report's name, e.g. study.md",
+            output.display()
+        );
+    }
     let stem = output.with_extension("");
     let study_plan = StudyPlan {
         workloads: args.workloads.clone(),
@@ -192,6 +217,7 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
     let mut run_no = 0;
     let mut to_do = runs - finished;
     let mut cells = study.done.clone();
+    let mut charts = Vec::new();
     for workload in &args.workloads {
         let workload: &'static str = WORKLOADS
             .iter()
@@ -278,16 +304,32 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
             rows.push((threads, report, sysbench_qps));
         }
         super::study_tables::workload_table(&mut doc, workload, &scenarios, &rows);
+        let mine: Vec<&super::cells::CellRow> =
+            cells.iter().filter(|c| c.workload == workload).collect();
+        if let Some(published) = &published {
+            let (columns, compared) =
+                super::compare::compare_workload(published, workload, &mine, &scenarios);
+            super::compare::markdown(&mut doc, workload, published, &columns, &compared);
+        }
+        charts.push(super::study_html::workload_chart(
+            workload,
+            &mine,
+            &scenarios,
+            published.as_ref(),
+        ));
     }
     // The study's own server is stopped before the report says it is done.
     drop(server);
     study.server(None)?;
     super::study_tables::direct_section(&mut doc, study.direct());
     std::fs::write(&output, &doc).with_context(|| format!("cannot write {}", output.display()))?;
+    let html = stem.with_extension("html");
+    super::cells::replace_file(&html, &super::study_html::page(&doc, &charts))?;
     println!("\n{doc}");
     println!(
-        "report: {} (every cell: {}, {})",
+        "report: {}, {} (every cell: {}, {})",
         output.display(),
+        html.display(),
         stem.with_extension("cells.csv").display(),
         stem.with_extension("cells.json").display()
     );

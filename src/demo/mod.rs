@@ -9,9 +9,12 @@
 
 pub mod budget;
 pub mod cells;
+mod compare;
 mod direct_check;
 pub mod experiment;
+pub mod published;
 pub mod study;
+mod study_html;
 mod study_tables;
 pub mod sysbench;
 pub mod threads_list;

@@ -143,7 +143,9 @@ impl Load {
                     .spawn();
                 let Ok(c) = spawned else { break };
                 runs += 1;
-                *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(c);
+                if !hand_over(&slot, &stop_flag, c) {
+                    break;
+                }
                 loop {
                     let mut guard = slot.lock().unwrap_or_else(|e| e.into_inner());
                     match guard.as_mut().map(|c| c.try_wait()) {
@@ -189,8 +191,63 @@ impl Load {
     }
 }
 
+/// Puts a freshly spawned sysbench where `halt` finds it, unless the load was stopped while it
+/// was being spawned: then it is killed here (false). Checked under the lock that `halt` takes
+/// after setting `stop`, so a respawn racing the end of the schedule (a restart that ended the
+/// previous sysbench just before) cannot outlive the load: seen once, a whole study waited
+/// out such a sysbench's 10 minutes.
+fn hand_over(
+    slot: &std::sync::Mutex<Option<Child>>,
+    stop: &std::sync::atomic::AtomicBool,
+    mut child: Child,
+) -> bool {
+    let mut held = slot.lock().unwrap_or_else(|e| e.into_inner());
+    if stop.load(std::sync::atomic::Ordering::SeqCst) {
+        drop(held);
+        let _ = child.kill();
+        let _ = child.wait();
+        return false;
+    }
+    *held = Some(child);
+    true
+}
+
 impl Drop for Load {
     fn drop(&mut self) {
         self.halt();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Mutex;
+
+    use super::hand_over;
+
+    fn long_child() -> std::process::Child {
+        std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("spawn sleep")
+    }
+
+    #[test]
+    fn a_respawn_after_the_stop_is_killed_not_kept() {
+        let slot = Mutex::new(None);
+        let stop = AtomicBool::new(true);
+        let child = long_child();
+        let pid = child.id();
+        assert!(!hand_over(&slot, &stop, child));
+        assert!(slot.lock().unwrap().is_none());
+        // Killed and reaped: no such process any more.
+        assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists());
+
+        stop.store(false, Ordering::SeqCst);
+        assert!(hand_over(&slot, &stop, long_child()));
+        let mut kept = slot.lock().unwrap().take().expect("kept for halt");
+        assert!(kept.try_wait().unwrap().is_none(), "still running");
+        kept.kill().unwrap();
+        kept.wait().unwrap();
     }
 }

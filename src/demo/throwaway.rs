@@ -104,13 +104,18 @@ impl Throwaway {
             .and_then(|mut install| install.output())
             .context("cannot run mariadb-install-db")?;
         if !out.status.success() {
-            bail!(
-                "mariadb-install-db failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-                    .lines()
-                    .last()
-                    .unwrap_or("")
-            );
+            // It says why on stderr or, for some checks (the host name), on stdout.
+            let said = [&out.stderr, &out.stdout]
+                .iter()
+                .find_map(|o| {
+                    String::from_utf8_lossy(o)
+                        .lines()
+                        .map(str::trim)
+                        .find(|l| !l.is_empty())
+                        .map(str::to_string)
+                })
+                .unwrap_or_else(|| format!("exit {}", out.status));
+            bail!("mariadb-install-db failed: {said}");
         }
         let script = dir.path().join("server.sh");
         std::fs::write(&script, control_script(&layout, port))

@@ -7,13 +7,13 @@ use super::model::Report;
 use super::svg::{bars_with_whiskers, escape, lines, Axes, Band, Bar, Series};
 use super::text::markdown;
 
-const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em;max-width:1240px;color:#222}\
+pub(crate) const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em;max-width:1240px;color:#222}\
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}\
 td:first-child,th:first-child{text-align:left}code{font-size:90%}.chart{display:block;margin:1em 0}\
 .title{font-weight:600;font-size:14px}.label,.value,.axis,.legend{font-size:12px}";
 
 /// Markdown tables → HTML tables (the report's own markdown only: pipes, headers, rows).
-fn tables_from_markdown(md: &str) -> String {
+pub(crate) fn tables_from_markdown(md: &str) -> String {
     let mut out = String::new();
     let mut in_table = false;
     let mut header = true;

@@ -5,6 +5,7 @@
 //! Must not: compute estimates itself (that is `analysis`) or talk to a server.
 
 mod attribution;
+pub mod curves;
 mod html;
 mod merge;
 mod model;
@@ -21,6 +22,8 @@ use clap::{Args, ValueEnum};
 use crate::analysis::{analyze_run, Options};
 use crate::phase_log::{parse_log, PhaseRecord, RunRecord};
 
+/// The report page's look and its markdown-table conversion, for the study's page.
+pub(crate) use html::{tables_from_markdown, STYLE};
 pub use model::{build, Interval, Report};
 pub use text::headline_markdown;
 

@@ -75,7 +75,7 @@ pub struct Bar {
     pub note: Option<String>,
 }
 
-fn header(s: &mut String, title: &str, height: f64) {
+pub(crate) fn header(s: &mut String, title: &str, height: f64) {
     let _ = write!(
         s,
         r#"<svg class="chart" role="img" aria-label="{t}" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}"><title>{t}</title><text x="10" y="22" class="title">{t}</text>"#,
@@ -225,13 +225,13 @@ pub struct Axes<'a> {
 }
 
 /// Width of a 12 px label, px (generous: the report's sans-serif averages less).
-fn text_width(text: &str) -> f64 {
+pub(crate) fn text_width(text: &str) -> f64 {
     7.5 * text.chars().count() as f64
 }
 
 /// `text` cut with an ellipsis to at most `max` px wide (a legend entry must stay inside the
 /// chart; the whole label stays in the entry's tooltip).
-fn fit(text: &str, max: f64) -> String {
+pub(crate) fn fit(text: &str, max: f64) -> String {
     if text_width(text) <= max {
         return text.to_string();
     }
@@ -243,7 +243,7 @@ fn fit(text: &str, max: f64) -> String {
 
 /// Where each legend entry goes: (x, row), entries side by side, a new row when the next
 /// would run past `right`.
-fn legend_layout(labels: &[&str], left: f64, right: f64) -> Vec<(f64, usize)> {
+pub(crate) fn legend_layout(labels: &[&str], left: f64, right: f64) -> Vec<(f64, usize)> {
     let mut out = Vec::new();
     let (mut x, mut row) = (left, 0);
     for label in labels {
@@ -320,17 +320,15 @@ pub fn lines(title: &str, axes: &Axes<'_>, series: &[Series], bands: &[Band]) ->
             escape(&b.label)
         );
     }
+    let frame = Frame {
+        left,
+        top,
+        right: WIDTH - right,
+        bottom: height - bottom,
+        height,
+    };
     for t in &y_ticks {
-        let _ = write!(
-            s,
-            r##"<line x1="{left}" y1="{0:.1}" x2="{1}" y2="{0:.1}" stroke="{2}"/><text x="{3}" y="{4:.1}" class="axis" text-anchor="end">{5}</text>"##,
-            py(*t),
-            WIDTH - right,
-            if *t == 0.0 { "#555" } else { "#e4e4e4" },
-            left - 6.0,
-            py(*t) + 4.0,
-            tick_text(*t)
-        );
+        frame.y_grid(&mut s, py(*t), *t == 0.0, &tick_text(*t));
     }
     for t in &x_ticks {
         let text = if axes.log_x {
@@ -338,15 +336,7 @@ pub fn lines(title: &str, axes: &Axes<'_>, series: &[Series], bands: &[Band]) ->
         } else {
             tick_text(*t)
         };
-        let _ = write!(
-            s,
-            r##"<line x1="{0:.1}" y1="{1}" x2="{0:.1}" y2="{2}" stroke="#999"/><text x="{0:.1}" y="{3}" class="axis" text-anchor="middle">{4}</text>"##,
-            px(*t),
-            height - bottom,
-            height - bottom + 5.0,
-            height - bottom + 18.0,
-            text
-        );
+        frame.x_tick(&mut s, px(*t), &text);
     }
     for (i, line) in series.iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];
@@ -371,29 +361,84 @@ pub fn lines(title: &str, axes: &Axes<'_>, series: &[Series], bands: &[Band]) ->
                 );
             }
         }
-        let (x, row) = legend[i];
+        legend_entry(&mut s, legend[i], color, &line.label, &fitted[i]);
+    }
+    frame.close(&mut s, axes.x_label, axes.y_label);
+    s
+}
+
+/// A line chart's plot area, px: where its grid, ticks and axis labels go.
+pub(crate) struct Frame {
+    pub left: f64,
+    pub top: f64,
+    pub right: f64,
+    pub bottom: f64,
+    pub height: f64,
+}
+
+impl Frame {
+    /// A grid line across the plot at `y`, its value left of the axis (zero's line darker).
+    pub(crate) fn y_grid(&self, s: &mut String, y: f64, zero: bool, text: &str) {
         let _ = write!(
             s,
-            r#"<rect x="{x}" y="{}" width="10" height="10" fill="{color}"/><text x="{}" y="{}" class="legend"><title>{}</title>{}</text>"#,
-            28.0 + 16.0 * row as f64,
-            x + 14.0,
-            37.0 + 16.0 * row as f64,
-            escape(&line.label),
-            escape(&fitted[i])
+            r##"<line x1="{}" y1="{y:.1}" x2="{}" y2="{y:.1}" stroke="{}"/><text x="{}" y="{:.1}" class="axis" text-anchor="end">{}</text>"##,
+            self.left,
+            self.right,
+            if zero { "#555" } else { "#e4e4e4" },
+            self.left - 6.0,
+            y + 4.0,
+            escape(text)
         );
     }
+
+    /// A tick under the x axis at `x`, its value below it.
+    pub(crate) fn x_tick(&self, s: &mut String, x: f64, text: &str) {
+        let _ = write!(
+            s,
+            r##"<line x1="{x:.1}" y1="{}" x2="{x:.1}" y2="{}" stroke="#999"/><text x="{x:.1}" y="{}" class="axis" text-anchor="middle">{}</text>"##,
+            self.bottom,
+            self.bottom + 5.0,
+            self.bottom + 18.0,
+            escape(text)
+        );
+    }
+
+    /// The axes and their labels; closes the chart.
+    pub(crate) fn close(&self, s: &mut String, x_label: &str, y_label: &str) {
+        let _ = write!(
+            s,
+            r##"<line x1="{l}" y1="{b}" x2="{r}" y2="{b}" stroke="#555"/><line x1="{l}" y1="{t}" x2="{l}" y2="{b}" stroke="#555"/><text x="{cx}" y="{}" text-anchor="middle" class="axis">{}</text><text x="16" y="{cy}" class="axis" transform="rotate(-90 16 {cy})" text-anchor="middle">{}</text></svg>"##,
+            self.height - 12.0,
+            escape(x_label),
+            escape(y_label),
+            l = self.left,
+            t = self.top,
+            b = self.bottom,
+            r = self.right,
+            cx = (self.left + self.right) / 2.0,
+            cy = (self.top + self.bottom) / 2.0,
+        );
+    }
+}
+
+/// One legend entry at `(x, row)` from `legend_layout`: a swatch and the (fitted) label, the
+/// whole label in its tooltip.
+pub(crate) fn legend_entry(
+    s: &mut String,
+    (x, row): (f64, usize),
+    color: &str,
+    label: &str,
+    shown: &str,
+) {
     let _ = write!(
         s,
-        r##"<line x1="{left}" y1="{b}" x2="{r}" y2="{b}" stroke="#555"/><line x1="{left}" y1="{top}" x2="{left}" y2="{b}" stroke="#555"/><text x="{cx}" y="{}" text-anchor="middle" class="axis">{}</text><text x="16" y="{cy}" class="axis" transform="rotate(-90 16 {cy})" text-anchor="middle">{}</text></svg>"##,
-        height - 12.0,
-        escape(axes.x_label),
-        escape(axes.y_label),
-        b = height - bottom,
-        r = WIDTH - right,
-        cx = (left + WIDTH - right) / 2.0,
-        cy = (top + height - bottom) / 2.0,
+        r#"<rect x="{x}" y="{}" width="10" height="10" fill="{color}"/><text x="{}" y="{}" class="legend"><title>{}</title>{}</text>"#,
+        28.0 + 16.0 * row as f64,
+        x + 14.0,
+        37.0 + 16.0 * row as f64,
+        escape(label),
+        escape(shown)
     );
-    s
 }
 
 fn min_max(values: &[f64]) -> (f64, f64) {

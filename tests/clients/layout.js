@@ -52,6 +52,9 @@ async function layout(page) {
       box(first).y0 - box(h1).y1 < 60;
     return {
       bars: document.querySelectorAll(".bar").length,
+      bands: document.querySelectorAll(".band").length,
+      points: document.querySelectorAll("circle.point").length,
+      published: document.querySelectorAll("circle.published").length,
       charts: charts.length,
       titles: charts.map((c) => c.querySelector("title")?.textContent),
       firstUnderTitle,

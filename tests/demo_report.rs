@@ -6,9 +6,6 @@
 
 mod common;
 
-use std::path::Path;
-use std::process::Command;
-
 use common::cli::psprobe;
 
 const SCENARIOS: [&str; 5] = [
@@ -18,12 +15,6 @@ const SCENARIOS: [&str; 5] = [
     "pfson_conoff_inson",
     "pfson_conon_inson",
 ];
-
-fn chromium() -> Option<&'static str> {
-    ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
-        .into_iter()
-        .find(|p| Path::new(p).exists())
-}
 
 #[test]
 fn demo_quick_then_reports_and_html_in_chromium() {
@@ -177,27 +168,9 @@ fn demo_quick_then_reports_and_html_in_chromium() {
 
     let page = std::fs::read_to_string(&html).expect("html written");
     assert!(!page.contains("<script"), "self-contained, no scripts");
-    let Some(browser) = chromium() else {
-        panic!("chromium is not installed: scripts/setup.sh installs it");
-    };
-    // Layout at 1300 px, measured in the rendered page (playwright-core drives the same
-    // chromium); the full-page screenshot is kept as an artifact.
-    let artifacts = Path::new(env!("CARGO_TARGET_TMPDIR")).join("artifacts");
-    std::fs::create_dir_all(&artifacts).expect("artifacts dir");
-    let shot = artifacts.join("demo-report.png");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let layout = Command::new("node")
-        .env("NODE_PATH", root.join("target/clients/node/node_modules"))
-        .env("PSPROBE_CHROMIUM", browser)
-        .arg(root.join("tests/clients/report_layout.js"))
-        .arg(&html)
-        .arg(&shot)
-        .output()
-        .expect("run node (scripts/setup.sh installs it)");
-    let stderr = String::from_utf8_lossy(&layout.stderr);
-    assert!(layout.status.success(), "layout check failed: {stderr}");
-    let found: serde_json::Value =
-        serde_json::from_slice(&layout.stdout).expect("layout check prints JSON");
+    // Layout at 1300 px, measured in the rendered page; the full-page screenshot is kept as
+    // an artifact.
+    let (found, shot) = common::page_layout::report_layout(&html, "demo-report.png");
     assert_eq!(found["problems"], serde_json::json!([]), "{found}");
     assert_eq!(
         found["firstUnderTitle"], true,
@@ -223,21 +196,7 @@ fn demo_quick_then_reports_and_html_in_chromium() {
 
     // The instrument groups' page: its chart first, a bar per group, the base and all groups.
     let groups_html = dir.path().join("report.groups.html");
-    let shot = artifacts.join("demo-groups.png");
-    let layout = Command::new("node")
-        .env("NODE_PATH", root.join("target/clients/node/node_modules"))
-        .env("PSPROBE_CHROMIUM", browser)
-        .arg(root.join("tests/clients/report_layout.js"))
-        .arg(&groups_html)
-        .arg(&shot)
-        .output()
-        .expect("run node");
-    assert!(
-        layout.status.success(),
-        "{}",
-        String::from_utf8_lossy(&layout.stderr)
-    );
-    let found: serde_json::Value = serde_json::from_slice(&layout.stdout).expect("JSON");
+    let (found, shot) = common::page_layout::report_layout(&groups_html, "demo-groups.png");
     assert_eq!(found["problems"], serde_json::json!([]), "{found}");
     assert_eq!(found["console"], serde_json::json!([]), "{found}");
     assert_eq!(found["firstUnderTitle"], true, "{found}");

@@ -122,25 +122,7 @@ fn published_beside(doc: &str, json: &[serde_json::Value]) {
 fn chart_in_chromium(html: &std::path::Path) {
     let page = std::fs::read_to_string(html).expect("the study's page");
     assert!(!page.contains("<script"), "self-contained, no scripts");
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let artifacts = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("artifacts");
-    std::fs::create_dir_all(&artifacts).expect("artifacts dir");
-    let shot = artifacts.join("experiment-study.png");
-    let layout = Command::new("node")
-        .env("NODE_PATH", root.join("target/clients/node/node_modules"))
-        .env("PSPROBE_CHROMIUM", "/usr/bin/chromium")
-        .arg(root.join("tests/clients/report_layout.js"))
-        .arg(html)
-        .arg(&shot)
-        .output()
-        .expect("run node (scripts/setup.sh installs it)");
-    assert!(
-        layout.status.success(),
-        "layout check failed: {}",
-        String::from_utf8_lossy(&layout.stderr)
-    );
-    let found: serde_json::Value =
-        serde_json::from_slice(&layout.stdout).expect("layout check prints JSON");
+    let (found, shot) = common::page_layout::report_layout(html, "experiment-study.png");
     assert_eq!(found["problems"], serde_json::json!([]), "{found}");
     assert_eq!(found["console"], serde_json::json!([]), "{found}");
     assert_eq!(found["charts"], 1, "one chart per workload: {found}");

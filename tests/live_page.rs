@@ -23,13 +23,6 @@ const SECRET: &str = "live-page-admin-secret";
 const TABLES: [&str; 2] = ["--tables=2", "--table-size=2000"];
 const BASELINE: &str = "pfson_conoff_insoff";
 
-fn chromium() -> &'static str {
-    ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
-        .into_iter()
-        .find(|p| Path::new(p).exists())
-        .expect("chromium is not installed: scripts/setup.sh installs it")
-}
-
 /// One row of the admin's `overhead` table: scenario, metric, change and interval (percent,
 /// as the table has them: three decimals; `None` for no interval).
 type Row = (String, String, f64, Option<f64>, Option<f64>);
@@ -65,7 +58,7 @@ fn live_page(url: &str, shot: Option<&Path>, wait_ms: Option<u64>) -> Value {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut cmd = Command::new("node");
     cmd.env("NODE_PATH", root.join("target/clients/node/node_modules"))
-        .env("PSPROBE_CHROMIUM", chromium())
+        .env("PSPROBE_CHROMIUM", common::page_layout::chromium())
         .arg(root.join("tests/clients/live_page.js"))
         .arg(url)
         .arg(shot.map_or(String::new(), |p| p.display().to_string()));

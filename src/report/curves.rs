@@ -30,6 +30,17 @@ pub struct Curve {
     pub published: Vec<(u32, f64)>,
 }
 
+impl Curve {
+    /// Every (threads, percent) the chart draws for this curve: its points and the published
+    /// values, which the axes must both hold.
+    fn drawn(&self) -> impl Iterator<Item = (u32, f64)> + '_ {
+        self.points
+            .iter()
+            .map(|p| (p.threads, p.value))
+            .chain(self.published.iter().copied())
+    }
+}
+
 const PLOT_HEIGHT: f64 = 300.0;
 const PUBLISHED_LEGEND: &str = "published (hollow points)";
 
@@ -42,12 +53,8 @@ fn log2(threads: u32) -> f64 {
 fn y_ticks(curves: &[Curve]) -> Vec<f64> {
     let values: Vec<f64> = curves
         .iter()
-        .flat_map(|c| {
-            c.points
-                .iter()
-                .map(|p| p.value)
-                .chain(c.published.iter().map(|p| p.1))
-        })
+        .flat_map(Curve::drawn)
+        .map(|(_, v)| v)
         .filter(|v| v.is_finite())
         .chain([0.0])
         .collect();
@@ -95,12 +102,8 @@ pub fn overhead_curves(title: &str, y_label: &str, curves: &[Curve]) -> String {
 
     let levels: Vec<u32> = curves
         .iter()
-        .flat_map(|c| {
-            c.points
-                .iter()
-                .map(|p| p.threads)
-                .chain(c.published.iter().map(|p| p.0))
-        })
+        .flat_map(Curve::drawn)
+        .map(|(t, _)| t)
         .collect();
     let x_lo = levels.iter().map(|t| log2(*t)).fold(f64::MAX, f64::min);
     let x_hi = levels.iter().map(|t| log2(*t)).fold(f64::MIN, f64::max);
@@ -120,13 +123,7 @@ pub fn overhead_curves(title: &str, y_label: &str, curves: &[Curve]) -> String {
 
     let mut s = String::new();
     header(&mut s, title, height);
-    let frame = Frame {
-        left,
-        top,
-        right: WIDTH - right,
-        bottom: height - bottom,
-        height,
-    };
+    let frame = Frame::new(left, top, right, bottom, height);
     for t in &y {
         frame.y_grid(&mut s, py(*t), *t == 0.0, &format!("{}%", tick_text(*t)));
     }

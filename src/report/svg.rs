@@ -320,13 +320,7 @@ pub fn lines(title: &str, axes: &Axes<'_>, series: &[Series], bands: &[Band]) ->
             escape(&b.label)
         );
     }
-    let frame = Frame {
-        left,
-        top,
-        right: WIDTH - right,
-        bottom: height - bottom,
-        height,
-    };
+    let frame = Frame::new(left, top, right, bottom, height);
     for t in &y_ticks {
         frame.y_grid(&mut s, py(*t), *t == 0.0, &tick_text(*t));
     }
@@ -377,6 +371,23 @@ pub(crate) struct Frame {
 }
 
 impl Frame {
+    /// The plot area of a `height` px chart `WIDTH` wide, from its margins.
+    pub(crate) fn new(
+        left: f64,
+        top: f64,
+        right_margin: f64,
+        bottom_margin: f64,
+        height: f64,
+    ) -> Self {
+        Frame {
+            left,
+            top,
+            right: WIDTH - right_margin,
+            bottom: height - bottom_margin,
+            height,
+        }
+    }
+
     /// A grid line across the plot at `y`, its value left of the axis (zero's line darker).
     pub(crate) fn y_grid(&self, s: &mut String, y: f64, zero: bool, text: &str) {
         let _ = write!(

@@ -11,6 +11,7 @@ pub mod faulty_link;
 pub mod mariadb;
 pub mod netns;
 pub mod observed;
+pub mod page_layout;
 pub mod probe;
 pub mod procfs;
 pub mod prom;

@@ -14,6 +14,9 @@
 #   scripts/bench.sh --tls           # sysbench --mysql-ssl=on oltp_read_only, 1/16 threads: direct TLS,
 #                                    # psprobe terminating both legs, psprobe passthrough, and psprobe
 #                                    # with plain clients (the CPU reference), interleaved
+#   scripts/bench.sh --bare-relay    # throughput mode with a 4th target: `psprobe-bench bare-relay`,
+#                                    # an io_uring relay that only forwards (the lower bound of what
+#                                    # any relay costs here; docs/performance.md)
 #   options: --rounds N --seconds S --threads "1 16 64" --workloads "oltp_point_select ..."
 #            --out DIR   (env: BENCH_ROUNDS, BENCH_SECONDS, BENCH_THREADS, BENCH_WORKLOADS,
 #            BENCH_OUT, PSPROBE_BIN = a psprobe binary to use instead of building one,
@@ -34,6 +37,7 @@ threads_list="${BENCH_THREADS:-1 16 64}"
 workloads="${BENCH_WORKLOADS:-oltp_read_only oltp_point_select}"
 out="${BENCH_OUT:-}"
 idle_connections="${BENCH_IDLE_CONNECTIONS:-10000}"
+bare_relay=0
 
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
 while (($#)); do
@@ -42,6 +46,7 @@ while (($#)); do
       mode=throughput
       rounds=1 seconds=3 threads_list="1 16" workloads=oltp_point_select ;;
     --memory) mode=memory ;;
+    --bare-relay) bare_relay=1 ;;
     --record) mode=record ;;
     --profile) mode=profile ;;
     --tls)
@@ -146,6 +151,18 @@ start_psprobe() {
   say "psprobe $("$psprobe_bin" --version 2>/dev/null | awk '{print $2}') on $pp_addr, metrics http://$pp_metrics/metrics (pid $pp_pid)"
 }
 
+# Until OUTFILE has the process's "listening" line (status 0); 1 when PID exits first or
+# nothing is listening within 10 s.
+wait_listening_line() {
+  local outfile=$1 pid=$2
+  for _ in $(seq 1 100); do
+    grep -q ' listening ' "$outfile" 2>/dev/null && return 0
+    kill -0 "$pid" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+
 stop_pid() {
   local pid=$1
   kill "$pid" 2>/dev/null || true
@@ -172,10 +189,25 @@ run_throughput() {
     extra_targets+=("psprobe:$name")
   done
   pp_pid=$main_pid pp_port=$main_port pp_metrics=$main_metrics
+  local bare_port="" bare_pid=""
+  if [ "$bare_relay" = 1 ]; then
+    "$bench" bare-relay --upstream-port "$db_port" >"$work/bare-relay.out" 2>"$work/bare-relay.log" &
+    bare_pid=$!
+    pids+=("$bare_pid")
+    if wait_listening_line "$work/bare-relay.out" "$bare_pid"; then
+      bare_port="$(sed -n 's/^bare-relay listening 127.0.0.1:\([0-9]*\) .*/\1/p' "$work/bare-relay.out")"
+      say "bare relay (io_uring, forwarding only) on 127.0.0.1:$bare_port (pid $bare_pid)"
+      extra_targets+=(bare-relay)
+    else
+      # A kernel without io_uring (or a seccomp filter) loses the lower bound, not the run.
+      say "bare relay unavailable ($(tail -n 1 "$work/bare-relay.log")): left out of this run"
+      stop_pid "$bare_pid"
+    fi
+  fi
   {
     echo "{\"rounds\": $rounds, \"seconds\": $seconds, \"threads\": \"$threads_list\","
     echo " \"workloads\": \"$workloads\", \"direct_port\": $db_port, \"haproxy_port\": $ha_port,"
-    echo " \"extra_psprobe\": \"${BENCH_EXTRA_PSPROBE:-}\","
+    echo " \"extra_psprobe\": \"${BENCH_EXTRA_PSPROBE:-}\", \"bare_relay_port\": \"$bare_port\","
     echo " \"psprobe_port\": $pp_port, \"psprobe_metrics\": \"$pp_metrics\","
     echo " \"haproxy_version\": \"$(haproxy -v | head -1)\","
     echo " \"mariadb_version\": \"$(mariadbd --version)\", \"sysbench_version\": \"$(sysbench --version)\","
@@ -187,7 +219,7 @@ run_throughput() {
   say "sysbench prepare (4 tables x 10,000 rows), directly"
   sysbench oltp_read_only "${sb[@]}" --mysql-port="$db_port" --threads=4 prepare >"$out/raw/prepare.txt"
   # Warm the buffer pool and each path once (not measured).
-  for port in "$db_port" "$ha_port" "$pp_port" "${extra_port[@]}"; do
+  for port in "$db_port" "$ha_port" "$pp_port" "${extra_port[@]}" $bare_port; do
     sysbench oltp_read_only "${sb[@]}" --mysql-port="$port" --threads=4 --time=1 run >/dev/null
   done
 
@@ -206,6 +238,7 @@ run_throughput() {
             haproxy) port=$ha_port proxy_pid=$ha_pid ;;
             psprobe) port=$pp_port proxy_pid=$pp_pid ;;
             psprobe:*) port=${extra_port[${target#psprobe:}]} proxy_pid=${extra_pid[${target#psprobe:}]} ;;
+            bare-relay) port=$bare_port proxy_pid=$bare_pid ;;
           esac
           say "[$n/$total] $workload threads=$threads round=$round $target (${seconds}s)"
           "$bench" run-one --results "$out/results.jsonl" --raw "$out/raw" \

@@ -7,6 +7,7 @@
 //! Owns: the command line and the one-line error a user sees. Each subcommand lives in its own
 //! module; sysbench's output is read only through `psprobe_harness::sysbench`.
 
+mod bare_relay;
 mod endpoint_abuse;
 mod jsonl;
 mod machine;
@@ -68,6 +69,10 @@ enum Command {
     Mariadb(mariadb::Args),
     /// Print a TCP port that is free on 127.0.0.1 now.
     FreePort,
+    /// A bare io_uring TCP relay (no parsing, no metrics): the lower bound of what relaying
+    /// costs on this machine, as a benchmark target (`bench.sh --bare-relay`). Prints
+    /// `bare-relay listening 127.0.0.1:PORT threads=N` and serves until killed.
+    BareRelay(bare_relay::Args),
     /// Read sysbench's output on stdin and print its queries per second (bench_admin.sh's
     /// windows).
     SysbenchQps,
@@ -87,6 +92,7 @@ impl Command {
             Command::EndpointAbuse(_) => "endpoint-abuse",
             Command::Mariadb(_) => "mariadb",
             Command::FreePort => "free-port",
+            Command::BareRelay(_) => "bare-relay",
             Command::SysbenchQps => "sysbench-qps",
         }
     }
@@ -109,6 +115,7 @@ fn main() -> ExitCode {
             .map(|port| println!("{port}"))
             .map_err(|e| anyhow::anyhow!("no free port on 127.0.0.1: {e}")),
         Command::SysbenchQps => sysbench_qps(),
+        Command::BareRelay(args) => bare_relay::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -24,7 +24,8 @@ pub struct Args {
     dir: PathBuf,
 }
 
-/// The three targets every round has; others are extra psprobe builds (BENCH_EXTRA_PSPROBE).
+/// The three targets every round has; others are extra psprobe builds (BENCH_EXTRA_PSPROBE)
+/// and the bare relay (`bench.sh --bare-relay`).
 const TARGETS: [&str; 3] = ["direct", "haproxy", "psprobe"];
 // Issue 6 targets, checked (not asserted) against the medians.
 const TARGET_QPS_VS_HAPROXY: f64 = 1.05;
@@ -262,7 +263,8 @@ fn quote(field: &str) -> String {
     }
 }
 
-/// Other psprobe builds run alongside (BENCH_EXTRA_PSPROBE), in order of appearance.
+/// Other targets run alongside (BENCH_EXTRA_PSPROBE builds, the bare relay), in order of
+/// appearance.
 fn extra_targets(runs: &[Run]) -> Vec<String> {
     let mut seen: Vec<String> = Vec::new();
     for r in runs {
@@ -536,9 +538,9 @@ fn render(
         .unwrap_or_default();
     if !extras.is_empty() {
         w(String::new());
-        w("### Other psprobe builds (BENCH_EXTRA_PSPROBE), per-round ratios".into());
+        w("### Other targets (BENCH_EXTRA_PSPROBE builds, --bare-relay), per-round ratios".into());
         w(String::new());
-        w("| workload | threads | build | q/s vs HAProxy | q/s vs psprobe | p99 vs HAProxy | CPU µs/query | CPU vs \
+        w("| workload | threads | target | q/s vs HAProxy | q/s vs psprobe | p99 vs HAProxy | CPU µs/query | CPU vs \
            HAProxy | CPU vs psprobe | peak RSS MiB |"
             .into());
         w("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|".into());
@@ -673,7 +675,7 @@ mod tests {
         );
         assert!(text.contains("| oltp_point_select | 1 | 1.00 | 0.50 | 1.00 | 2.00 | 40.0 | 40.0 | 1.00 | 11.5 | 11.5 |"), "{text}");
         assert!(text.contains("| oltp_point_select | 16 | direct | 2000 | 1.00 | n/a | - | - | - | n/a | n/a | n/a | - | 3 | n/a |"), "{text}");
-        assert!(text.contains("### Other psprobe builds"), "{text}");
+        assert!(text.contains("### Other targets"), "{text}");
         assert!(
             text.contains(
                 "| oltp_point_select | 16 | psprobe:new | 1.10 (0.90..1.30) | 1.09 (1.00..1.18) |"

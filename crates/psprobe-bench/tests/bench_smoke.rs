@@ -1,7 +1,8 @@
 //! CI variant of the end-to-end benchmark (issue 6): `scripts/bench.sh --quick` (one round,
 //! oltp_point_select at 1 and 16 threads, 3 s per run, against direct / HAProxy / psprobe)
-//! must run to the end and print its tables. Speed is never asserted: CI machines are shared
-//! and small; the point is that the benchmark keeps working.
+//! must run to the end and print its tables, with the bare io_uring relay (`--bare-relay`) as a
+//! fourth target where the kernel allows io_uring. Speed is never asserted: CI machines are
+//! shared and small; the point is that the benchmark keeps working.
 
 use std::io::Read;
 use std::path::Path;
@@ -29,6 +30,7 @@ fn run_script(out_dir: &Path) -> Finished {
     let mut cmd = Command::new("bash");
     cmd.arg(repo.join("scripts/bench.sh"))
         .arg("--quick")
+        .arg("--bare-relay")
         // Built by this test run with the workspace's features: building either again inside
         // the test (the script's fallback) would compile a second variant of their
         // dependencies.
@@ -132,10 +134,30 @@ fn quick_benchmark_runs_and_prints_the_table() {
         "no targets table\n{context}"
     );
 
-    // Raw numbers next to it: 2 thread counts x 3 targets.
+    // The bare relay: a row per thread count among the other targets, unless the script
+    // said why it was left out (a kernel without io_uring).
+    let bare_left_out = run.stderr.contains("bench: bare relay unavailable (");
+    if !bare_left_out {
+        assert!(
+            run.stdout.contains("### Other targets"),
+            "no table of other targets\n{context}"
+        );
+        for threads in ["1", "16"] {
+            let prefix = format!("| oltp_point_select | {threads} | bare-relay | ");
+            let row = lines.iter().find(|l| l.starts_with(&prefix));
+            let row = row.unwrap_or_else(|| panic!("no row {prefix}\n{context}"));
+            assert!(
+                !row.contains("n/a"),
+                "bare-relay row has gaps: {row}\n{context}"
+            );
+        }
+    }
+
+    // Raw numbers next to it: 2 thread counts x 3 or 4 targets.
     let out_dir = dir.path();
     let csv = std::fs::read_to_string(out_dir.join("results.csv")).expect("results.csv");
-    assert_eq!(csv.lines().count(), 1 + 6, "{csv}");
+    let targets = if bare_left_out { 3 } else { 4 };
+    assert_eq!(csv.lines().count(), 1 + 2 * targets, "{csv}");
     assert!(out_dir.join("summary.json").exists());
     assert!(
         run.stdout

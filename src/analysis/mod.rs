@@ -36,6 +36,7 @@ pub(crate) mod restart_profile;
 pub(crate) mod rng;
 pub(crate) mod run;
 pub(crate) mod stats_math;
+pub(crate) mod switch_load;
 pub(crate) mod weighted_hist;
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ use super::baseline::PFSOFF;
 use super::carryover::{profile, CarryoverProfile};
 use super::estimate::{Analysis, AnalysisError, Estimate, Metric, Options};
 use super::restart_profile::{restart_profile, RestartProfile};
+use super::switch_load::{slots_time_ms, switch_load};
 
 /// What switching into a scenario cost over the run (fast schedule).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -241,6 +242,9 @@ pub(crate) fn analyze_run(
         reference.as_deref(),
         options,
     );
+    if let Some(w) = switch_load(&all_fast).and_then(|l| l.warning()) {
+        warnings.push(w);
+    }
     let mut recommendation = recommendation;
     if let (Some(r), Some(f)) = (recommendation.as_mut(), fast.as_ref()) {
         r.confirmed = confirmed(f, &r.groups);
@@ -301,9 +305,7 @@ fn switch_summaries(fast: &[PhaseRecord]) -> Vec<SwitchSummary> {
         e.1 += sw.sum_ms;
         e.2 = e.2.max(sw.max_ms);
         e.3 += sw.statements;
-        let settle = p.settle_ms.unwrap_or(0) as f64;
-        let slots = p.slots.unwrap_or(0) as f64;
-        e.4 += p.measured_ms() as f64 + slots * settle + sw.sum_ms;
+        e.4 += slots_time_ms(p, sw.sum_ms);
     }
     by.into_iter()
         .filter(|(_, e)| e.0 > 0)

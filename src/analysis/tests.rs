@@ -372,3 +372,45 @@ fn errors_and_degenerate_logs() {
     assert_eq!((a.blocks, a.complete_blocks), (7, 6));
     assert!(a.warnings.iter().any(|w| w.contains("incomplete")));
 }
+
+/// A run whose switches eat the slots says so among the run's warnings (the report and the
+/// study's table print them); the same run with quick switches does not.
+#[test]
+fn a_run_whose_switches_eat_the_slots_is_warned_about() {
+    let arms = [
+        Arm::new("pfson_conoff_insoff"),
+        Arm::new("pfson_conon_inson"),
+    ];
+    let log = simulate(&mut Rng::new(5), &Sim::default(), &arms);
+    let with_switches = |mean_ms: f64| -> Vec<crate::phase_log::PhaseRecord> {
+        let mut log = log.clone();
+        for p in &mut log {
+            // Four 250 ms slots a record; their measured windows are what is left.
+            p.slots = Some(4);
+            p.settle_ms = Some(50);
+            p.measured_ms = Some((4.0 * (250.0 - 50.0 - mean_ms)).max(0.0) as u64);
+            p.switch = Some(crate::phase_log::SwitchCost {
+                count: 4,
+                sum_ms: 4.0 * mean_ms,
+                max_ms: mean_ms,
+                statements: 16,
+            });
+        }
+        log
+    };
+    let switching = |a: &RunAnalysis| a.warnings.iter().any(|w| w.starts_with("switching took"));
+    let quick = analyze_run(&with_switches(23.0), None, &Options::default()).unwrap();
+    assert!(!switching(&quick), "{:?}", quick.warnings);
+    let slow = analyze_run(&with_switches(150.0), None, &Options::default()).unwrap();
+    assert!(switching(&slow), "{:?}", slow.warnings);
+    let w = slow
+        .warnings
+        .iter()
+        .find(|w| w.starts_with("switching took"))
+        .unwrap();
+    assert!(
+        w.contains("150 ms on average, 60% of the fast slots' time"),
+        "{w}"
+    );
+    assert!(w.contains("--phase 750ms"), "{w}");
+}

@@ -1,6 +1,7 @@
 //! The markdown of `psprobe experiment`: per workload a table in the seed study's layout (a
 //! row of statements/s per concurrency, a column per scenario, then the change against the
-//! baseline with its interval), and the direct checks beside psprobe's slow estimates.
+//! baseline with its interval, then the runs' warnings), and the direct checks beside
+//! psprobe's slow estimates.
 //!
 //! Must not: compute anything; every figure comes from the runs' reports.
 
@@ -43,6 +44,13 @@ pub(super) fn workload_table(
         let _ = writeln!(doc, " |");
     }
     let _ = writeln!(doc);
+    // What a run's analysis warns of (switching that eats the slots, a comparison that could
+    // not be made) stands under the table, by concurrency: a cell alone does not say it.
+    for (threads, report, _) in rows {
+        for w in &report.analysis.warnings {
+            let _ = writeln!(doc, "> warning, {threads} threads: {w}\n");
+        }
+    }
 }
 
 /// The direct checks, one line per run (nothing when there were none).
@@ -58,4 +66,69 @@ pub(super) fn direct_section(doc: &mut String, direct: &[DirectLine]) {
         let _ = writeln!(doc, "- {}, {} threads: {}", d.workload, d.threads, d.line);
     }
     let _ = writeln!(doc);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::phase_log::{test_aggregate, PhaseRecord, SwitchCost};
+
+    const SCENARIOS: [&str; 2] = ["pfson_conoff_insoff", "pfson_conon_inson"];
+
+    /// Four 250 ms slots of `scenario` in `block` whose switches took `switch_ms` each.
+    fn slots(scenario: &str, block: u64, switch_ms: f64) -> PhaseRecord {
+        let at = block * 2_000 + if scenario == SCENARIOS[0] { 0 } else { 1_000 };
+        PhaseRecord {
+            version: 2,
+            kind: "phase".into(),
+            scenario: scenario.into(),
+            block,
+            phase: at / 250,
+            switched_at_ms: at,
+            measure_from_ms: at + 50,
+            measure_to_ms: at + 1_000,
+            verified: true,
+            commands: vec![test_aggregate(Some("query"), None, 900 + block * 7)],
+            schedule: Some("fast".into()),
+            slots: Some(4),
+            settle_ms: Some(50),
+            measured_ms: Some((4.0 * (200.0 - switch_ms).max(10.0)) as u64),
+            switch: Some(SwitchCost {
+                count: 4,
+                sum_ms: 4.0 * switch_ms,
+                max_ms: switch_ms,
+                statements: 16,
+            }),
+            ..PhaseRecord::default()
+        }
+    }
+
+    fn report(switch_ms: f64) -> Report {
+        let records: Vec<PhaseRecord> = (0..6)
+            .flat_map(|b| SCENARIOS.map(|s| slots(s, b, switch_ms)))
+            .collect();
+        crate::report::report_of(&records, None).expect("a report")
+    }
+
+    /// The run whose switches ate its slots is named under the table, by concurrency; the
+    /// other is not.
+    #[test]
+    fn a_runs_warnings_stand_under_the_table() {
+        let scenarios: Vec<String> = SCENARIOS.map(String::from).to_vec();
+        let rows = vec![(8, report(20.0), 1000.0), (512, report(180.0), 900.0)];
+        let mut doc = String::new();
+        workload_table(&mut doc, "oltp_read_only", &scenarios, &rows);
+        let warnings: Vec<&str> = doc.lines().filter(|l| l.starts_with("> warning")).collect();
+        assert_eq!(warnings.len(), 1, "{doc}");
+        assert!(
+            warnings[0].starts_with("> warning, 512 threads: switching took 180 ms on average"),
+            "{doc}"
+        );
+        // Under the table, not inside it.
+        let table_end = doc.rfind("| 512 |").expect("the 512 rows");
+        assert!(
+            doc.find("> warning").expect("a warning") > table_end,
+            "{doc}"
+        );
+    }
 }

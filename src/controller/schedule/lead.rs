@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use crate::analysis::restart_profile::restart_profile;
+use crate::analysis::switch_load::switch_load;
 use crate::analysis::{analyze_run, carryover, Options};
 use crate::observe::ControllerHandle;
 use crate::stats::since_switch::BIN_MS;
@@ -82,6 +83,8 @@ pub(crate) struct Leader<'a, S: LeadServer> {
     pub switch_estimate: Duration,
     pub started: Instant,
     pub warned_long_carryover: bool,
+    /// Switching was said to take too much of the slots (once a run).
+    pub warned_switch_load: bool,
     /// The phase number the next slot takes (a confirmation goes on from there).
     pub next_phase: u64,
     /// Settle time after a restart: `--restart-settle`, or chosen from the restart profile.
@@ -278,6 +281,12 @@ impl<S: LeadServer> Leader<'_, S> {
                         p.carryover_ms.unwrap_or(0)
                     );
                 }
+            }
+        }
+        if segments >= PROFILE_AFTER_SEGMENTS && !self.warned_switch_load {
+            if let Some(w) = switch_load(&self.fast_records).and_then(|l| l.warning()) {
+                self.warned_switch_load = true;
+                tracing::warn!("{w}");
             }
         }
         if let Some(target) = self.s.target_halfwidth {

@@ -178,6 +178,7 @@ fn run(script: &mut Script, slow: bool, stop: watch::Receiver<bool>) -> Ran {
             switch_estimate: Duration::from_millis(1),
             started: Instant::now(),
             warned_long_carryover: false,
+            warned_switch_load: false,
             next_phase: 0,
             restart_settle: s.restart_settle,
             slow_records: Vec::new(),

@@ -1,0 +1,134 @@
+//! How much of the fast slots' time the switches take. A switch (the scenario's UPDATEs on
+//! the setup tables, then a read-back) runs at the start of its slot and is never measured;
+//! on a loaded server it slows down with the load (on 2 cores, MariaDB 11.8, oltp_read_only:
+//! 23 ms at 8 client threads, 114-142 ms at 64, 359-517 ms at 512), and once it takes a large
+//! share of a 250 ms slot the slots measure little, some nothing, blocks go incomplete and the
+//! intervals widen (512 threads: 80% of the slots' time, 12 complete blocks of 23).
+//!
+//! Read by the run's analysis (a warning in the report) and by the leader (a warning while the
+//! run goes on). Must not: change the schedule; it only says when --phase should be longer.
+
+use crate::phase_log::PhaseRecord;
+
+/// Share of the slots' time spent switching above which the run and its report warn.
+pub(crate) const WARN_SHARE: f64 = 0.25;
+
+/// Slot lengths suggested in steps of this many milliseconds.
+const SUGGEST_STEP_MS: f64 = 250.0;
+
+/// The switches of a run's fast slots, all scenarios together.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct SwitchLoad {
+    pub switches: u64,
+    pub mean_ms: f64,
+    /// Switching time over the slots' time (switch, settle and measured window).
+    pub share: f64,
+}
+
+/// The time a fast record's slots took: their switches, settle times and measured windows.
+pub(crate) fn slots_time_ms(p: &PhaseRecord, switching_ms: f64) -> f64 {
+    let settle = p.settle_ms.unwrap_or(0) as f64;
+    let slots = p.slots.unwrap_or(0) as f64;
+    p.measured_ms() as f64 + slots * settle + switching_ms
+}
+
+/// The load of the switches in `fast` (records of the fast schedule); `None` without any
+/// timed switch.
+pub(crate) fn switch_load(fast: &[PhaseRecord]) -> Option<SwitchLoad> {
+    let (mut switches, mut switching, mut time) = (0u64, 0.0f64, 0.0f64);
+    for p in fast {
+        let Some(sw) = &p.switch else { continue };
+        switches += sw.count;
+        switching += sw.sum_ms;
+        time += slots_time_ms(p, sw.sum_ms);
+    }
+    (switches > 0 && time > 0.0).then(|| SwitchLoad {
+        switches,
+        mean_ms: switching / switches as f64,
+        share: switching / time,
+    })
+}
+
+impl SwitchLoad {
+    /// The slot length (ms) in which switching as long as now would take a fifth.
+    pub(crate) fn suggested_phase_ms(&self) -> u64 {
+        let want = self.mean_ms * 5.0;
+        ((want / SUGGEST_STEP_MS).ceil().max(2.0) * SUGGEST_STEP_MS) as u64
+    }
+
+    /// What the run's report and log say when switching takes too much of the slots.
+    pub(crate) fn warning(&self) -> Option<String> {
+        (self.share >= WARN_SHARE).then(|| {
+            format!(
+                "switching took {:.0} ms on average, {:.0}% of the fast slots' time ({} \
+                 switches): under this load a slot measures little and some measure nothing, \
+                 so blocks go incomplete and intervals widen; lengthen --phase (e.g. --phase \
+                 {}ms) so that switching takes a fifth of a slot",
+                self.mean_ms,
+                self.share * 100.0,
+                self.switches,
+                self.suggested_phase_ms()
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::phase_log::SwitchCost;
+
+    fn slot(switch_sum_ms: f64, switches: u64, measured_ms: u64) -> PhaseRecord {
+        PhaseRecord {
+            kind: "phase".into(),
+            schedule: Some("fast".into()),
+            slots: Some(switches),
+            settle_ms: Some(50),
+            measured_ms: Some(measured_ms),
+            switch: Some(SwitchCost {
+                count: switches,
+                sum_ms: switch_sum_ms,
+                max_ms: switch_sum_ms,
+                statements: 4 * switches,
+            }),
+            ..PhaseRecord::default()
+        }
+    }
+
+    /// The 8-thread run of docs/seed-study (23 ms switches in 250 ms slots) passes quietly;
+    /// the 512-thread one (about 450 ms) is warned about, with a slot five times as long.
+    #[test]
+    fn warns_only_when_switching_takes_a_quarter_of_the_slots() {
+        let light = switch_load(&[slot(4.0 * 23.0, 4, 650)]).expect("switches");
+        assert_eq!(light.switches, 4);
+        assert!((light.mean_ms - 23.0).abs() < 1e-9);
+        assert!(light.share < 0.15, "{light:?}");
+        assert!(light.warning().is_none());
+
+        let heavy =
+            switch_load(&[slot(4.0 * 450.0, 4, 100), slot(4.0 * 450.0, 4, 0)]).expect("switches");
+        assert!(heavy.share > 0.8, "{heavy:?}");
+        let warning = heavy.warning().expect("a warning");
+        assert!(warning.contains("450 ms on average"), "{warning}");
+        assert!(warning.contains("--phase 2250ms"), "{warning}");
+        assert_eq!(heavy.suggested_phase_ms(), 2250);
+    }
+
+    #[test]
+    fn nothing_to_say_without_timed_switches() {
+        let mut untimed = slot(0.0, 4, 650);
+        untimed.switch = None;
+        assert!(switch_load(&[untimed]).is_none());
+        assert!(switch_load(&[]).is_none());
+    }
+
+    #[test]
+    fn a_suggestion_is_never_shorter_than_half_a_second() {
+        let quick = SwitchLoad {
+            switches: 1,
+            mean_ms: 10.0,
+            share: 0.5,
+        };
+        assert_eq!(quick.suggested_phase_ms(), 500);
+    }
+}

@@ -133,6 +133,18 @@ haproxy_cfg="$out/haproxy.cfg"
 # --- psprobe ---------------------------------------------------------------------------------
 # Full observation (every command parsed, timed, fingerprinted), metrics endpoint on, no
 # --scenarios (controller idle). Options after the binary go to `psprobe proxy`.
+# Until OUTFILE has the process's "NAME listening ..." line (status 0); 1 when PID exits
+# first or nothing is listening within SECONDS (psprobe and the bare relay both print one).
+wait_listening_line() {
+  local outfile=$1 pid=$2 seconds=$3
+  for _ in $(seq 1 $((seconds * 10))); do
+    grep -q '^[a-z-]* listening ' "$outfile" 2>/dev/null && return 0
+    kill -0 "$pid" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+
 start_psprobe() {
   local tag=$1 bin=${2:-$psprobe_bin}
   shift 2 || shift $#
@@ -141,26 +153,14 @@ start_psprobe() {
     >"$work/psprobe-$tag.out" 2>"$work/psprobe-$tag.log" &
   pp_pid=$!
   pids+=("$pp_pid")
-  for _ in $(seq 1 300); do
-    grep -q '^psprobe listening' "$work/psprobe-$tag.out" 2>/dev/null && break
-    kill -0 "$pp_pid" 2>/dev/null || { cat "$work/psprobe-$tag.log" >&2; say "psprobe exited"; exit 1; }
-    sleep 0.1
-  done
+  wait_listening_line "$work/psprobe-$tag.out" "$pp_pid" 30 || {
+    cat "$work/psprobe-$tag.log" >&2
+    say "psprobe exited, or did not listen within 30 s"
+    exit 1
+  }
   read -r pp_addr pp_metrics < <(sed -n 's/^psprobe listening proxy=\(.*\) metrics=\(.*\)$/\1 \2/p' "$work/psprobe-$tag.out")
   pp_port="${pp_addr##*:}"
   say "psprobe $("$psprobe_bin" --version 2>/dev/null | awk '{print $2}') on $pp_addr, metrics http://$pp_metrics/metrics (pid $pp_pid)"
-}
-
-# Until OUTFILE has the process's "listening" line (status 0); 1 when PID exits first or
-# nothing is listening within 10 s.
-wait_listening_line() {
-  local outfile=$1 pid=$2
-  for _ in $(seq 1 100); do
-    grep -q ' listening ' "$outfile" 2>/dev/null && return 0
-    kill -0 "$pid" 2>/dev/null || return 1
-    sleep 0.1
-  done
-  return 1
 }
 
 stop_pid() {
@@ -194,7 +194,7 @@ run_throughput() {
     "$bench" bare-relay --upstream-port "$db_port" >"$work/bare-relay.out" 2>"$work/bare-relay.log" &
     bare_pid=$!
     pids+=("$bare_pid")
-    if wait_listening_line "$work/bare-relay.out" "$bare_pid"; then
+    if wait_listening_line "$work/bare-relay.out" "$bare_pid" 10; then
       bare_port="$(sed -n 's/^bare-relay listening 127.0.0.1:\([0-9]*\) .*/\1/p' "$work/bare-relay.out")"
       say "bare relay (io_uring, forwarding only) on 127.0.0.1:$bare_port (pid $bare_pid)"
       extra_targets+=(bare-relay)

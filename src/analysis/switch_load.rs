@@ -73,40 +73,47 @@ impl SwitchLoad {
     }
 }
 
+/// Test records: four 250 ms slots whose switches took `mean_ms` each, after which a 50 ms
+/// settle and then the rest of each slot is measured.
+#[cfg(test)]
+pub(crate) fn with_test_switches(p: &mut PhaseRecord, mean_ms: f64) {
+    p.slots = Some(4);
+    p.settle_ms = Some(50);
+    p.measured_ms = Some((4.0 * (200.0 - mean_ms)).max(0.0) as u64);
+    p.switch = Some(crate::phase_log::SwitchCost {
+        count: 4,
+        sum_ms: 4.0 * mean_ms,
+        max_ms: mean_ms,
+        statements: 16,
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::phase_log::SwitchCost;
 
-    fn slot(switch_sum_ms: f64, switches: u64, measured_ms: u64) -> PhaseRecord {
-        PhaseRecord {
+    fn fast_slots(mean_ms: f64) -> PhaseRecord {
+        let mut p = PhaseRecord {
             kind: "phase".into(),
             schedule: Some("fast".into()),
-            slots: Some(switches),
-            settle_ms: Some(50),
-            measured_ms: Some(measured_ms),
-            switch: Some(SwitchCost {
-                count: switches,
-                sum_ms: switch_sum_ms,
-                max_ms: switch_sum_ms,
-                statements: 4 * switches,
-            }),
             ..PhaseRecord::default()
-        }
+        };
+        with_test_switches(&mut p, mean_ms);
+        p
     }
 
     /// The 8-thread run of docs/seed-study (23 ms switches in 250 ms slots) passes quietly;
     /// the 512-thread one (about 450 ms) is warned about, with a slot five times as long.
     #[test]
     fn warns_only_when_switching_takes_a_quarter_of_the_slots() {
-        let light = switch_load(&[slot(4.0 * 23.0, 4, 650)]).expect("switches");
+        let light = switch_load(&[fast_slots(23.0)]).expect("switches");
         assert_eq!(light.switches, 4);
         assert!((light.mean_ms - 23.0).abs() < 1e-9);
         assert!(light.share < 0.15, "{light:?}");
         assert!(light.warning().is_none());
 
-        let heavy =
-            switch_load(&[slot(4.0 * 450.0, 4, 100), slot(4.0 * 450.0, 4, 0)]).expect("switches");
+        let heavy = switch_load(&[fast_slots(450.0), fast_slots(450.0)]).expect("switches");
+        assert_eq!(heavy.switches, 8);
         assert!(heavy.share > 0.8, "{heavy:?}");
         let warning = heavy.warning().expect("a warning");
         assert!(warning.contains("450 ms on average"), "{warning}");
@@ -116,7 +123,7 @@ mod tests {
 
     #[test]
     fn nothing_to_say_without_timed_switches() {
-        let mut untimed = slot(0.0, 4, 650);
+        let mut untimed = fast_slots(23.0);
         untimed.switch = None;
         assert!(switch_load(&[untimed]).is_none());
         assert!(switch_load(&[]).is_none());

@@ -385,16 +385,7 @@ fn a_run_whose_switches_eat_the_slots_is_warned_about() {
     let with_switches = |mean_ms: f64| -> Vec<crate::phase_log::PhaseRecord> {
         let mut log = log.clone();
         for p in &mut log {
-            // Four 250 ms slots a record; their measured windows are what is left.
-            p.slots = Some(4);
-            p.settle_ms = Some(50);
-            p.measured_ms = Some((4.0 * (250.0 - 50.0 - mean_ms)).max(0.0) as u64);
-            p.switch = Some(crate::phase_log::SwitchCost {
-                count: 4,
-                sum_ms: 4.0 * mean_ms,
-                max_ms: mean_ms,
-                statements: 16,
-            });
+            switch_load::with_test_switches(p, mean_ms);
         }
         log
     };

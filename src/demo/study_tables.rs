@@ -71,14 +71,15 @@ pub(super) fn direct_section(doc: &mut String, direct: &[DirectLine]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::phase_log::{test_aggregate, PhaseRecord, SwitchCost};
+    use crate::analysis::switch_load::with_test_switches;
+    use crate::phase_log::{test_aggregate, PhaseRecord};
 
     const SCENARIOS: [&str; 2] = ["pfson_conoff_insoff", "pfson_conon_inson"];
 
     /// Four 250 ms slots of `scenario` in `block` whose switches took `switch_ms` each.
     fn slots(scenario: &str, block: u64, switch_ms: f64) -> PhaseRecord {
         let at = block * 2_000 + if scenario == SCENARIOS[0] { 0 } else { 1_000 };
-        PhaseRecord {
+        let mut p = PhaseRecord {
             version: 2,
             kind: "phase".into(),
             scenario: scenario.into(),
@@ -90,17 +91,10 @@ mod tests {
             verified: true,
             commands: vec![test_aggregate(Some("query"), None, 900 + block * 7)],
             schedule: Some("fast".into()),
-            slots: Some(4),
-            settle_ms: Some(50),
-            measured_ms: Some((4.0 * (200.0 - switch_ms).max(10.0)) as u64),
-            switch: Some(SwitchCost {
-                count: 4,
-                sum_ms: 4.0 * switch_ms,
-                max_ms: switch_ms,
-                statements: 16,
-            }),
             ..PhaseRecord::default()
-        }
+        };
+        with_test_switches(&mut p, switch_ms);
+        p
     }
 
     fn report(switch_ms: f64) -> Report {

@@ -267,33 +267,26 @@ impl Worker {
         conn.fds = [Some(client), Some(OwnedFd::from(server))];
         conn.closing = false;
         for dir in 0..2 {
-            self.queue_recv(slot, dir);
+            self.post(slot, dir, Op::Recv);
         }
     }
 
-    fn queue_recv(&mut self, slot: usize, dir: usize) {
+    /// Posts direction `dir`'s next request: a receive from its own side into its buffer,
+    /// or a send of what is left of the buffer to the other side.
+    fn post(&mut self, slot: usize, dir: usize, op: Op) {
         let conn = &mut self.conns[slot];
-        let Some(fd) = conn.fds[dir].as_ref().map(AsRawFd::as_raw_fd) else {
+        let side = if op == Op::Send { 1 - dir } else { dir };
+        let Some(fd) = conn.fds[side].as_ref().map(|f| types::Fd(f.as_raw_fd())) else {
             return;
         };
-        let entry = opcode::Recv::new(types::Fd(fd), conn.buf[dir].as_mut_ptr(), BUFFER as u32)
-            .build()
-            .user_data(tag(slot, dir, Op::Recv));
-        conn.in_flight += 1;
-        self.queue.push_back(entry);
-    }
-
-    fn queue_send(&mut self, slot: usize, dir: usize) {
-        let conn = &mut self.conns[slot];
-        let Some(fd) = conn.fds[1 - dir].as_ref().map(AsRawFd::as_raw_fd) else {
-            return;
+        let entry = if op == Op::Send {
+            let rest = &conn.buf[dir][conn.sent[dir]..conn.filled[dir]];
+            opcode::Send::new(fd, rest.as_ptr(), rest.len() as u32).build()
+        } else {
+            opcode::Recv::new(fd, conn.buf[dir].as_mut_ptr(), BUFFER as u32).build()
         };
-        let rest = &conn.buf[dir][conn.sent[dir]..conn.filled[dir]];
-        let entry = opcode::Send::new(types::Fd(fd), rest.as_ptr(), rest.len() as u32)
-            .build()
-            .user_data(tag(slot, dir, Op::Send));
         conn.in_flight += 1;
-        self.queue.push_back(entry);
+        self.queue.push_back(entry.user_data(tag(slot, dir, op)));
     }
 
     fn received(&mut self, slot: usize, dir: usize, result: i32) {
@@ -305,7 +298,7 @@ impl Worker {
                 let conn = &mut self.conns[slot];
                 conn.filled[dir] = n;
                 conn.sent[dir] = 0;
-                self.queue_send(slot, dir);
+                self.post(slot, dir, Op::Send);
             }
             // EOF or an error: either side gone ends the connection.
             _ => self.close(slot),
@@ -321,9 +314,9 @@ impl Worker {
                 let conn = &mut self.conns[slot];
                 conn.sent[dir] += n;
                 if conn.sent[dir] < conn.filled[dir] {
-                    self.queue_send(slot, dir);
+                    self.post(slot, dir, Op::Send);
                 } else {
-                    self.queue_recv(slot, dir);
+                    self.post(slot, dir, Op::Recv);
                 }
             }
             _ => self.close(slot),

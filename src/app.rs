@@ -70,9 +70,18 @@ pub fn run_proxy(args: &ProxyArgs) -> anyhow::Result<()> {
         .and_then(|()| stdout.flush())
         .context("cannot write to stdout")?;
         signals.shutdown().await;
-        running.shutdown().await;
-        tracing::info!("stopped");
-        Ok(())
+        match running.shutdown().await {
+            // The last line says what the stop left on the server.
+            Some(Err(e)) if e.leaves_server_changed() => Err(anyhow::Error::new(e)),
+            Some(Ok(())) => {
+                tracing::info!("stopped; the server's performance_schema settings are as found");
+                Ok(())
+            }
+            _ => {
+                tracing::info!("stopped");
+                Ok(())
+            }
+        }
     })
 }
 
@@ -83,8 +92,9 @@ pub struct Running {
     /// Where the admin interface listens, when it is on.
     pub admin_addr: Option<SocketAddr>,
     pub observer: Arc<Observer>,
-    /// Finishes when the controller does (schedule complete, stopped, or failed).
-    pub controller: Option<JoinHandle<()>>,
+    /// Finishes when the controller does (schedule complete, stopped, or failed), with how it
+    /// ended (already logged).
+    pub controller: Option<JoinHandle<Result<(), ControllerError>>>,
     stop_controller: watch::Sender<bool>,
     stop_proxy: oneshot::Sender<()>,
     proxy: JoinHandle<()>,
@@ -100,11 +110,13 @@ impl Running {
     }
 
     /// Restores performance_schema settings (controller), then stops the proxy gracefully.
-    pub async fn shutdown(mut self) {
+    /// Returns how the controller ended (`None`: none ran, or it was taken by the caller).
+    pub async fn shutdown(mut self) -> Option<Result<(), ControllerError>> {
         let _ = self.stop_controller.send(true);
-        if let Some(task) = self.controller.take() {
-            let _ = task.await;
-        }
+        let controller = match self.controller.take() {
+            Some(task) => task.await.ok(),
+            None => None,
+        };
         let _ = self.stop_proxy.send(());
         let _ = self.proxy.await;
         self.metrics.abort();
@@ -114,6 +126,7 @@ impl Running {
         if let Some(reload) = self.tls_reload {
             reload.abort();
         }
+        controller
     }
 }
 
@@ -245,7 +258,9 @@ pub async fn launch_with_tls(
     let controller = controller.map(|(settings, started)| {
         let handle = ControllerHandle::new(Arc::clone(&observer));
         tokio::spawn(async move {
-            report_controller(runner::run(settings, started, handle, stop_rx).await);
+            let result = runner::run(settings, started, handle, stop_rx).await;
+            report_controller(&result);
+            result
         })
     });
     let (stop_proxy, stopped) = oneshot::channel::<()>();
@@ -284,7 +299,7 @@ pub fn observer(config: &ProxyConfig) -> prometheus::Result<Observer> {
     config.observe().build(config.metrics_top_digests)
 }
 
-fn report_controller(result: Result<(), ControllerError>) {
+fn report_controller(result: &Result<(), ControllerError>) {
     match result {
         Ok(()) => tracing::info!("controller finished"),
         // Fail-open: the proxy keeps serving, commands are labelled `none` from now on.

@@ -60,6 +60,16 @@ pub enum Invocation {
 }
 
 /// Parses the process's arguments (clap's usage errors, --help and --version exit here).
+/// The exit status of a command that failed with `e`: 3 when a stop left settings of
+/// psprobe's on the server (the line before says which, and how to finish), 2 otherwise.
+pub fn exit_status(e: &anyhow::Error) -> u8 {
+    use crate::controller::error::{ControllerError, EXIT_NOT_RESTORED};
+    match e.downcast_ref::<ControllerError>() {
+        Some(c) if c.leaves_server_changed() => EXIT_NOT_RESTORED,
+        _ => 2,
+    }
+}
+
 /// `package-assets` is added to [`Cli`] only for this parse: what it writes is made from
 /// `Cli::command()`, which then does not list it (clap_complete would offer even a hidden
 /// command to users).

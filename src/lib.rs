@@ -20,6 +20,7 @@ pub mod app;
 #[doc(hidden)]
 pub mod benching;
 pub mod cli;
+pub(crate) mod clock;
 pub(crate) mod config;
 pub mod controller;
 pub mod demo;

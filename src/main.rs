@@ -32,7 +32,7 @@ fn finish(result: Result<(), impl Into<anyhow::Error>>) -> ExitCode {
         Err(e) => {
             // One line: what failed, with its causes.
             eprintln!("psprobe: error: {e:#}");
-            ExitCode::from(2)
+            ExitCode::from(psprobe::cli::exit_status(&e))
         }
     }
 }

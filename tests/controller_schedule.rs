@@ -165,8 +165,9 @@ fn four_scenarios_two_blocks_under_sysbench() {
 
 /// Another session changes a consumer while the schedule runs: the slot whose settings did not
 /// hold is left out (verified false in the phase log) and counted in
-/// psprobe_controller_verification_failures_total, the schedule goes on, and the server ends as
-/// it was found before the run (psprobe restores its snapshot over the change).
+/// psprobe_controller_verification_failures_total, the schedule goes on, and the change is the
+/// DBA's: kept through every later switch and at the end (the server ends as found but for
+/// it), logged once, counted, and in the phase log.
 #[test]
 fn settings_changed_under_the_schedule_are_counted_and_left_out() {
     let db = MariaDb::start_default();
@@ -218,6 +219,10 @@ fn settings_changed_under_the_schedule_are_counted_and_left_out() {
         "UPDATE performance_schema.setup_consumers \
          SET ENABLED = IF(ENABLED = 'YES', 'NO', 'YES') WHERE NAME = 'events_waits_history_long'",
     );
+    let changed = db.sql(
+        "SELECT ENABLED FROM performance_schema.setup_consumers \
+         WHERE NAME = 'events_waits_history_long'",
+    );
     assert_eq!(
         probe
             .scrape()
@@ -252,9 +257,51 @@ fn settings_changed_under_the_schedule_are_counted_and_left_out() {
         .count();
     assert!(unverified >= 1, "no phase left out:\n{text}");
     assert_eq!(failures, unverified as f64, "metric vs phase log");
-    assert!(
-        db.sql(SETUP_DUMP) == before,
-        "settings not restored:\n{}",
+    // Kept: never switched back, not restored at the end.
+    assert_eq!(
+        db.sql(
+            "SELECT ENABLED FROM performance_schema.setup_consumers \
+             WHERE NAME = 'events_waits_history_long'"
+        ),
+        changed,
+        "the DBA's change was reverted:\n{}",
         probe.stderr_text()
     );
+    let want = before.replace(
+        &format!("events_waits_history_long\t{}", flip(changed.trim())),
+        &format!("events_waits_history_long\t{}", changed.trim()),
+    );
+    assert_eq!(db.sql(SETUP_DUMP), want, "every other row as found");
+    let claims: Vec<serde_json::Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["kind"] == "claim")
+        .collect();
+    assert_eq!(claims.len(), 1, "{text}");
+    assert_eq!(
+        claims[0]["setting"],
+        "setup_consumers 'events_waits_history_long'"
+    );
+    let stderr = probe.stderr_text();
+    assert_eq!(
+        stderr
+            .matches("setup_consumers 'events_waits_history_long' is now")
+            .count(),
+        1,
+        "logged once:\n{stderr}"
+    );
+    assert_eq!(
+        probe
+            .scrape()
+            .get("psprobe_controller_settings_claimed_total", &[]),
+        1.0
+    );
+}
+
+fn flip(v: &str) -> &'static str {
+    if v == "YES" {
+        "NO"
+    } else {
+        "YES"
+    }
 }

@@ -1,8 +1,9 @@
-//! Settings are never lost: a snapshot left by a crashed controller (SIGKILL of the leading
-//! psprobe) is written back only while the server still holds what that run applied. Each test
-//! is one order of: crash (K), `ps restore` (R), a manual change by a DBA (M), the next run
-//! (N: a controller run started and stopped), a second psprobe taking over (F), and a server
-//! restart (B), on a real mariadbd with the real binary, and asserts the final setup tables.
+//! Settings are never lost, and a DBA's are never taken: a snapshot left by a crashed
+//! controller (SIGKILL of the leading psprobe) is resolved row by row, psprobe's rows written
+//! back and anyone else's kept. Each test is one order of: crash (K), `ps restore` (R), a
+//! manual change by a DBA (M), the next run (N: a controller run started and stopped), a
+//! second psprobe taking over (F), and a server restart (B), on a real mariadbd with the real
+//! binary, and asserts the final setup tables.
 //!
 //! O = the settings found before the first run (a DBA's runtime change from the defaults
 //! included), S = the scenario the crashed run left, +M = with events_stages_current turned
@@ -12,16 +13,17 @@
 //! |----------------------------|----------------------------------------------------------|-------|
 //! | K N                        | N proves S is its dead run's, restores O, runs, restores | O     |
 //! | K N, then R and M          | R: nothing left to restore; M is kept                    | O+M   |
-//! | K R N                      | R proves and restores O, removes both copies; N from O   | O     |
+//! | K R N                      | R restores O, removes both copies; N from O              | O     |
 //! | K R M N                    | N finds nothing left: its baseline is O+M                | O+M   |
-//! | K M N                      | N refuses to start, changes nothing, names the commands  | S+M   |
-//! |   then R --discard, N      | the snapshot is dropped; N runs from S+M                 | S+M   |
-//! | K M R                      | R refuses, changes nothing; R --force writes O           | O     |
-//! | K F                        | F proves S, restores O, leads, restores at its end       | O     |
-//! | K M F                      | F refuses to lead (the proxy serves on); R --discard     | S+M   |
+//! | K M N                      | N restores psprobe's rows, keeps M (never switches it)   | O+M   |
+//! | K M R                      | R restores psprobe's rows and keeps M, naming it         | O+M   |
+//! | K M R --force              | the operator's say-so: O over everything                 | O     |
+//! | K F                        | F restores O, leads, restores at its end                 | O     |
+//! | K M F                      | F restores psprobe's rows, keeps M, leads, keeps it      | O+M   |
 //! | K R F                      | F finds nothing left, leads from O                       | O     |
 //! | K R M F                    | F leads from O+M                                         | O+M   |
-//! | K B N                      | N refuses: restarted; R --discard; N runs from D         | D     |
+//! | K B N                      | restarted, not by psprobe: nothing of psprobe's is left  | D     |
+//! | K, DROP DATABASE psprobe, N | no record of what the run applied: one line, refused   | S     |
 
 mod common;
 
@@ -179,15 +181,12 @@ fn suggested(stderr: &str, flag: &str) -> Vec<String> {
         .collect()
 }
 
-/// The refusal names the setting, both values, and both ways out.
+/// The DBA's change was named, once, as kept.
 #[track_caller]
-fn assert_refusal_names_the_change(stderr: &str) {
-    let line = "setup_consumers 'events_stages_current' ENABLED: snapshot NO, live YES";
-    assert!(stderr.contains("not restoring the snapshot"), "{stderr}");
-    assert!(stderr.contains(line), "{stderr}");
-    assert!(stderr.contains("Nothing was changed"), "{stderr}");
-    suggested(stderr, "--discard");
-    suggested(stderr, "--force");
+fn assert_kept_and_named(text: &str) {
+    let line =
+        "setup_consumers 'events_stages_current' is now ENABLED=YES (psprobe had ENABLED=NO)";
+    assert_eq!(text.matches(line).count(), 1, "{text}");
 }
 
 #[test]
@@ -195,7 +194,10 @@ fn crash_then_next_run_restores_then_restore_finds_nothing_and_a_change_stays() 
     let case = Case::new();
     case.crash();
     let err = case.next_run(&case.original);
-    assert!(err.contains("did not finish; restoring them"), "{err}");
+    assert!(
+        err.contains("did not finish; restored what it changed"),
+        "{err}"
+    );
     let out = case.restore(&[]);
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -236,43 +238,65 @@ fn crash_restore_change_next_run_keeps_the_change() {
     assert_tables(&case.db, &changed, "final (K R M N)");
 }
 
+/// A DBA's change while no psprobe ran: the next start restores psprobe's rows only (it used
+/// to refuse, printing every setting that differed, and exit 2 on every start).
 #[test]
-fn crash_change_next_run_refuses_and_discard_keeps_the_change() {
+fn crash_change_next_run_keeps_the_change_and_starts() {
     let case = Case::new();
-    let left = case.crash();
+    case.crash();
     case.manual_change();
-    let changed = with_manual(&left);
-    let err = case.refused_run();
-    assert_refusal_names_the_change(&err);
-    assert_tables(&case.db, &changed, "after the refused start");
-    assert_eq!(case.left_behind(), (true, true), "the snapshot is kept");
-    let discard = suggested(&err, "--discard");
-    let discard: Vec<&str> = discard.iter().map(String::as_str).collect();
-    let out = ps(&case.db, &discard);
-    assert!(out.status.success(), "{discard:?}: {out:?}");
-    assert_eq!(case.left_behind(), (false, false), "--discard removes both");
-    assert_tables(&case.db, &changed, "after --discard");
-    case.next_run(&changed);
-    assert_tables(&case.db, &changed, "final (K M N, R --discard, N)");
+    let changed = with_manual(&case.original);
+    let err = case.next_run(&changed);
+    assert!(
+        err.contains("did not finish; restored what it changed"),
+        "{err}"
+    );
+    assert!(err.contains("1 setting(s) someone else set kept"), "{err}");
+    assert_kept_and_named(&err);
+    assert_tables(&case.db, &changed, "final (K M N)");
 }
 
 #[test]
-fn crash_change_restore_refuses_and_force_writes_the_snapshot() {
+fn crash_change_restore_keeps_the_change_and_force_writes_the_snapshot() {
+    let case = Case::new();
+    case.crash();
+    case.manual_change();
+    let out = case.restore_ok(&[]);
+    assert!(out.contains("kept as someone else set it:"), "{out}");
+    assert_kept_and_named(&out);
+    assert_eq!(case.left_behind(), (false, false));
+    assert_tables(&case.db, &with_manual(&case.original), "final (K M R)");
+
+    let forced = Case::new();
+    forced.crash();
+    forced.manual_change();
+    forced.restore_ok(&["--force"]);
+    assert_eq!(forced.left_behind(), (false, false));
+    assert_tables(&forced.db, &forced.original, "final (K M R --force)");
+}
+
+/// Without the record of what the run applied (its tables on the server are gone), psprobe
+/// cannot tell its rows from a DBA's: it changes nothing and says so in one line.
+#[test]
+fn crash_without_the_servers_record_refuses_in_one_line() {
     let case = Case::new();
     let left = case.crash();
-    case.manual_change();
-    let out = case.restore(&[]);
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(!out.status.success(), "{err}");
-    assert_refusal_names_the_change(&err);
+    case.db.sql("DROP DATABASE psprobe");
+    let err = case.refused_run();
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(lines[0].contains("not restoring the snapshot"), "{err}");
     assert!(
-        err.contains("psprobe: differs: setup_consumers 'events_stages_current'"),
+        lines[0].contains("psprobe cannot tell what it last applied"),
         "{err}"
     );
-    assert_tables(&case.db, &with_manual(&left), "after the refused restore");
-    case.restore_ok(&["--force"]);
-    assert_eq!(case.left_behind(), (false, false));
-    assert_tables(&case.db, &case.original, "final (K M R, R --force)");
+    assert!(lines[0].contains("Nothing was changed"), "{err}");
+    suggested(&err, "--discard");
+    let force = suggested(&err, "--force");
+    assert_tables(&case.db, &left, "after the refused start");
+    let force: Vec<&str> = force.iter().map(String::as_str).collect();
+    assert!(ps(&case.db, &force).status.success(), "{force:?}");
+    assert_tables(&case.db, &case.original, "after --force");
 }
 
 /// A second psprobe following the leader in its own state directory.
@@ -306,7 +330,7 @@ fn crash_follower_takes_over_and_restores() {
     });
     poll("the takeover's restore", 20, || {
         f.stderr_text()
-            .contains("did not finish; restoring them")
+            .contains("did not finish; restored what it changed")
             .then_some(())
     });
     terminate(&mut f);
@@ -315,30 +339,31 @@ fn crash_follower_takes_over_and_restores() {
 }
 
 #[test]
-fn crash_change_follower_refuses_to_lead_and_serves_on() {
+fn crash_change_follower_takes_over_and_keeps_the_change() {
     let case = Case::new();
     let dir = tempfile::tempdir().unwrap();
-    let (left, mut f) = crash_under_follower(&case, &dir, || case.manual_change());
-    let line = poll("the follower to refuse", 20, || {
-        let err = f.stderr_text();
-        let line = err.lines().find(|l| l.contains("controller stopped"));
-        line.map(String::from)
+    let (_, mut f) = crash_under_follower(&case, &dir, || case.manual_change());
+    poll("the follower to lead", 20, || {
+        (leader(&f) == 1.0).then_some(())
     });
-    assert_refusal_names_the_change(&line);
-    let changed = with_manual(&left);
-    assert_tables(&case.db, &changed, "after the refused takeover");
-    let answer = common::cli::mariadb_ok(f.proxy_addr(), &["-N", "-e", "SELECT 6*7"], None);
-    assert_eq!(
-        (answer.trim(), leader(&f)),
-        ("42", 0.0),
-        "serving, not leading"
+    poll("the takeover's restore", 20, || {
+        f.stderr_text()
+            .contains("did not finish; restored what it changed")
+            .then_some(())
+    });
+    let stderr = f.stderr_text();
+    assert_kept_and_named(&stderr);
+    // It leads, and its switches leave the DBA's row alone.
+    poll("the follower to switch", 20, || {
+        let now = setup_dump(&case.db);
+        (now != with_manual(&case.original)).then_some(())
+    });
+    assert!(
+        setup_dump(&case.db).contains("events_stages_current\tYES"),
+        "switched over the DBA's change"
     );
-    let discard = suggested(&line, "--discard");
-    let discard: Vec<&str> = discard.iter().map(String::as_str).collect();
-    assert!(ps(&case.db, &discard).status.success(), "{discard:?}");
-    assert!(!case.left_behind().0, "--discard removes the server's copy");
     terminate(&mut f);
-    assert_tables(&case.db, &changed, "final (K M F, R --discard)");
+    assert_tables(&case.db, &with_manual(&case.original), "final (K M F)");
 }
 
 #[test]
@@ -371,9 +396,10 @@ fn crash_restore_change_follower_keeps_the_change() {
 }
 
 /// A restart resets the setup tables to the server's configuration: psprobe's changes (and the
-/// DBA's earlier runtime setting) are gone, and the snapshot is not written back unasked.
+/// DBA's earlier runtime setting) are gone, and a restart psprobe did not make is the DBA's:
+/// the next run leaves it as it is (it used to refuse to start until `ps restore --discard`).
 #[test]
-fn crash_server_restart_next_run_refuses_and_discard_keeps_the_defaults() {
+fn crash_server_restart_next_run_keeps_the_defaults() {
     let mut case = Case::new();
     case.crash();
     // Start times are compared to the second, with 2 s of slack.
@@ -387,14 +413,10 @@ fn crash_server_restart_next_run_refuses_and_discard_keeps_the_defaults() {
         defaults, case.original,
         "the restart dropped the runtime setting"
     );
-    let err = case.refused_run();
-    assert!(err.contains("the server restarted"), "{err}");
+    let err = case.next_run(&defaults);
     assert!(
-        err.contains("setup_consumers 'events_waits_current' ENABLED: snapshot YES, live NO"),
+        err.contains("the server restarted since, not by psprobe"),
         "{err}"
     );
-    assert_tables(&case.db, &defaults, "after the refused start");
-    case.restore_ok(&["--discard"]);
-    case.next_run(&defaults);
-    assert_tables(&case.db, &defaults, "final (K B N, R --discard, N)");
+    assert_tables(&case.db, &defaults, "final (K B N)");
 }

@@ -57,11 +57,12 @@ pub enum Table {
     Attribution,
     Connections,
     Scenarios,
+    SettingChanges,
     Status,
 }
 
 impl Table {
-    pub const ALL: [Table; 8] = [
+    pub const ALL: [Table; 9] = [
         Table::Digests,
         Table::Commands,
         Table::Phases,
@@ -69,6 +70,7 @@ impl Table {
         Table::Attribution,
         Table::Connections,
         Table::Scenarios,
+        Table::SettingChanges,
         Table::Status,
     ];
 
@@ -81,6 +83,7 @@ impl Table {
             Table::Attribution => "attribution",
             Table::Connections => "connections",
             Table::Scenarios => "scenarios",
+            Table::SettingChanges => "setting_changes",
             Table::Status => "status",
         }
     }
@@ -101,6 +104,7 @@ impl Table {
             Table::Attribution => "an --attribute run: what each instrument group costs, with confidence intervals (after each segment)",
             Table::Connections => "client connections open now (no credentials, no statement text)",
             Table::Scenarios => "every scenario seen, the active one flagged",
+            Table::SettingChanges => "setup-table rows someone else changed during a run: kept as set, left out of later switches, never restored",
             Table::Status => "counters and state of this psprobe (SHOW STATUS)",
         }
     }
@@ -114,6 +118,7 @@ impl Table {
             Table::Attribution => ATTRIBUTION_COLUMNS,
             Table::Connections => CONNECTION_COLUMNS,
             Table::Scenarios => SCENARIO_COLUMNS,
+            Table::SettingChanges => SETTING_CHANGE_COLUMNS,
             Table::Status => STATUS_COLUMNS,
         }
     }
@@ -375,6 +380,30 @@ pub const ATTRIBUTION_COLUMNS: &[Column] = &[
     ),
 ];
 
+pub const SETTING_CHANGE_COLUMNS: &[Column] = &[
+    col("seen_at", Text, "when psprobe first saw it (UTC, RFC 3339)"),
+    col(
+        "setting",
+        Text,
+        "the row: setup_consumers 'NAME' or setup_instruments 'NAME'",
+    ),
+    col(
+        "value",
+        Text,
+        "as it was set: ENABLED=YES, or ENABLED=YES TIMED=NO",
+    ),
+    col(
+        "psprobe_left",
+        Text,
+        "what psprobe had written there (or found, for a restart)",
+    ),
+    col(
+        "origin",
+        Text,
+        "runtime, restart (one psprobe did not make) or while_stopped",
+    ),
+];
+
 pub const CONNECTION_COLUMNS: &[Column] = &[
     col("id", Int, "psprobe's number for the connection, from 1"),
     col("client", Text, "client address and port"),
@@ -548,6 +577,17 @@ pub fn attribution_row(row: &AttributionRow) -> Row {
         (!halfwidth.is_nan()).then_some(halfwidth).into(),
         row.significant.into(),
         row.segments.into(),
+    ]
+}
+
+/// The `setting_changes` row of one row someone else set.
+pub fn setting_change_row(c: &crate::observe::SettingChange) -> Row {
+    vec![
+        rfc3339(c.seen_at_ms / 1000).into(),
+        c.setting.clone().into(),
+        c.value.clone().into(),
+        c.psprobe_left.clone().into(),
+        c.origin.clone().into(),
     ]
 }
 
@@ -783,6 +823,13 @@ impl AdminData for ObserverData {
                     .map(connection_row)
                     .collect(),
                 Table::Scenarios => self.scenarios(&store, &phases),
+                Table::SettingChanges => self
+                    .observer
+                    .setting_changes
+                    .all()
+                    .iter()
+                    .map(setting_change_row)
+                    .collect(),
                 Table::Status => self.status(&store),
             })
             .collect()
@@ -900,6 +947,14 @@ mod tests {
         let table = crate::observe::connections::ConnectionTable::default();
         let _entry = table.register("127.0.0.1:9".parse().unwrap());
         check_row(Table::Connections, &connection_row(&table.snapshot()[0]));
+        let change = crate::observe::SettingChange {
+            setting: "setup_consumers 'events_waits_history'".into(),
+            value: "ENABLED=YES".into(),
+            psprobe_left: "ENABLED=NO".into(),
+            origin: "runtime".into(),
+            seen_at_ms: 1_700_000_000_000,
+        };
+        check_row(Table::SettingChanges, &setting_change_row(&change));
         check_row(
             Table::Scenarios,
             &scenario_row(0, "none", true, &ScenarioTotals::default()),

@@ -82,9 +82,7 @@ pub fn lookup(name: &str) -> Option<Value> {
 }
 
 pub fn unix_seconds() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
+    crate::clock::unix_now() as i64
 }
 
 /// `NOW()`: `YYYY-MM-DD HH:MM:SS`, UTC.

@@ -364,30 +364,52 @@ impl Context {
                 snapshot,
                 report,
                 origin,
+                claims,
                 ..
             }) => {
                 print_report(&report, &dsn.redacted(), false);
+                for claim in snapshot.claims.iter().chain(&claims) {
+                    println!("kept as someone else set it: {claim}");
+                }
                 println!(
                     "restored the snapshot taken {}; removed it ({origin})",
                     snapshot.taken_at
                 );
                 Ok(())
             }
-            Ok(Outcome::Discarded { snapshot, origin }) => {
+            Ok(Outcome::Discarded {
+                snapshot,
+                origin,
+                restarted: None,
+            }) => {
                 println!(
                     "discarded the snapshot taken {} ({origin}); the live settings stay as they are",
                     snapshot.taken_at
                 );
                 Ok(())
             }
-            Err(e) => {
-                if let ControllerError::StaleSnapshot { changed, .. } = &e {
-                    for line in changed {
-                        eprintln!("psprobe: differs: {line}");
-                    }
-                }
-                Err(e.into())
+            Ok(Outcome::Discarded {
+                snapshot,
+                origin,
+                restarted: Some(_),
+            }) => {
+                println!(
+                    "nothing to restore: the server restarted since the snapshot {origin} was \
+                     taken ({}), not by psprobe, so it holds its own settings; removed the snapshot",
+                    snapshot.taken_at
+                );
+                Ok(())
             }
+            Ok(Outcome::RestartFirst { origin, mode, .. }) => Err(ControllerError::RestartFirst {
+                origin,
+                mode,
+                what: format!(
+                    "restart the server with its own options, then run `{}` again",
+                    self.restore_command(&path)
+                ),
+            }
+            .into()),
+            Err(e) => Err(e.into()),
         }
     }
 

@@ -145,20 +145,28 @@ pub enum ControllerError {
     },
 
     #[error(
-        "not restoring the snapshot {summary}; {} setting(s) differ{}. \
-         Nothing was changed. To keep the live settings run `{discard}`; to write the snapshot \
-         back anyway run `{force}` (with the controller DSN in {env})",
-        changed.len(),
-        if changed.is_empty() { String::new() } else { format!(", e.g. {}", changed.iter().take(3).cloned().collect::<Vec<_>>().join("; ")) },
+        "not restoring the snapshot {summary}; {differ} setting(s) differ from it. Nothing was \
+         changed. To keep the live settings run `{discard}`; to write the snapshot back anyway \
+         run `{force}` (with the controller DSN in {env})",
         env = super::client::dsn::DSN_ENV
     )]
     StaleSnapshot {
         /// `WHERE (taken WHEN): WHY`.
         summary: String,
-        /// Every setting that tells, one per line (logged in full before this error).
-        changed: Vec<String>,
+        differ: usize,
         discard: String,
         force: String,
+    },
+
+    #[error(
+        "the snapshot {origin} is of a run that restarted the server as {mode} and was stopped \
+         before it restarted it back, so its settings cannot be written yet: {what}"
+    )]
+    RestartFirst {
+        origin: String,
+        mode: String,
+        /// What to do: pass --restart-cmd, or restart by hand and run `ps restore`.
+        what: String,
     },
 
     #[error(
@@ -175,16 +183,56 @@ pub enum ControllerError {
     LeftOnServer { target: String, taken_at: String },
 
     #[error(
-        "another psprobe leads the schedule now (this one was stopped or cut off from {target} \
-         for over {stale_after:?}, and was taken over); it restores the settings, this one follows"
+        "another psprobe ({by}) leads the schedule on {target} now: this one was stopped or cut \
+         off for over {stale_after:?} and was taken over; that psprobe restores the settings, \
+         this one follows"
     )]
     LostLead {
         target: String,
+        /// The leader seen holding the lock now, as its heartbeat names it.
+        by: String,
         stale_after: std::time::Duration,
+    },
+
+    #[error(
+        "{target} did not answer for {waited:?} ({reason}); nothing is changed until it answers"
+    )]
+    Stalled {
+        target: String,
+        waited: std::time::Duration,
+        reason: String,
+    },
+
+    #[error(
+        "could not restore the performance_schema settings of {target} within {within:?} ({reason}); \
+         psprobe last applied {left}, so {differ} setting(s) may differ from before the run. The \
+         snapshot is kept in {state_file} and on the server: once the server answers run \
+         `{command}` (with the controller DSN in {env})",
+        env = super::client::dsn::DSN_ENV
+    )]
+    NotRestored {
+        target: String,
+        within: std::time::Duration,
+        reason: String,
+        left: String,
+        differ: String,
+        state_file: PathBuf,
+        command: String,
     },
 
     #[error("cannot find a directory for state files: set XDG_STATE_HOME or HOME, or pass --state-dir or --state-file")]
     NoStateDir,
 }
+
+impl ControllerError {
+    /// The controller ended with settings of psprobe's still on the server (a restore that
+    /// could not finish): a stop then exits with [`EXIT_NOT_RESTORED`].
+    pub fn leaves_server_changed(&self) -> bool {
+        matches!(self, ControllerError::NotRestored { .. })
+    }
+}
+
+/// Exit status of a `psprobe proxy` that stopped without restoring the settings it changed.
+pub const EXIT_NOT_RESTORED: u8 = 3;
 
 pub type Result<T, E = ControllerError> = std::result::Result<T, E>;

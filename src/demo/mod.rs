@@ -156,6 +156,8 @@ pub fn run_schedule(
         phase_log: run.phase_log.clone(),
         restart_cmd: Some(server.restart_cmd()),
         restart_timeout: Duration::from_secs(120),
+        stop_timeout: Duration::from_secs(30),
+        config_path: None,
         upstream: server.addr(),
         identity: format!("psprobe-{who}"),
         on_phase: None,

@@ -28,6 +28,7 @@ fn observer() -> &'static Observer {
             scenarios,
             fingerprint: FingerprintOptions::default(),
             connections: Default::default(),
+            setting_changes: Default::default(),
         }
     })
 }

@@ -169,9 +169,7 @@ impl LiveResults {
             generation: latest.generation + 1,
             phases,
             analysis,
-            at_s: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs()),
+            at_s: crate::clock::unix_now(),
         });
     }
 

@@ -39,9 +39,7 @@ impl LivePage {
         LivePage {
             results,
             scheduled,
-            started_s: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs()),
+            started_s: crate::clock::unix_now(),
             html: Mutex::default(),
             json: Mutex::default(),
         }

@@ -69,6 +69,7 @@ pub struct ProxyMetrics {
     /// Restores of the server's settings that failed (the operator must run `ps restore`).
     pub controller_restore_failures: IntCounter,
     pub controller_lead_lost: IntCounter,
+    pub controller_settings_claimed: IntCounter,
     /// Phases or segments left out because the scenario's settings did not hold.
     pub controller_verification_failures: IntCounter,
     phases_vec: IntCounterVec,
@@ -178,6 +179,10 @@ impl ProxyMetrics {
             "psprobe_controller_lead_lost_total",
             "Times this psprobe, leading, was taken over after it could not beat for 3 s (stopped or cut off) and went on following.",
         )?;
+        let controller_settings_claimed = IntCounter::new(
+            "psprobe_controller_settings_claimed_total",
+            "Setup-table rows someone else changed during a run (at runtime or by a restart psprobe did not make): kept as they were set, left out of later switches, never restored.",
+        )?;
         let controller_verification_failures = IntCounter::new(
             "psprobe_controller_verification_failures_total",
             "Phases or segments left out because their scenario's settings did not hold.",
@@ -186,6 +191,7 @@ impl ProxyMetrics {
         registry.register(Box::new(controller_schedule_active.clone()))?;
         registry.register(Box::new(controller_restore_failures.clone()))?;
         registry.register(Box::new(controller_lead_lost.clone()))?;
+        registry.register(Box::new(controller_settings_claimed.clone()))?;
         registry.register(Box::new(controller_verification_failures.clone()))?;
         registry.register(Box::new(phases_vec.clone()))?;
         let transport = super::TransportMetrics::new(&registry)?;
@@ -210,6 +216,7 @@ impl ProxyMetrics {
             controller_schedule_active,
             controller_restore_failures,
             controller_lead_lost,
+            controller_settings_claimed,
             controller_verification_failures,
             phases_vec,
             transport,

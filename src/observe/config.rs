@@ -73,6 +73,7 @@ impl Config {
             digests,
             scenarios,
             connections: Default::default(),
+            setting_changes: Default::default(),
             fingerprint: FingerprintOptions {
                 fold_identifier_digits: self.fold_digits,
                 style: self.style,

@@ -52,6 +52,13 @@ impl ControllerHandle {
         self.0.metrics.controller_restore_failures.inc();
     }
 
+    /// A row someone else set, seen by the controller: for the admin's `setting_changes`
+    /// table and psprobe_controller_settings_claimed_total.
+    pub fn setting_claimed(&self, change: super::SettingChange) {
+        self.0.metrics.controller_settings_claimed.inc();
+        self.0.setting_changes.push(change);
+    }
+
     pub fn lead_lost(&self) {
         self.0.metrics.controller_lead_lost.inc();
     }

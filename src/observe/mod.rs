@@ -19,6 +19,7 @@ pub(crate) mod config;
 pub(crate) mod connections;
 mod controller_handle;
 mod recorder;
+pub mod setting_changes;
 pub(crate) mod watch;
 
 use std::sync::Arc;
@@ -33,6 +34,7 @@ use crate::stats::store::DigestStore;
 pub use connections::ConnectionTable;
 pub use controller_handle::ControllerHandle;
 pub use recorder::ConnectionRecorder;
+pub use setting_changes::{SettingChange, SettingChanges};
 
 /// Everything a connection records into, shared by all connections.
 pub struct Observer {
@@ -42,6 +44,8 @@ pub struct Observer {
     pub fingerprint: FingerprintOptions,
     /// Live connections, for the admin interface's `connections` table.
     pub connections: ConnectionTable,
+    /// Settings someone else changed during a run, for the admin's `setting_changes` table.
+    pub setting_changes: SettingChanges,
 }
 
 impl Observer {
@@ -63,6 +67,7 @@ impl Observer {
             scenarios,
             fingerprint: Default::default(),
             connections: Default::default(),
+            setting_changes: Default::default(),
         }
     }
 }

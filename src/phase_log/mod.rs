@@ -29,6 +29,7 @@ use psprobe_core::protocol::CommandKind;
 use serde::{Deserialize, Serialize};
 
 mod block_order;
+mod claims;
 pub mod group_names;
 mod naming;
 mod traffic;
@@ -37,6 +38,7 @@ mod traffic;
 mod format_tests;
 
 pub use block_order::block_order;
+pub use claims::{ClaimRecord, CLAIM};
 pub use naming::{twin_name, SUFFIX};
 pub use traffic::{traffic_between, TrafficRecord, TRAFFIC};
 
@@ -469,10 +471,15 @@ pub struct LogContents {
     pub phases: Vec<PhaseRecord>,
     /// One per run that ended (a killed probe's run has none).
     pub traffic: Vec<TrafficRecord>,
+    /// Rows someone else changed during the runs.
+    pub claims: Vec<ClaimRecord>,
+    /// Lines (numbered from 1) that are no record psprobe reads: torn by a crash or a full
+    /// disk, or edited. Whoever reads the log says so.
+    pub torn: Vec<usize>,
 }
 
-/// Reads the run and phase records of a phase log; lines that are not records (a torn last
-/// line after a crash) are skipped.
+/// Reads every record of a phase log; lines that are not records (a torn last line after a
+/// crash) are counted in [`LogContents::torn`].
 pub fn read_log(path: &Path) -> std::io::Result<LogContents> {
     let text = std::fs::read_to_string(path)?;
     Ok(parse_log(&text))
@@ -480,16 +487,48 @@ pub fn read_log(path: &Path) -> std::io::Result<LogContents> {
 
 pub fn parse_log(text: &str) -> LogContents {
     let mut out = LogContents::default();
-    for line in text.lines() {
-        if line.contains("\"kind\":\"phase\"") {
-            out.phases.extend(serde_json::from_str(line).ok());
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let read = if line.contains("\"kind\":\"phase\"") {
+            serde_json::from_str(line)
+                .map(|r| out.phases.push(r))
+                .is_ok()
         } else if line.contains("\"kind\":\"run\"") {
-            out.runs.extend(serde_json::from_str(line).ok());
+            serde_json::from_str(line).map(|r| out.runs.push(r)).is_ok()
         } else if line.contains("\"kind\":\"traffic\"") {
-            out.traffic.extend(serde_json::from_str(line).ok());
+            serde_json::from_str(line)
+                .map(|r| out.traffic.push(r))
+                .is_ok()
+        } else if line.contains("\"kind\":\"claim\"") {
+            serde_json::from_str(line)
+                .map(|r| out.claims.push(r))
+                .is_ok()
+        } else {
+            // A record of a kind a later psprobe writes is not torn; anything else is.
+            serde_json::from_str::<serde_json::Value>(line).is_ok_and(|v| v.get("kind").is_some())
+        };
+        if !read {
+            out.torn.push(n + 1);
         }
     }
     out
+}
+
+/// "lines 7, 9 and 12 of FILE": where torn lines are, for a warning.
+pub fn describe_torn(torn: &[usize], file: &str) -> String {
+    const SHOWN: usize = 5;
+    let mut list: Vec<String> = torn.iter().take(SHOWN).map(usize::to_string).collect();
+    if torn.len() > SHOWN {
+        list.push(format!("and {} more", torn.len() - SHOWN));
+    }
+    let which = if torn.len() == 1 { "line" } else { "lines" };
+    format!(
+        "{} {which} of {file} ({}) are no record",
+        torn.len(),
+        list.join(", ")
+    )
 }
 
 #[cfg(test)]

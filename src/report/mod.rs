@@ -191,6 +191,21 @@ fn read_logs(paths: &[PathBuf]) -> anyhow::Result<Vec<merge::NamedLog>> {
 pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
     let logs = read_logs(&args.phase_logs)?;
     let traffic = traffic::sum(&logs);
+    let torn: Vec<(PathBuf, Vec<usize>)> = logs
+        .iter()
+        .filter(|l| !l.contents.torn.is_empty())
+        .map(|l| (l.name.clone(), l.contents.torn.clone()))
+        .collect();
+    for (log, lines) in &torn {
+        eprintln!(
+            "psprobe: warning: {}: left out of the report",
+            crate::phase_log::describe_torn(lines, &log.display().to_string())
+        );
+    }
+    let claims: Vec<crate::phase_log::ClaimRecord> = logs
+        .iter()
+        .flat_map(|l| l.contents.claims.iter().cloned())
+        .collect();
     let runs: Vec<RunRecord> = logs
         .iter()
         .flat_map(|l| l.contents.runs.iter().cloned())
@@ -209,6 +224,8 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
     };
     let mut report = report_at(&phases, &runs, args.baseline.as_deref(), &options)?;
     report.traffic = traffic;
+    report.claims = claims;
+    report.torn = torn;
     let text = render(&report, format_of(args))?;
     match &args.output {
         Some(path) => std::fs::write(path, text)

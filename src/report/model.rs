@@ -120,6 +120,12 @@ pub struct Report {
     /// The run records of the logs (an attribution's group definitions).
     #[serde(skip)]
     pub runs: Vec<crate::phase_log::RunRecord>,
+    /// Setup-table rows someone else changed during the run: kept, never switched or restored.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub claims: Vec<crate::phase_log::ClaimRecord>,
+    /// Lines of the logs that are no record (torn by a crash or a full disk): (log, line numbers).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub torn: Vec<(std::path::PathBuf, Vec<usize>)>,
 }
 
 impl Report {
@@ -302,6 +308,8 @@ pub fn build(analysis: RunAnalysis, phases: &[PhaseRecord]) -> Report {
         traffic: None,
         distributions: Vec::new(),
         runs: Vec::new(),
+        claims: Vec::new(),
+        torn: Vec::new(),
     };
     report.distributions = report
         .scenarios()

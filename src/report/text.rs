@@ -195,6 +195,14 @@ pub(super) fn markdown(r: &Report) -> String {
     let a = &r.analysis;
     let mut s = String::new();
     let _ = writeln!(s, "# performance_schema overhead\n");
+    for (log, lines) in &r.torn {
+        let _ = writeln!(
+            s,
+            "> warning: {}: they were left out (a crash or a full disk tears the last line it \
+             was writing).\n",
+            crate::phase_log::describe_torn(lines, &log.display().to_string())
+        );
+    }
     if r.probes > 1 {
         let _ = writeln!(
             s,
@@ -286,6 +294,7 @@ pub(super) fn markdown(r: &Report) -> String {
     if let Some(t) = &r.traffic {
         traffic(&mut s, t);
     }
+    claims(&mut s, &r.claims);
     const TIMELINE_ROWS: usize = 60;
     let _ = writeln!(s, "\n## Timeline\n");
     if r.timeline.len() > TIMELINE_ROWS {
@@ -312,6 +321,34 @@ pub(super) fn markdown(r: &Report) -> String {
         );
     }
     s
+}
+
+/// Rows someone else set during the run: kept as set, left out of every later switch (the
+/// scenarios measured after it differ from their definition in those rows), never restored.
+fn claims(s: &mut String, claims: &[crate::phase_log::ClaimRecord]) {
+    if claims.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\n## Settings someone else changed during the run\n\n{} setup-table row(s) were set by \
+         someone other than psprobe while it ran (at runtime, or by a restart psprobe did not \
+         make). psprobe kept each as it was set, left it out of every later switch (so the \
+         scenarios measured after it hold that value there, whatever their definition says) and \
+         did not put it back at the end.\n\n| seen at (UTC) | setting | set to | psprobe had | how |\n| --- | --- | --- | --- | --- |",
+        claims.len()
+    );
+    for c in claims {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} |",
+            crate::timestamp::rfc3339(c.at_ms / 1000),
+            c.setting.replace('|', "\\|"),
+            c.value,
+            c.psprobe_left,
+            c.origin.replace('_', " ")
+        );
+    }
 }
 
 /// The run's traffic: the exact counts, measured or not (the JSON has every digest).

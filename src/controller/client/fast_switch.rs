@@ -1,31 +1,53 @@
-//! Switching scenarios several times a second, in one round trip each.
+//! Switching scenarios several times a second, in one round trip each, without ever writing
+//! over a row someone else changed.
 //!
-//! The first switch into a scenario is the full one: read every row, plan, apply, read every
-//! row back and compare; then a checksum of the setup tables the scenario sets, as the server
-//! computes it, is remembered. The statements of a runtime scenario set every row of the
-//! tables they touch (`enabled = 'YES'`, `enabled = if(name like ..., 'YES', 'NO')`), so after
-//! them the state of those tables is known whatever it was before. Later switches into the
-//! scenario send, in one batch: the checksum (which checks that the *previous* scenario's rows
-//! held through its whole slot, not just at its start), the scenario's statements, and the
-//! leader's published row. A checksum that differs marks the previous slot unverified (its
-//! segment is then left out of the analysis) and the next switch into that scenario goes the
-//! full way again.
+//! The first switch into a scenario is the full one: read every row, hand it to the
+//! [`Ledger`] (a row holding neither what psprobe found nor what it wrote is someone else's:
+//! claimed, and left out of this and every later switch), plan, record the intent, apply,
+//! read every row back and compare; then a checksum of the setup tables the scenario sets, as
+//! the server computes it, is remembered. The statements of a runtime scenario set every row of
+//! the tables they touch (`enabled = 'YES'`, `enabled = if(name like ..., 'YES', 'NO')`), so
+//! after them the state of those tables is known whatever it was before.
+//!
+//! Later switches into the scenario are one batch that goes on only if the *previous*
+//! scenario's rows held through its slot: the checksum is computed into a session variable
+//! first, and every statement after it (the intent, the scenario's UPDATEs, the leader's phase
+//! row) is conditional on it. Rows that did not hold are therefore never overwritten: the
+//! switch then goes the full way (so the change is seen, claimed and kept), and the previous
+//! slot is marked unverified (its segment is left out of the analysis).
 
 use std::collections::HashMap;
 
-use super::server::Controller;
+use super::leadership::Leadership;
+use super::server::{ApplyReport, Controller};
 use crate::controller::error::Result;
+use crate::controller::model::ownership::{add_condition, Claim, Ledger, Origin};
+use crate::controller::model::phase_row::{PhaseRow, SwitchIntent};
 use crate::controller::model::scenario::{Scenario, Settings};
-use crate::controller::model::setup_tables::{CONSUMERS, INSTRUMENTS};
-use crate::controller::model::snapshot::Snapshot;
+use crate::controller::model::setup_tables::{SetupState, CONSUMERS, INSTRUMENTS};
 
-/// One row: `count:sum of CRC32(name=enabled[/timed])` for each setup table.
-fn checksum_sql() -> String {
+/// The session variable a fast batch's statements are conditional on.
+const HELD: &str = "@psprobe_held = 1";
+
+/// `count:sum of CRC32(name=enabled)` of setup_consumers.
+fn consumers_sum() -> String {
     format!(
-        "SELECT (SELECT CONCAT(COUNT(*), ':', COALESCE(SUM(CRC32(CONCAT(NAME, '=', ENABLED))), 0)) \
-         FROM {CONSUMERS}), (SELECT CONCAT(COUNT(*), ':', COALESCE(SUM(CRC32(CONCAT(NAME, '=', \
-         ENABLED, '/', IFNULL(TIMED, '-')))), 0)) FROM {INSTRUMENTS})"
+        "(SELECT CONCAT(COUNT(*), ':', COALESCE(SUM(CRC32(CONCAT(NAME, '=', ENABLED))), 0)) \
+         FROM {CONSUMERS})"
     )
+}
+
+/// `count:sum of CRC32(name=enabled/timed)` of setup_instruments.
+fn instruments_sum() -> String {
+    format!(
+        "(SELECT CONCAT(COUNT(*), ':', COALESCE(SUM(CRC32(CONCAT(NAME, '=', ENABLED, '/', \
+         IFNULL(TIMED, '-')))), 0)) FROM {INSTRUMENTS})"
+    )
+}
+
+/// One row: both checksums.
+fn checksum_sql() -> String {
+    format!("SELECT {}, {}", consumers_sum(), instruments_sum())
 }
 
 /// The checksums of the tables a scenario sets (`None`: a table it leaves alone).
@@ -40,53 +62,87 @@ impl Sums {
         self.consumers.as_ref().is_none_or(|c| *c == now.0)
             && self.instruments.as_ref().is_none_or(|i| *i == now.1)
     }
+
+    /// `SET @psprobe_held = ...`: 1 if the server still holds these sums.
+    fn check_sql(&self) -> String {
+        use crate::controller::model::pattern::quote;
+        let mut parts = Vec::new();
+        if let Some(c) = &self.consumers {
+            parts.push(format!("{} = {}", consumers_sum(), quote(c)));
+        }
+        if let Some(i) = &self.instruments {
+            parts.push(format!("{} = {}", instruments_sum(), quote(i)));
+        }
+        let condition = if parts.is_empty() {
+            "1".to_string()
+        } else {
+            format!("({})", parts.join(" AND "))
+        };
+        format!("SET @psprobe_held = {condition}")
+    }
 }
 
 struct Known {
-    /// Statements that set every row of the tables the scenario touches (runtime scenarios
-    /// only; others always switch the full way).
+    /// Statements that set every row of the tables the scenario touches, claimed rows left
+    /// out (runtime scenarios only; others always switch the full way).
     statements: Option<Vec<String>>,
+    /// The rows the scenario leaves (for the ledger).
+    expected: SetupState,
     sums: Sums,
 }
 
 /// What one switch did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Switched {
-    /// Statements sent (checksum, apply, publish).
+    /// Statements sent (checksum, intent, apply, publish).
     pub statements: u64,
     /// Every row was read back and compared.
     pub full: bool,
     /// Whether the previous scenario's rows were still in place at this switch (`None`: not
     /// checked, no previous scenario).
     pub previous_held: Option<bool>,
+    /// Rows found someone else's at this switch (kept; left out from now on).
+    pub claims: Vec<Claim>,
 }
 
-#[derive(Default)]
 pub struct Switcher {
     known: HashMap<String, Known>,
     /// The scenario in effect since the last switch.
     current: Option<String>,
-}
-
-fn determined(scenario: &Scenario) -> (bool, bool) {
-    match &scenario.settings {
-        Settings::Runtime {
-            consumers,
-            instruments,
-        } => (consumers.is_some(), instruments.is_some()),
-        _ => (true, true),
-    }
+    ledger: Ledger,
 }
 
 impl Switcher {
-    /// Puts the server in `scenario` (`original`: the snapshot) and checks the previous one
-    /// held; `publish` (a statement) rides in the same round trip.
+    /// A switcher over a server found as `ledger` says.
+    pub fn new(ledger: Ledger) -> Self {
+        Switcher {
+            known: HashMap::new(),
+            current: None,
+            ledger,
+        }
+    }
+
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+
+    pub fn ledger_mut(&mut self) -> &mut Ledger {
+        &mut self.ledger
+    }
+
+    /// The scenario in effect (`None`: the settings as found, or not known).
+    pub fn current(&self) -> Option<&str> {
+        self.current.as_deref()
+    }
+
+    /// Puts the server in `scenario` (`original`: the settings found, someone else's rows
+    /// kept) and checks the previous one held; the leader's phase row `publish` rides in the
+    /// same round trip, after the intent and the statements.
     pub async fn switch(
         &mut self,
         ctl: &mut Controller,
         scenario: &Scenario,
-        snapshot: &Snapshot,
-        publish: Option<&str>,
+        publish: Option<&PhaseRow>,
     ) -> Result<Switched> {
         let previous = self
             .current
@@ -96,53 +152,97 @@ impl Switcher {
         let fast = self
             .known
             .get(&scenario.name)
-            .and_then(|k| k.statements.clone());
-        if let Some(statements) = fast {
-            let mut batch: Vec<String> = Vec::new();
-            if previous.is_some() {
-                batch.push(checksum_sql());
-            }
-            batch.extend(statements.iter().cloned());
-            batch.extend(publish.map(str::to_string));
+            .and_then(|k| k.statements.clone().map(|s| (s, k.expected.clone())));
+        if let (Some(sums), Some((statements, expected))) = (&previous, fast) {
+            let intent = publish.map(|row| self.intent(row, &scenario.name));
+            let mut batch = vec![sums.check_sql(), "SELECT @psprobe_held".to_string()];
+            batch.extend(intent.map(|i| Leadership::intent_sql(&i, Some(HELD))));
+            batch.extend(statements.iter().map(|s| add_condition(s, HELD)));
+            batch.extend(publish.map(|row| Leadership::publish_sql(row, Some(HELD))));
             let sent = batch.len() as u64;
-            let sql = batch.join(";\n");
-            let previous_held = match &previous {
-                Some(sums) => {
-                    let row: Option<(Option<String>, Option<String>)> =
-                        ctl.batch_first_row(&sql, "switch scenario").await?;
-                    let now = row.map(|(c, i)| (c.unwrap_or_default(), i.unwrap_or_default()));
-                    Some(now.is_some_and(|now| sums.held(&now)))
-                }
-                None => {
-                    ctl.batch_first_row::<(Option<String>,)>(&sql, "switch scenario")
-                        .await?;
-                    None
-                }
-            };
-            self.after_mismatch(previous_held);
-            self.current = Some(scenario.name.clone());
-            return Ok(Switched {
-                statements: sent,
-                full: false,
-                previous_held,
-            });
+            self.ledger.switching(&expected);
+            let row: Option<(Option<i64>,)> = ctl
+                .batch_first_row_any(&batch.join(";\n"), "switch scenario")
+                .await?;
+            if row.and_then(|(h,)| h) == Some(1) {
+                self.ledger.switched(&expected);
+                self.current = Some(scenario.name.clone());
+                return Ok(Switched {
+                    statements: sent,
+                    full: false,
+                    previous_held: Some(true),
+                    claims: Vec::new(),
+                });
+            }
+            // Nothing of the batch was applied: look at every row before writing any.
+            self.after_mismatch();
+            let mut full = self.full(ctl, scenario, publish).await?;
+            full.statements += sent;
+            full.previous_held = Some(false);
+            return Ok(full);
         }
         let previous_held = match &previous {
             Some(sums) => Some(sums.held(&checksum(ctl).await?)),
             None => None,
         };
-        self.after_mismatch(previous_held);
+        if previous_held == Some(false) {
+            self.after_mismatch();
+        }
+        let mut full = self.full(ctl, scenario, publish).await?;
+        full.statements += u64::from(previous.is_some());
+        full.previous_held = previous_held;
+        Ok(full)
+    }
+
+    /// The intent of a switch from the scenario in effect to `to`, for the leader of `row`.
+    fn intent(&self, row: &PhaseRow, to: &str) -> SwitchIntent {
+        SwitchIntent {
+            leader: row.leader.clone(),
+            from: self.current.clone().unwrap_or_else(|| "none".into()),
+            to: to.to_string(),
+            phase: row.phase,
+        }
+    }
+
+    /// Reads every row, claims what is someone else's, applies `scenario` without those rows,
+    /// reads back and remembers the checksum.
+    async fn full(
+        &mut self,
+        ctl: &mut Controller,
+        scenario: &Scenario,
+        publish: Option<&PhaseRow>,
+    ) -> Result<Switched> {
+        let live = ctl.read_state().await?;
+        let claims = self
+            .ledger
+            .observe(&live, Origin::Runtime, crate::clock::now_ms());
+        if !claims.is_empty() {
+            // The cached statements leave out the rows claimed before: plan them anew.
+            self.known.clear();
+        }
+        let plan = match scenario.settings {
+            Settings::Original => {
+                Scenario::original_from(&self.ledger.restore_target(&live)).plan(&live)?
+            }
+            _ => self.ledger.exclude(scenario.plan(&live)?, &live),
+        };
+        let intent = publish.map(|row| self.intent(row, &scenario.name));
+        let before = intent.map(|i| Leadership::intent_sql(&i, None));
+        let after = publish.map(|row| Leadership::publish_sql(row, None));
+        self.ledger.switching(&plan.expected);
         let report = ctl
-            .apply_or_restore_then(scenario, snapshot, publish)
+            .apply_plan(&scenario.name, &plan, before.as_deref(), after.as_deref())
             .await?;
+        self.ledger.switched(&plan.expected);
         let now = checksum(ctl).await?;
-        let (c, i) = determined(scenario);
+        let (c, i) = scenario.determines();
         let statements = matches!(scenario.settings, Settings::Runtime { .. })
             .then(|| report.statements.clone());
         self.known.insert(
             scenario.name.clone(),
             Known {
                 statements,
+                expected: plan.expected.clone(),
                 sums: Sums {
                     consumers: c.then(|| now.0.clone()),
                     instruments: i.then(|| now.1.clone()),
@@ -151,23 +251,21 @@ impl Switcher {
         );
         self.current = Some(scenario.name.clone());
         Ok(Switched {
-            statements: report.statements.len() as u64 + 4 + u64::from(publish.is_some()),
+            statements: sent_statements(&report, before.is_some(), after.is_some()),
             full: true,
-            previous_held,
+            previous_held: None,
+            claims,
         })
     }
 
-    /// A scenario's rows did not hold: switch the full way into everything again.
-    fn after_mismatch(&mut self, held: Option<bool>) {
-        if held == Some(false) {
-            tracing::warn!(
-                "performance_schema settings of scenario {} changed during its slot (by another \
-                 session?); its segment is left out, and every scenario is verified row by row \
-                 again",
-                self.current.as_deref().unwrap_or("?")
-            );
-            self.known.clear();
-        }
+    /// A scenario's rows did not hold: every scenario is checked row by row again.
+    fn after_mismatch(&mut self) {
+        tracing::debug!(
+            "performance_schema settings of scenario {} changed during its slot; its segment is \
+             left out, and every scenario is checked row by row again",
+            self.current.as_deref().unwrap_or("?")
+        );
+        self.known.clear();
     }
 
     /// Whether the rows of the scenario in effect still hold (the end of a segment or run).
@@ -181,15 +279,40 @@ impl Switcher {
             return Ok(None);
         };
         let held = sums.held(&checksum(ctl).await?);
-        self.after_mismatch(Some(held));
+        if !held {
+            self.after_mismatch();
+        }
         Ok(Some(held))
     }
 
-    /// Forget what was learned (after a restart the server may hold other rows).
+    /// Puts back what psprobe found, every row someone else set kept as it is: the end of a
+    /// run. Returns what it did and the rows claimed at this last look.
+    pub async fn restore(&mut self, ctl: &mut Controller) -> Result<(ApplyReport, Vec<Claim>)> {
+        let live = ctl.read_state().await?;
+        let claims = self
+            .ledger
+            .observe(&live, Origin::Runtime, crate::clock::now_ms());
+        let target = self.ledger.restore_target(&live);
+        let original = Scenario::original_from(&target);
+        let plan = original.plan(&live)?;
+        self.ledger.switching(&plan.expected);
+        let report = ctl.apply_plan("original", &plan, None, None).await?;
+        self.ledger.switched(&plan.expected);
+        self.known.clear();
+        self.current = None;
+        Ok((report, claims))
+    }
+
+    /// Forget what was learned of the rows (after a restart the server may hold other rows).
     pub fn forget(&mut self) {
         self.known.clear();
         self.current = None;
     }
+}
+
+fn sent_statements(report: &ApplyReport, intent: bool, publish: bool) -> u64 {
+    // The scenario's, a read before and after, the checksum, and what rode along.
+    report.statements.len() as u64 + 3 + u64::from(intent) + u64::from(publish)
 }
 
 async fn checksum(ctl: &mut Controller) -> Result<(String, String)> {
@@ -212,5 +335,40 @@ mod tests {
         assert!(sums.held(&("15:1".into(), "995:123".into())));
         assert!(sums.held(&("15:2".into(), "995:123".into())));
         assert!(!sums.held(&("15:1".into(), "995:124".into())));
+        let check = sums.check_sql();
+        assert!(
+            check.starts_with("SET @psprobe_held = ((SELECT CONCAT"),
+            "{check}"
+        );
+        assert!(check.ends_with("= '995:123')"), "{check}");
+        assert!(!check.contains(CONSUMERS), "{check}");
+        let none = Sums {
+            consumers: None,
+            instruments: None,
+        };
+        assert_eq!(none.check_sql(), "SET @psprobe_held = 1");
+    }
+
+    #[test]
+    fn a_fast_batch_changes_nothing_unless_the_previous_rows_held() {
+        let update = format!("update {CONSUMERS} set enabled = 'NO'");
+        assert_eq!(
+            add_condition(&update, HELD),
+            format!("{update} where @psprobe_held = 1")
+        );
+        let row = PhaseRow {
+            scenario: "a".into(),
+            leader: "h:1".into(),
+            ..PhaseRow::default()
+        };
+        let publish = Leadership::publish_sql(&row, Some(HELD));
+        assert!(
+            publish.ends_with("FROM DUAL WHERE @psprobe_held = 1"),
+            "{publish}"
+        );
+        assert!(
+            publish.starts_with("REPLACE INTO psprobe.phase"),
+            "{publish}"
+        );
     }
 }

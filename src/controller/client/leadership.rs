@@ -13,10 +13,27 @@ use super::heartbeat::{self, Holder, HOLDER_COLUMNS};
 use super::server::code;
 use super::statement::{Failure, StatementGuard, STATEMENT_TIMEOUT};
 use crate::controller::error::{ControllerError, Result};
-use crate::controller::model::phase_row::PhaseRow;
+use crate::controller::model::phase_row::{PhaseRow, SwitchIntent};
 use crate::controller::model::snapshot::Snapshot;
 
 pub const LOCK_NAME: &str = "psprobe_controller";
+
+/// Where a leader records a switch before its statements (crash consistency, see
+/// [`SwitchIntent`]).
+const INTENT_TABLE: &str = "CREATE TABLE IF NOT EXISTS psprobe.switch_intent (\
+    id TINYINT PRIMARY KEY, leader VARCHAR(255) NOT NULL, from_scenario VARCHAR(64) NOT NULL, \
+    to_scenario VARCHAR(64) NOT NULL, phase BIGINT NOT NULL) ENGINE=InnoDB";
+
+/// `REPLACE INTO target VALUES (values)`, or with `only_if`, `... SELECT values FROM DUAL WHERE
+/// only_if`.
+fn guarded_replace(target: &str, values: &str, only_if: Option<&str>) -> String {
+    match only_if {
+        None => format!("REPLACE INTO {target} VALUES ({values})"),
+        Some(condition) => {
+            format!("REPLACE INTO {target} SELECT {values} FROM DUAL WHERE {condition}")
+        }
+    }
+}
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub struct Leadership {
@@ -24,6 +41,18 @@ pub struct Leadership {
     target: String,
     pub leader: bool,
     guard: StatementGuard,
+}
+
+/// Who holds the leader lock, as the server says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LockHolder {
+    /// One of this psprobe's connections.
+    Me,
+    /// Another psprobe, as its heartbeat names it (or its connection, if it does not beat).
+    Other {
+        leader: String,
+    },
+    Nobody,
 }
 
 /// What one poll of the lock found.
@@ -99,6 +128,7 @@ impl Leadership {
             "CREATE TABLE IF NOT EXISTS psprobe.snapshot (\
                id TINYINT PRIMARY KEY, body LONGTEXT NOT NULL) ENGINE=InnoDB",
             heartbeat::CREATE_TABLE,
+            INTENT_TABLE,
         ] {
             let done = self.guard.run(self.conn.query_drop(sql)).await;
             self.answer(done, "create the psprobe tables")?;
@@ -147,6 +177,32 @@ impl Leadership {
         )))
     }
 
+    /// Who holds the lock: `mine` are this psprobe's connection ids (the lock's and any it
+    /// held the lock on before, which the server may still keep open).
+    pub async fn holder(&mut self, mine: &[u32]) -> Result<LockHolder> {
+        let what = "find the leader";
+        let sql = format!("SELECT {HOLDER_COLUMNS}");
+        let done = self.guard.run(self.conn.query_first(sql)).await;
+        let row: Option<Row> = self.answer(done, what)?;
+        type Columns = (Option<u64>, Option<String>, Option<String>, Option<i64>);
+        let columns = row.and_then(|r| mysql_async::from_row_opt::<Columns>(r).ok());
+        let Some((holder, leader, conns, age)) = columns else {
+            return Ok(LockHolder::Nobody);
+        };
+        let Some(holder) = Holder::from_columns(holder, leader, conns, age) else {
+            return Ok(LockHolder::Nobody);
+        };
+        if mine.iter().any(|&id| u64::from(id) == holder.connection) {
+            return Ok(LockHolder::Me);
+        }
+        Ok(LockHolder::Other {
+            leader: holder.beat.map_or_else(
+                || format!("the psprobe on connection {}", holder.connection),
+                |b| b.leader,
+            ),
+        })
+    }
+
     /// Whether this connection holds the lock (asked of the server, not remembered).
     pub async fn holds_lock(&mut self) -> Result<bool> {
         let what = "check the leader lock";
@@ -184,17 +240,39 @@ impl Leadership {
     }
 
     /// The statement that publishes `row`, for a batch sent on another connection (the
-    /// controller's, in the NO_BACKSLASH_ESCAPES session the quoting assumes).
-    pub fn publish_sql(row: &PhaseRow) -> String {
+    /// controller's, in the NO_BACKSLASH_ESCAPES session the quoting assumes); with `only_if`,
+    /// written only where that SQL condition holds (a batch that goes on only if the rows it
+    /// started from held).
+    pub fn publish_sql(row: &PhaseRow, only_if: Option<&str>) -> String {
         use crate::controller::model::pattern::quote;
-        format!(
-            "REPLACE INTO psprobe.phase (id, scenario, block, phase, state, leader) VALUES \
-             (1, {}, {}, {}, {}, {})",
-            quote(&row.scenario),
-            row.block,
-            row.phase,
-            quote(&row.state),
-            quote(&row.leader_column())
+        guarded_replace(
+            "psprobe.phase (id, scenario, block, phase, state, leader)",
+            &format!(
+                "1, {}, {}, {}, {}, {}",
+                quote(&row.scenario),
+                row.block,
+                row.phase,
+                quote(&row.state),
+                quote(&row.leader_column())
+            ),
+            only_if,
+        )
+    }
+
+    /// The statement that records a switch before its statements (see [`SwitchIntent`]), for
+    /// the same batch; `only_if` as in [`Leadership::publish_sql`].
+    pub fn intent_sql(intent: &SwitchIntent, only_if: Option<&str>) -> String {
+        use crate::controller::model::pattern::quote;
+        guarded_replace(
+            "psprobe.switch_intent (id, leader, from_scenario, to_scenario, phase)",
+            &format!(
+                "1, {}, {}, {}, {}",
+                quote(&intent.leader),
+                quote(&intent.from),
+                quote(&intent.to),
+                intent.phase
+            ),
+            only_if,
         )
     }
 
@@ -242,14 +320,6 @@ impl Leadership {
         );
         let done = self.guard.run(sent).await;
         self.answer(done, what)
-    }
-
-    pub async fn load_snapshot(&mut self) -> Result<Option<Snapshot>> {
-        let what = "read the snapshot on the server";
-        let sql = "SELECT body FROM psprobe.snapshot WHERE id = 1";
-        let done = self.guard.run(self.conn.query_first(sql)).await;
-        let body: Option<String> = self.answer(done, what)?;
-        Ok(body.and_then(|b| serde_json::from_str(&b).ok()))
     }
 
     pub async fn clear_snapshot(&mut self) -> Result<()> {

@@ -11,7 +11,9 @@ use super::leadership::LOCK_NAME;
 use super::server::{ApplyReport, Controller};
 use crate::controller::error::{ControllerError, Result};
 use crate::controller::model::catalog::Catalog;
+use crate::controller::model::ownership::Claim;
 use crate::controller::model::phase_row::PhaseRow;
+use crate::controller::model::phase_row::SwitchIntent;
 use crate::controller::model::snapshot::Snapshot;
 use crate::controller::model::stale::{judge, last_applied, LastApplied, Verdict};
 
@@ -41,10 +43,22 @@ pub enum Outcome {
         origin: String,
         /// What the live rows were proved to be (`None`: forced, or an unrecorded snapshot).
         proved: Option<LastApplied>,
+        /// Rows found someone else's now (changed while no psprobe ran): kept as they are.
+        claims: Vec<Claim>,
     },
     Discarded {
         snapshot: Snapshot,
         origin: String,
+        /// Why: the operator asked (`None`), or the server restarted since, not by psprobe
+        /// (then, now: its start times in Unix seconds).
+        restarted: Option<(u64, u64)>,
+    },
+    /// The run restarted the server into `mode` (`pfsoff`, `NAME@startup`) and never back:
+    /// nothing was changed; restart it with its own options, then resolve again.
+    RestartFirst {
+        snapshot: Snapshot,
+        origin: String,
+        mode: String,
     },
 }
 
@@ -211,10 +225,36 @@ fn origin(found: &Found, state_file: &Path) -> String {
     }
 }
 
+/// The switch intent the last leader wrote before its last switch.
+pub async fn switch_intent(ctl: &mut Controller, rights: Rights) -> Result<Option<SwitchIntent>> {
+    let sql = "SELECT leader, from_scenario, to_scenario, phase FROM psprobe.switch_intent \
+               WHERE id = 1";
+    match ctl
+        .batch_first_row::<Row>(sql, "read the switch intent")
+        .await
+    {
+        Ok(row) => Ok(row.and_then(|r| {
+            mysql_async::from_row_opt::<(String, String, String, u64)>(r)
+                .ok()
+                .map(|(leader, from, to, phase)| SwitchIntent {
+                    leader,
+                    from,
+                    to,
+                    phase,
+                })
+        })),
+        Err(e) if absent(&e, rights) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// Resolves whatever snapshot was left behind for this server: the server's (it wins: every
-/// psprobe of the server shares it) or else the state file's. Written back only as `mode`
-/// allows; refused with [`ControllerError::StaleSnapshot`], changing nothing, when it cannot be
-/// proved to be the truth. Once written back or discarded it is removed from both places.
+/// psprobe of the server shares it) or else the state file's. [`Mode::Proved`] writes back
+/// psprobe's own rows only ([`crate::controller::model::stale`]): someone else's stay as they
+/// are, a server restarted since by someone else drops the snapshot, a server psprobe left as
+/// pfsoff or with startup options is [`Outcome::RestartFirst`]; it refuses with
+/// [`ControllerError::StaleSnapshot`], changing nothing, only when it cannot tell what the run
+/// last applied. Once written back or discarded the snapshot is removed from both places.
 pub async fn resolve(
     ctl: &mut Controller,
     state_file: &Path,
@@ -232,46 +272,74 @@ pub async fn resolve(
         return Ok(Outcome::Discarded {
             snapshot: found.snapshot,
             origin,
+            restarted: None,
         });
     }
-    let mut proved = None;
-    if mode == Mode::Proved {
-        let phase = phase_row(ctl, rights).await?;
-        let last = last_applied(&found.snapshot, phase.as_ref());
-        let unrecorded = found.snapshot.leader.is_none() && found.snapshot.applied.is_none();
-        let live = ctl.read_state().await?;
-        let verdict = judge(&found.snapshot, &last, &live, &ctl.info().identity, catalog);
-        match verdict {
-            Verdict::Restore { .. } => proved = Some(last),
-            Verdict::Refuse(_) if unrecorded && hint.trust_unrecorded => {}
-            Verdict::Refuse(stale) => {
-                return Err(ControllerError::StaleSnapshot {
-                    summary: format!(
-                        "{origin} (taken {}): {}",
-                        found.snapshot.taken_at, stale.why
-                    ),
-                    changed: stale.changed.iter().map(ToString::to_string).collect(),
-                    discard: format!("{} --discard", hint.restore_command),
-                    force: format!("{} --force", hint.restore_command),
-                })
-            }
-        }
+    if mode == Mode::Force {
+        ctl.require_ps()?;
+        let report = ctl.restore(&found.snapshot).await?;
+        remove(ctl, &found, state_file).await?;
+        return Ok(Outcome::Restored {
+            snapshot: found.snapshot,
+            report,
+            origin,
+            proved: None,
+            claims: Vec::new(),
+        });
     }
-    let report = ctl.restore(&found.snapshot).await?;
+    let phase = phase_row(ctl, rights).await?;
+    let intent = switch_intent(ctl, rights).await?;
+    let last = last_applied(&found.snapshot, phase.as_ref(), intent.as_ref());
+    let unrecorded = found.snapshot.leader.is_none() && found.snapshot.applied.is_none();
+    let live = match ctl.info().performance_schema {
+        Some(true) => Some(ctl.read_state().await?),
+        _ => None,
+    };
+    let verdict = judge(
+        &found.snapshot,
+        &last,
+        live.as_ref(),
+        &ctl.info().identity,
+        catalog,
+        crate::clock::now_ms(),
+    );
+    let (target, claims) = match verdict {
+        Verdict::Restore { target, claims, .. } => (target, claims),
+        Verdict::Restarted { then, now } => {
+            remove(ctl, &found, state_file).await?;
+            return Ok(Outcome::Discarded {
+                snapshot: found.snapshot,
+                origin,
+                restarted: Some((then, now)),
+            });
+        }
+        Verdict::RestartFirst { mode } => {
+            return Ok(Outcome::RestartFirst {
+                snapshot: found.snapshot,
+                origin,
+                mode,
+            })
+        }
+        Verdict::Refuse { .. } if unrecorded && hint.trust_unrecorded => {
+            (found.snapshot.state.clone(), Vec::new())
+        }
+        Verdict::Refuse { why, differ } => {
+            return Err(ControllerError::StaleSnapshot {
+                summary: format!("{origin} (taken {}): {why}", found.snapshot.taken_at),
+                differ,
+                discard: format!("{} --discard", hint.restore_command),
+                force: format!("{} --force", hint.restore_command),
+            })
+        }
+    };
+    ctl.require_ps()?;
+    let report = ctl.restore_rows(&found.snapshot, &target).await?;
     remove(ctl, &found, state_file).await?;
     Ok(Outcome::Restored {
         snapshot: found.snapshot,
         report,
         origin,
-        proved,
+        proved: Some(last),
+        claims,
     })
-}
-
-/// Logs every setting a refused snapshot names (the error itself shows a few).
-pub fn log_refusal(e: &ControllerError) {
-    if let ControllerError::StaleSnapshot { changed, .. } = e {
-        for line in changed {
-            tracing::warn!("left-behind snapshot differs: {line}");
-        }
-    }
 }

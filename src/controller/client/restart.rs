@@ -11,7 +11,13 @@ use std::time::{Duration, Instant};
 use tokio::process::Command;
 use tokio::sync::watch;
 
+use crate::clock::unix_now;
 use crate::controller::error::{ControllerError, Result};
+
+/// How long a timed-out restart command's process group gets between SIGTERM and SIGKILL.
+const KILL_GRACE: Duration = Duration::from_secs(2);
+/// A line while a restart takes long, at most this often.
+const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 
 pub async fn restart_server(
     command: &str,
@@ -22,48 +28,119 @@ pub async fn restart_server(
     let value = if performance_schema { "ON" } else { "OFF" };
     let line = command.replace("{pfs}", value).replace("{opts}", opts);
     tracing::debug!("restarting the server with performance_schema={value}: {line}");
-    let run = Command::new("sh")
+    // A group of its own, so a command past its timeout is stopped with everything it started
+    // (a server it would bring up later, in a state nobody expects, included).
+    let child = Command::new("sh")
         .arg("-c")
         .arg(&line)
+        .process_group(0)
         .kill_on_drop(true)
-        .output();
-    let output = match tokio::time::timeout(timeout, run).await {
-        Ok(Ok(output)) => output,
-        Ok(Err(e)) => {
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(child) => child,
+        Err(e) => {
             return Err(ControllerError::Restart {
                 reason: format!("cannot run `{line}`: {e}"),
             })
         }
-        Err(_) => {
-            return Err(ControllerError::Restart {
-                reason: format!("`{line}` did not finish within {timeout:?}"),
-            })
+    };
+    let group = child.id();
+    // stderr is read as it comes (a command that prints a lot must not block on the pipe);
+    // only its last line is kept.
+    let stderr = child.stderr.take();
+    let last_line = tokio::spawn(async move { last_line_of(stderr).await });
+    let started = Instant::now();
+    let status = loop {
+        let left = timeout.saturating_sub(started.elapsed());
+        match tokio::time::timeout(left.min(PROGRESS_EVERY), child.wait()).await {
+            Ok(Ok(status)) => break status,
+            Ok(Err(e)) => {
+                return Err(ControllerError::Restart {
+                    reason: format!("cannot wait for `{line}`: {e}"),
+                })
+            }
+            Err(_) if started.elapsed() >= timeout => {
+                kill_group(group, &mut child).await;
+                return Err(ControllerError::Restart {
+                    reason: format!(
+                        "`{line}` did not finish within {timeout:?}; it was stopped with its \
+                         process group"
+                    ),
+                });
+            }
+            Err(_) => tracing::warn!(
+                "the restart command has run for {:.0?} and has not finished (it is stopped at \
+                 --restart-timeout, {timeout:?})",
+                started.elapsed()
+            ),
         }
     };
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let last = stderr
-            .lines()
-            .last()
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .unwrap_or("no output on stderr");
+    if !status.success() {
+        let last = last_line.await.ok().flatten();
         return Err(ControllerError::Restart {
-            reason: format!("`{line}` failed ({}): {last}", output.status),
+            reason: format!(
+                "`{line}` failed ({status}): {}",
+                last.as_deref().unwrap_or("no output on stderr")
+            ),
         });
     }
     Ok(())
 }
 
+/// The last non-empty line of a command's stderr, reading all of it (bounded memory).
+async fn last_line_of(stderr: Option<tokio::process::ChildStderr>) -> Option<String> {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt};
+    /// A line longer than this is cut (a command printing one endless line).
+    const MAX_LINE: usize = 4096;
+    let stderr = stderr?;
+    let mut reader = tokio::io::BufReader::new(stderr);
+    let mut last = None;
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        let read = (&mut reader)
+            .take(MAX_LINE as u64)
+            .read_until(b'\n', &mut buf)
+            .await;
+        match read {
+            Ok(0) | Err(_) => return last,
+            Ok(_) => {
+                let text = String::from_utf8_lossy(&buf).trim().to_string();
+                if !text.is_empty() {
+                    last = Some(text);
+                }
+            }
+        }
+    }
+}
+
+/// SIGTERM to the command's process group, SIGKILL after [`KILL_GRACE`].
+async fn kill_group(group: Option<u32>, child: &mut tokio::process::Child) {
+    let Some(pgid) = group.and_then(|g| i32::try_from(g).ok()) else {
+        let _ = child.kill().await;
+        return;
+    };
+    // SAFETY: killpg(2) on the group this process made for the command (process_group(0)).
+    unsafe { libc::killpg(pgid, libc::SIGTERM) };
+    if tokio::time::timeout(KILL_GRACE, child.wait())
+        .await
+        .is_err()
+    {
+        // SAFETY: as above.
+        unsafe { libc::killpg(pgid, libc::SIGKILL) };
+        let _ = child.wait().await;
+    } else {
+        // The shell is gone; what it started in the group may not be.
+        // SAFETY: as above.
+        unsafe { libc::killpg(pgid, libc::SIGKILL) };
+    }
+}
+
 /// Slack on a server's start time, which comes from its uptime in whole seconds.
 const UPTIME_SLACK_S: u64 = 1;
-
-/// Seconds since the epoch (to compare with a server's start time).
-pub fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
 
 /// How one restart went, from the moment the restart command started.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -112,7 +189,11 @@ pub async fn restart_and_wait(
         let done = done_tx;
         restart_server(command, performance_schema, opts, timeout).await?;
         let command_took = t0.elapsed();
-        let ctl = wait_ready(dsn, performance_schema, timeout, Some(since)).await?;
+        // One bound for the command and the return together.
+        let left = timeout
+            .saturating_sub(t0.elapsed())
+            .max(Duration::from_secs(1));
+        let ctl = wait_ready(dsn, performance_schema, left, Some(since)).await?;
         let _ = done.send(true);
         Ok::<_, ControllerError>((ctl, command_took))
     };
@@ -167,7 +248,9 @@ pub async fn wait_ready(
     timeout: Duration,
     restarted_since: Option<u64>,
 ) -> Result<super::server::Controller> {
-    let deadline = tokio::time::Instant::now() + timeout;
+    let started = tokio::time::Instant::now();
+    let deadline = started + timeout;
+    let mut said = started;
     loop {
         let last = match super::server::Controller::connect(dsn).await {
             // Still the old server (a restart command that returns before it stops it): wait.
@@ -209,6 +292,14 @@ pub async fn wait_ready(
             return Err(ControllerError::Restart {
                 reason: format!("the server was not back within {timeout:?}: {last}"),
             });
+        }
+        if said.elapsed() >= PROGRESS_EVERY {
+            said = tokio::time::Instant::now();
+            tracing::warn!(
+                "the restart command finished {:.0?} ago and the server is not back yet ({last}); \
+                 waiting up to --restart-timeout ({timeout:?})",
+                started.elapsed()
+            );
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }

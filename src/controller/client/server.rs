@@ -11,7 +11,7 @@ use mysql_async::{Conn, Error as MyError};
 use super::dsn::ControllerDsn;
 use super::statement::{Failure, StatementGuard, STATEMENT_TIMEOUT};
 use crate::controller::error::{ControllerError, Result};
-use crate::controller::model::scenario::{Scenario, Settings};
+use crate::controller::model::scenario::{Plan, Scenario, Settings};
 use crate::controller::model::setup_tables::{
     compare, ConsumerRow, InstrumentRow, Mismatch, SetupState, CONSUMERS, INSTRUMENTS,
 };
@@ -237,7 +237,11 @@ impl Controller {
     pub async fn snapshot(&mut self) -> Result<Snapshot> {
         self.require_ps()?;
         let state = self.read_state().await?;
-        Ok(Snapshot::new(self.info.identity.clone(), state))
+        Ok(Snapshot::new(
+            self.info.identity.clone(),
+            state,
+            crate::clock::unix_now(),
+        ))
     }
 
     /// The snapshot to return to: the one in the state file at `path` if there is one (it must
@@ -277,25 +281,9 @@ impl Controller {
         scenario: &Scenario,
         snapshot: &Snapshot,
     ) -> Result<ApplyReport> {
-        self.apply_or_restore_then(scenario, snapshot, None).await
-    }
-
-    /// Like [`Controller::apply_or_restore`]; `then` runs right after the scenario's
-    /// statements, before the rows are read back (the leader's published row: a crash can
-    /// then hardly fall between the change and the row that names it).
-    pub async fn apply_or_restore_then(
-        &mut self,
-        scenario: &Scenario,
-        snapshot: &Snapshot,
-        then: Option<&str>,
-    ) -> Result<ApplyReport> {
         match scenario.settings {
-            Settings::Original => {
-                self.check_snapshot_server(snapshot)?;
-                let original = Scenario::original_from(&snapshot.state);
-                self.apply_then(&original, then).await
-            }
-            _ => self.apply_then(scenario, then).await,
+            Settings::Original => self.restore(snapshot).await,
+            _ => self.apply(scenario).await,
         }
     }
 
@@ -303,10 +291,6 @@ impl Controller {
     /// [`ControllerError::Verify`] if any row differs, and before touching anything if the
     /// scenario needs a restart or performance_schema is off.
     pub async fn apply(&mut self, scenario: &Scenario) -> Result<ApplyReport> {
-        self.apply_then(scenario, None).await
-    }
-
-    async fn apply_then(&mut self, scenario: &Scenario, then: Option<&str>) -> Result<ApplyReport> {
         if scenario.requires_restart() {
             return Err(ControllerError::NeedsRestart {
                 name: scenario.name.clone(),
@@ -315,8 +299,24 @@ impl Controller {
         self.require_ps()?;
         let before = self.read_state().await?;
         let plan = scenario.plan(&before)?;
+        self.apply_plan(&scenario.name, &plan, None, None).await
+    }
+
+    /// Runs `plan`'s statements (`before` and `after` them: statements of the caller's that
+    /// ride along, the switch intent and the leader's phase row), then reads every row back
+    /// and compares it with the plan: [`ControllerError::Verify`] if any differs.
+    pub async fn apply_plan(
+        &mut self,
+        name: &str,
+        plan: &Plan,
+        before: Option<&str>,
+        after: Option<&str>,
+    ) -> Result<ApplyReport> {
         for w in &plan.warnings {
             tracing::warn!(target: "psprobe::controller", "{w}");
+        }
+        if let Some(sql) = before {
+            self.exec(sql, "record the switch").await?;
         }
         let mut rows_changed = 0;
         for statement in &plan.statements {
@@ -327,14 +327,14 @@ impl Controller {
             };
             rows_changed += self.exec(statement, &format!("update {table}")).await?;
         }
-        if let Some(sql) = then {
+        if let Some(sql) = after {
             self.exec(sql, "publish the phase").await?;
         }
         let after = self.read_state().await?;
         let mismatches = compare(&plan.expected, &after);
         if !mismatches.is_empty() {
             return Err(ControllerError::Verify {
-                what: format!("scenario '{}'", scenario.name),
+                what: format!("scenario '{name}'"),
                 target: self.target.clone(),
                 checked: plan.expected.rows(),
                 mismatches,
@@ -342,17 +342,16 @@ impl Controller {
         }
         tracing::info!(
             target: "psprobe::controller",
-            "applied scenario {} on {}: {} statement(s), {rows_changed} row(s) changed",
-            scenario.name,
+            "applied scenario {name} on {}: {} statement(s), {rows_changed} row(s) changed",
             self.target,
             plan.statements.len()
         );
         Ok(ApplyReport {
-            scenario: scenario.name.clone(),
-            statements: plan.statements,
+            scenario: name.to_string(),
+            statements: plan.statements.clone(),
             rows_changed,
             rows_verified: plan.expected.rows(),
-            warnings: plan.warnings,
+            warnings: plan.warnings.clone(),
         })
     }
 
@@ -367,8 +366,18 @@ impl Controller {
     /// Write the snapshot's values back (only rows that differ, batched), then verify every row.
     /// Refuses a snapshot taken on another server.
     pub async fn restore(&mut self, snapshot: &Snapshot) -> Result<ApplyReport> {
+        self.restore_rows(snapshot, &snapshot.state).await
+    }
+
+    /// Like [`Controller::restore`], writing `target` (the snapshot's rows, someone else's
+    /// kept as they are) instead of the snapshot's own.
+    pub async fn restore_rows(
+        &mut self,
+        snapshot: &Snapshot,
+        target: &SetupState,
+    ) -> Result<ApplyReport> {
         self.check_snapshot_server(snapshot)?;
-        self.apply(&Scenario::original_from(&snapshot.state)).await
+        self.apply(&Scenario::original_from(target)).await
     }
 
     fn check_snapshot_server(&self, snapshot: &Snapshot) -> Result<()> {
@@ -454,6 +463,30 @@ impl Controller {
             let rows: Vec<T> = result.collect().await?;
             result.drop_result().await?;
             Ok::<_, MyError>(rows.into_iter().next())
+        };
+        let done = self.guard.run(outcome).await;
+        self.answer(done, what)
+    }
+
+    /// Runs several `;`-separated statements in one round trip and returns the first row of
+    /// whichever result set has one first (statements without a result set may come before).
+    pub(in crate::controller) async fn batch_first_row_any<T: FromRow + Send + 'static>(
+        &mut self,
+        sql: &str,
+        what: &str,
+    ) -> Result<Option<T>> {
+        let conn = &mut self.conn;
+        let outcome = async {
+            let mut result = conn.query_iter(sql).await?;
+            let mut first = None;
+            while !result.is_empty() {
+                // try_collect: a row of another shape is no row here, never a panic.
+                let rows = result.try_collect::<T>().await?;
+                if first.is_none() {
+                    first = rows.into_iter().find_map(|r| r.ok());
+                }
+            }
+            Ok::<_, MyError>(first)
         };
         let done = self.guard.run(outcome).await;
         self.answer(done, what)
@@ -557,6 +590,7 @@ mod tests {
         send(ctl.apply(s));
         send(ctl.verify(s));
         send(ctl.restore(snap));
+        send(ctl.apply_plan("x", &Plan::default(), None, None));
         send(ctl.ensure_snapshot(Path::new("x")));
     }
 

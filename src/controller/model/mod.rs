@@ -7,6 +7,7 @@
 pub mod catalog;
 pub mod file;
 pub mod groups;
+pub mod ownership;
 pub mod pattern;
 pub mod phase_row;
 pub mod scenario;

@@ -69,3 +69,16 @@ impl PhaseRow {
         }
     }
 }
+
+/// What a leader writes (`psprobe.switch_intent`) before a switch's statements, in the same
+/// round trip: the phase row that names the new scenario comes after them, so a crash, a kill
+/// or an error in between leaves an intent newer than the row, and the next start knows each
+/// row may hold either scenario's value.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SwitchIntent {
+    pub leader: String,
+    pub from: String,
+    pub to: String,
+    /// The phase of the slot the switch begins (the phase row's after it).
+    pub phase: u64,
+}

@@ -83,6 +83,18 @@ impl Scenario {
         }
     }
 
+    /// Whether applying it sets every row of (setup_consumers, setup_instruments), whatever
+    /// they held before (a runtime scenario may leave a table alone).
+    pub fn determines(&self) -> (bool, bool) {
+        match &self.settings {
+            Settings::Runtime {
+                consumers,
+                instruments,
+            } => (consumers.is_some(), instruments.is_some()),
+            _ => (true, true),
+        }
+    }
+
     /// The concrete `original`: the snapshot's rows, under this scenario's name.
     pub fn original_from(state: &SetupState) -> Scenario {
         Scenario {
@@ -263,6 +275,67 @@ impl Scenario {
             expected,
             warnings,
         }
+    }
+
+    /// Refuses, before anything is switched, a scenario from a config file whose patterns
+    /// select nothing on this server (a typo would silently run as "everything off") or
+    /// every row without saying `%` (most likely not what was meant).
+    pub fn check_patterns(&self, rows: &SetupState) -> Result<()> {
+        if !matches!(self.source, Source::File(_)) {
+            return Ok(());
+        }
+        let Some(Scenario {
+            settings:
+                Settings::Runtime {
+                    consumers,
+                    instruments,
+                },
+            ..
+        }) = self.rows_like()
+        else {
+            return Ok(());
+        };
+        let consumer_names: Vec<&str> = rows.consumers.iter().map(|r| r.name.as_str()).collect();
+        let instrument_names: Vec<&str> =
+            rows.instruments.iter().map(|r| r.name.as_str()).collect();
+        let mut selections = Vec::new();
+        if let Some(sel) = consumers {
+            selections.push((sel, "consumer", &consumer_names));
+        }
+        if let Some(rule) = instruments {
+            selections.push((&rule.enable, "instrument", &instrument_names));
+            selections.push((&rule.timed, "timed instrument", &instrument_names));
+        }
+        for (sel, kind, names) in selections {
+            for p in &sel.patterns {
+                if p.is_everything() {
+                    continue;
+                }
+                let matched = names.iter().filter(|n| p.matches(n)).count();
+                let problem = if matched == 0 {
+                    "matches nothing on this server".to_string()
+                } else if matched == names.len() && names.len() > 1 {
+                    format!(
+                        "matches every one of this server's {matched} {kind}s; write '%' if that \
+                         is meant"
+                    )
+                } else {
+                    continue;
+                };
+                return Err(ControllerError::Config {
+                    path: match &self.source {
+                        Source::File(path) => path.clone(),
+                        _ => PathBuf::new(),
+                    },
+                    reason: format!(
+                        "scenario {}: {kind} pattern '{}' {problem}; nothing was changed",
+                        self.name,
+                        p.as_str()
+                    ),
+                });
+            }
+        }
+        Ok(())
     }
 
     fn warn_unmatched(&self, sel: &Selection, kind: &str, names: &[&str], out: &mut Vec<String>) {

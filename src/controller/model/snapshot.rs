@@ -2,10 +2,10 @@
 //! onto another one, and versioned (`local::state_file` keeps it on disk across crashes).
 
 use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use super::ownership::Claim;
 use super::setup_tables::SetupState;
 use crate::controller::error::{ControllerError, Result};
 use crate::timestamp::rfc3339;
@@ -60,6 +60,21 @@ impl ServerIdentity {
     }
 }
 
+/// [`RestartIntent::into`] of a restart with the server's own options.
+pub const OWN_OPTIONS: &str = "own options";
+
+/// A restart psprobe is about to make: recorded before the command runs, so a psprobe killed
+/// meanwhile is told apart from a DBA's restart by the next start.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RestartIntent {
+    /// The scenario it restarts into (`pfsoff`, `NAME@startup`), or [`OWN_OPTIONS`].
+    pub into: String,
+    /// When the command started (Unix seconds, this host's clock).
+    pub since_unix: u64,
+    /// How long the restart may take (`--restart-timeout`), in seconds.
+    pub timeout_s: u64,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Snapshot {
     pub format_version: u32,
@@ -81,16 +96,26 @@ pub struct Snapshot {
     /// The scenario `ps apply` last applied over this snapshot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub applied: Option<String>,
+    /// Rows someone else set while the run went on: theirs, never written back.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub claims: Vec<Claim>,
+    /// The scenarios the run schedules (what it may have written, for a later recovery).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scenarios: Vec<String>,
+    /// A restart the run began and has not seen through (written before its command runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart: Option<RestartIntent>,
+    /// What the run's last restart left the server running as (`pfsoff`, `NAME@startup`);
+    /// `None`: its own options.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
     #[serde(flatten)]
     pub state: SetupState,
 }
 
 impl Snapshot {
-    pub fn new(server: ServerIdentity, state: SetupState) -> Self {
-        let secs = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
+    /// A snapshot of `state` on `server`, taken at `secs` (Unix seconds).
+    pub fn new(server: ServerIdentity, state: SetupState, secs: u64) -> Self {
         Snapshot {
             format_version: FORMAT_VERSION,
             server,
@@ -100,6 +125,10 @@ impl Snapshot {
             leader: None,
             known_start_unix: None,
             applied: None,
+            claims: Vec::new(),
+            scenarios: Vec::new(),
+            restart: None,
+            mode: None,
             state,
         }
     }
@@ -164,6 +193,7 @@ pub(crate) mod tests {
                 consumers: vec![c("statements_digest", true)],
                 instruments: vec![i("memory/x", true, None), i("wait/y", false, Some(false))],
             },
+            1_000_100,
         )
     }
 

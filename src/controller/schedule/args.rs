@@ -32,6 +32,9 @@ pub const DEFAULT_SLOW_PHASE: &str = "5s";
 pub const DEFAULT_SLOW_BLOCKS: u64 = 4;
 pub const DEFAULT_SLOW_EVERY: &str = "2m";
 pub const DEFAULT_RESTART_TIMEOUT: &str = "120s";
+/// How long a stop may spend restoring: long enough for a few tries at a server that is slow
+/// to answer, short enough for a service manager's stop timeout (systemd's is 90 s).
+pub const DEFAULT_STOP_TIMEOUT: &str = "30s";
 /// Shortest slot: switching takes a few milliseconds of it.
 pub const MIN_PHASE: Duration = Duration::from_millis(100);
 /// The reference restart scenarios are compared with, when scheduled.
@@ -120,9 +123,16 @@ pub struct ScheduleArgs {
     /// CPU time, and reports show server CPU per statement by scenario.
     #[arg(long, value_name = "PID")]
     pub mysqld_pid: Option<u32>,
-    /// How long the restart command and the server's return may take [default: 120s].
+    /// How long the restart command and the server's return may take; a command still
+    /// running then is killed with its process group [default: 120s].
     #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
     pub restart_timeout: Option<Duration>,
+    /// How long a stop (SIGTERM, SIGINT) may spend putting the settings back; past it psprobe
+    /// exits with status 3 and one line naming what is left on the server and the `psprobe ps
+    /// restore` command that finishes the job (a restart already under way finishes first,
+    /// within --restart-timeout) [default: 30s].
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
+    pub stop_timeout: Option<Duration>,
     /// Measure what each instrument group costs, all at once, instead of --scenarios: a
     /// randomized two-level fractional factorial design (resolution IV or better: 8 runs for
     /// up to 4 groups, 16 for 8, 32 for 16) switched on the fast schedule, one design point
@@ -232,9 +242,8 @@ impl ScheduleArgs {
             )),
         };
         let seed = self.seed.unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64)
+            // Any value will do; the clock's milliseconds differ from one run to the next.
+            crate::clock::now_ms().wrapping_mul(0x9e37_79b9_7f4a_7c15)
         });
         let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
             .map(|h| h.trim().to_string())
@@ -264,6 +273,8 @@ impl ScheduleArgs {
             phase_log,
             restart_cmd: self.restart_cmd.clone(),
             restart_timeout: timing.restart_timeout,
+            stop_timeout: timing.stop_timeout,
+            config_path: config_file.map(std::path::Path::to_path_buf),
             upstream: upstream.to_string(),
             identity: format!("{host}:{}", std::process::id()),
             on_phase: None,
@@ -454,6 +465,12 @@ impl ScheduleArgs {
         if self.duration.is_some_and(|d| d.is_zero()) {
             bail!("--duration must be longer than 0s");
         }
+        if self.stop_timeout.is_some_and(|d| d.is_zero()) {
+            bail!("--stop-timeout must be longer than 0s: a stop needs time to put the settings back (leave it out for 30s)");
+        }
+        if self.restart_timeout.is_some_and(|d| d.is_zero()) {
+            bail!("--restart-timeout must be longer than 0s (leave it out for 120s)");
+        }
         if let Some(p) = self.target_halfwidth {
             if !(p > 0.0 && p < 100.0) {
                 bail!("--target-halfwidth {p} must be a number of percentage points between 0 and 100, e.g. 1");
@@ -468,6 +485,7 @@ impl ScheduleArgs {
                 self.restart_timeout,
                 DEFAULT_RESTART_TIMEOUT,
             )?,
+            stop_timeout: duration("stop_timeout", self.stop_timeout, DEFAULT_STOP_TIMEOUT)?,
             duration: self.duration,
             fast_part: slow.fast_part,
         })
@@ -490,6 +508,7 @@ struct Timing {
     segment: Duration,
     slow_every: Duration,
     restart_timeout: Duration,
+    stop_timeout: Duration,
     duration: Option<Duration>,
     fast_part: bool,
 }

@@ -16,7 +16,7 @@ use crate::stats::{ScenarioId, SlotState, NO_SCENARIO};
 
 use super::follow_server::FollowServer;
 use super::phase_tracker::{PhaseTracker, SlotStart};
-use super::runner::now_ms;
+use crate::clock::now_ms;
 use crate::controller::client::heartbeat::STALE_AFTER;
 use crate::controller::client::leadership::LockPoll;
 use crate::controller::error::Result;

@@ -7,59 +7,60 @@
 //! applied after the restart), settle for `--restart-settle`, measure. Every phase of a slow
 //! block is entered through a restart, so the cold start after it is the same for both sides.
 //!
-//! After each segment the settle time is re-chosen from the carryover profile (unless
-//! `--settle` was given), and the run stops early once the fast estimates are precise enough
-//! (`--target-halfwidth`).
+//! Rows someone else changed, seen at a switch, are recorded here (phase log, admin) as well as
+//! kept (the switcher leaves them out). After each segment [`Tuning`] re-chooses the settle
+//! times and checks the stopping rule.
 
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use crate::analysis::restart_profile::restart_profile;
-use crate::analysis::switch_load::switch_load;
-use crate::analysis::{analyze_run, carryover, Options};
 use crate::observe::ControllerHandle;
-use crate::stats::since_switch::BIN_MS;
 use crate::stats::{ScenarioId, SlotState};
 
+use super::as_found::{claim_record, setting_change};
 use super::lead_server::LeadServer;
+use super::mode::{ServerMode, MAX_RESTART_FAILURES};
 use super::phase_tracker::{PhaseTracker, SlotStart};
-use super::runner::now_ms;
 use super::settings::ControllerSettings;
 use super::timeline::{Progress, Step, Timeline};
+use super::tuning::Tuning;
+use crate::clock::now_ms;
 use crate::controller::client::heartbeat::FENCE_AFTER;
 use crate::controller::client::restart::RestartTiming;
 use crate::controller::error::{ControllerError, Result};
+use crate::controller::model::ownership::Claim;
 use crate::controller::model::phase_row::PhaseRow;
 use crate::controller::model::scenario::Settings;
 use crate::controller::model::startup;
-use crate::phase_log::group_names::{point_name, NONE_POINT};
 use crate::phase_log::{PhaseLog, PhaseRecord, RestartRecord, FAST, SLOW};
 
 /// Not measured before each switch: statements started there would be slowed by it.
 pub const GUARD: Duration = Duration::from_millis(20);
-/// Segments of every fast scenario before the carryover profile picks the settle time.
-const PROFILE_AFTER_SEGMENTS: usize = 4;
-/// Segments of every fast scenario before the target half-width may stop the run.
-const PRECISE_AFTER_SEGMENTS: usize = 6;
 /// The statement rate after a restart is sampled in bins this wide (the restart profile).
 pub const RATE_BIN: Duration = Duration::from_millis(250);
-/// Restarts that may fail in a row before the schedule stops.
-pub const MAX_RESTART_FAILURES: u32 = 3;
-/// Slow phases with a rate profile before it chooses the restart settle time.
-const RESTART_PROFILE_AFTER: usize = 4;
 
-/// What the last restart left the server running with.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ServerMode {
-    /// performance_schema ON, the server's own options (the state runtime scenarios need).
-    Default,
-    Off,
-    /// Started with the options of this startup scenario.
-    Startup(String),
-    /// A restart failed: what runs now is not known (the next fast slot or the restore
-    /// restarts it with its own options).
-    Unknown,
+/// Where the leader's measurements go: the scenarios' ids, the observer (labels and metrics),
+/// the phase tracker and the phase log.
+pub(crate) struct Out<'a> {
+    pub ids: &'a [ScenarioId],
+    pub observer: &'a ControllerHandle,
+    pub tracker: &'a mut PhaseTracker,
+    pub log: &'a mut PhaseLog,
+}
+
+/// How this run's restarts went.
+#[derive(Default)]
+pub(crate) struct Restarts {
+    /// Failed in a row.
+    failures: u32,
+    /// Succeeded this run.
+    ok: u32,
+    last_failure: Option<String>,
+    /// How long the last restart took to the first query (whether another fits the run).
+    last_took: Option<Duration>,
+    /// The slow blocks were cut short for lack of time (said once).
+    out_of_time: bool,
 }
 
 /// The leader's slot loop: what it decides (which slot, how long, what counts) is here; what it
@@ -67,51 +68,57 @@ pub enum ServerMode {
 pub(crate) struct Leader<'a, S: LeadServer> {
     pub s: &'a ControllerSettings,
     pub server: S,
-    pub ids: &'a [ScenarioId],
-    pub observer: &'a ControllerHandle,
-    pub tracker: &'a mut PhaseTracker,
-    pub log: &'a mut PhaseLog,
+    pub out: Out<'a>,
     pub stop: &'a mut watch::Receiver<bool>,
     pub mode: &'a mut ServerMode,
-    pub settle: Duration,
-    /// This run's fast records (settle choice, stopping rule).
+    pub tuning: Tuning,
+    /// This run's fast records (settle choice, stopping rule) and slow records (the restart
+    /// profile).
     pub fast_records: Vec<PhaseRecord>,
-    pub precise: bool,
+    pub slow_records: Vec<PhaseRecord>,
+    restarts: Restarts,
     /// The scenario (index) of the last fast slot, whose rows the next switch checks.
-    pub last_fast: Option<usize>,
-    /// Recent switch time, to announce a slot's measured window before switching.
-    pub switch_estimate: Duration,
-    pub started: Instant,
-    pub warned_long_carryover: bool,
-    /// Switching was said to take too much of the slots (once a run).
-    pub warned_switch_load: bool,
+    last_fast: Option<usize>,
+    started: Instant,
     /// The phase number the next slot takes (a confirmation goes on from there).
     pub next_phase: u64,
-    /// Settle time after a restart: `--restart-settle`, or chosen from the restart profile.
-    pub restart_settle: Duration,
-    /// This run's slow records (the restart profile).
-    pub slow_records: Vec<PhaseRecord>,
-    /// Restarts that failed in a row.
-    pub restart_failures: u32,
-    /// Restarts that succeeded this run, and why the last one failed: a run none of whose
-    /// restarts worked ends in an error, not "finished".
-    pub restarts_ok: u32,
-    pub last_restart_failure: Option<String>,
-    /// Every restart comparison is within the target half-width.
-    pub slow_precise: bool,
 }
 
 /// A stop was requested (the step did not complete).
-struct Stopped;
+pub(crate) struct Stopped;
 
-impl<S: LeadServer> Leader<'_, S> {
+impl<'a, S: LeadServer> Leader<'a, S> {
+    pub(crate) fn new(
+        s: &'a ControllerSettings,
+        server: S,
+        out: Out<'a>,
+        stop: &'a mut watch::Receiver<bool>,
+        mode: &'a mut ServerMode,
+        (tuning, next_phase): (Tuning, u64),
+    ) -> Self {
+        Leader {
+            s,
+            server,
+            out,
+            stop,
+            mode,
+            tuning,
+            fast_records: Vec::new(),
+            slow_records: Vec::new(),
+            restarts: Restarts::default(),
+            last_fast: None,
+            started: Instant::now(),
+            next_phase,
+        }
+    }
+
     /// Runs the timeline to its end (true) or until stopped (false).
     pub(crate) async fn run(&mut self, mut timeline: Timeline) -> Result<bool> {
         loop {
             let progress = Progress {
                 elapsed: self.started.elapsed(),
-                precise: self.precise,
-                slow_precise: self.slow_precise,
+                precise: self.tuning.precise,
+                slow_precise: self.tuning.slow_precise,
             };
             let step = timeline.next(progress);
             if let Step::Fast { phase, .. } | Step::Slow { phase, .. } = step {
@@ -124,8 +131,8 @@ impl<S: LeadServer> Leader<'_, S> {
                     phase,
                     ..
                 } => {
-                    if self.tracker.segment() != Some((FAST, segment)) {
-                        self.tracker.begin_segment(FAST, segment);
+                    if self.out.tracker.segment() != Some((FAST, segment)) {
+                        self.out.tracker.begin_segment(FAST, segment);
                     }
                     self.fast_slot(scenario, segment, phase).await?
                 }
@@ -134,13 +141,16 @@ impl<S: LeadServer> Leader<'_, S> {
                     block,
                     phase,
                 } => {
-                    if self.tracker.segment() != Some((SLOW, block)) {
-                        self.tracker.begin_segment(SLOW, block);
+                    if self.no_time_for_a_restart() {
+                        continue;
+                    }
+                    if self.out.tracker.segment() != Some((SLOW, block)) {
+                        self.out.tracker.begin_segment(SLOW, block);
                     }
                     self.slow_phase(scenario, block, phase).await?
                 }
                 Step::EndSegment => {
-                    if self.tracker.segment().is_some_and(|(s, _)| s == FAST) {
+                    if self.out.tracker.segment().is_some_and(|(s, _)| s == FAST) {
                         self.end_fast_segment().await?;
                     } else {
                         self.end_segment()?;
@@ -151,22 +161,43 @@ impl<S: LeadServer> Leader<'_, S> {
             };
             if outcome.is_err() {
                 // Keep what the segment measured so far; the slot in progress counts for nothing.
-                self.tracker.abandon_slot();
+                self.out.tracker.abandon_slot();
                 self.end_segment()?;
                 return Ok(false);
             }
         }
     }
 
+    /// With `--duration`: whether a restart phase (the last restart's time plus the slow
+    /// phase) no longer fits the run. Said once; the slow steps left are skipped.
+    fn no_time_for_a_restart(&mut self) -> bool {
+        let (Some(duration), Some(took)) = (self.s.duration, self.restarts.last_took) else {
+            return false;
+        };
+        let left = duration.saturating_sub(self.started.elapsed());
+        let fits = took + self.s.slow_phase <= left;
+        if !fits && !self.restarts.out_of_time {
+            self.restarts.out_of_time = true;
+            tracing::warn!(
+                "no restart phase fits the {:.0?} left of --duration (the last restart took \
+                 {:.1} s, a slow phase is {:.1?}): the slow blocks end here",
+                left,
+                took.as_secs_f64(),
+                self.s.slow_phase
+            );
+        }
+        !fits
+    }
+
     /// The timeline ended: an error if every restart it asked for failed (nothing slow was
     /// measured, and the hook needs fixing), finished otherwise.
     fn done(&self) -> Result<bool> {
-        match &self.last_restart_failure {
-            Some(last) if self.restarts_ok == 0 => Err(ControllerError::Restart {
+        match &self.restarts.last_failure {
+            Some(last) if self.restarts.ok == 0 => Err(ControllerError::Restart {
                 reason: format!(
                     "every restart of this run failed ({} in a row), so nothing slow was \
                      measured; the last: {last}",
-                    self.restart_failures
+                    self.restarts.failures
                 ),
             }),
             _ => Ok(true),
@@ -174,7 +205,7 @@ impl<S: LeadServer> Leader<'_, S> {
     }
 
     fn end_segment(&mut self) -> Result<()> {
-        let records = self.tracker.finish_segment(self.log)?;
+        let records = self.out.tracker.finish_segment(self.out.log)?;
         self.record_segment(records);
         Ok(())
     }
@@ -183,7 +214,7 @@ impl<S: LeadServer> Leader<'_, S> {
     async fn end_fast_segment(&mut self) -> Result<()> {
         if let Some(i) = self.last_fast {
             if self.server.confirm().await? == Some(false) {
-                self.tracker.unverify(self.ids[i]);
+                self.out.tracker.unverify(self.out.ids[i]);
             }
         }
         self.end_segment()
@@ -191,153 +222,39 @@ impl<S: LeadServer> Leader<'_, S> {
 
     fn record_segment(&mut self, records: Vec<PhaseRecord>) {
         for r in &records {
-            self.observer
+            self.out
+                .observer
                 .phase_written(&r.scenario, r.slots.unwrap_or(1), r.verified);
         }
         if records.first().is_some_and(|r| r.schedule() == FAST) {
             self.fast_records.extend(records);
-            self.retune();
+            self.tuning.after_fast_segment(self.s, &self.fast_records);
         } else {
             self.slow_records.extend(records);
-            self.retune_restart_settle();
-            self.check_slow_precision();
+            self.tuning.after_slow_segment(self.s, &self.slow_records);
         }
     }
 
-    /// With `--target-halfwidth`, whether every restart comparison's throughput and latency
-    /// intervals are within it yet (a run without a set number of slow blocks then ends).
-    fn check_slow_precision(&mut self) {
-        let Some(target) = self.s.target_halfwidth else {
-            return;
-        };
-        let options = Options {
-            headline_only: true,
-            ..Options::default()
-        };
-        let widest = analyze_run(&self.slow_records, None, &options)
-            .ok()
-            .and_then(|a| a.slow_halfwidth());
-        self.slow_precise = widest.is_some_and(|w| w <= target);
-        if self.slow_precise {
-            tracing::info!(
-                "every restart comparison is within +-{target} points (widest +-{:.2}); ending the slow blocks",
-                widest.unwrap_or(0.0)
-            );
+    /// Rows someone else set, seen by a switch: in the phase log and the admin's table (the
+    /// server side, the log lines and the snapshot, is the server's [`LeadServer::switch`]).
+    fn record_claims(&mut self, claims: &[Claim]) -> Result<()> {
+        for claim in claims {
+            self.out.observer.setting_claimed(setting_change(claim));
+            self.out.log.append(&claim_record(claim))?;
         }
-    }
-
-    /// Re-chooses the settle time after a restart from the restart profile (unless
-    /// `--restart-settle` was given): from when the statement rate is back to steady.
-    fn retune_restart_settle(&mut self) {
-        if !self.s.restart_settle_auto {
-            return;
-        }
-        let Some(p) = restart_profile(&self.slow_records) else {
-            return;
-        };
-        if p.phases < RESTART_PROFILE_AFTER {
-            return;
-        }
-        let most = self.s.slow_phase.saturating_sub(Duration::from_secs(2));
-        let settle = Duration::from_millis(p.suggested_settle_ms)
-            .min(most)
-            .max(Duration::from_secs(1));
-        if settle != self.restart_settle {
-            tracing::info!(
-                "settle time after a restart {:.1}s -> {:.1}s from the restart profile ({} restarts: the statement rate is steady {})",
-                self.restart_settle.as_secs_f64(),
-                settle.as_secs_f64(),
-                p.phases,
-                p.steady_after_ms.map_or("only at the end".to_string(), |ms| format!(
-                    "{:.1}s after the first query",
-                    ms as f64 / 1000.0
-                ))
-            );
-            self.restart_settle = settle;
-        }
-    }
-
-    /// Re-chooses the settle time from the carryover profile and re-checks the stopping rule.
-    fn retune(&mut self) {
-        let fast = self.timeline_fast_count();
-        let segments = self.fast_records.len() / fast.max(1);
-        if self.s.settle.is_none() && segments >= PROFILE_AFTER_SEGMENTS {
-            if let Some(p) = self.carryover() {
-                let most = (self.s.phase / 2).max(Duration::from_millis(BIN_MS));
-                let settle = Duration::from_millis(p.suggested_settle_ms).min(most);
-                if settle != self.settle {
-                    tracing::info!(
-                        "settle time {}ms -> {}ms from the carryover profile ({} segments)",
-                        self.settle.as_millis(),
-                        settle.as_millis(),
-                        segments
-                    );
-                    self.settle = settle;
-                }
-                if p.reaches_steady && !self.warned_long_carryover {
-                    self.warned_long_carryover = true;
-                    tracing::warn!(
-                        "the effect of a switch lasts past half a slot ({} ms): lengthen --phase",
-                        p.carryover_ms.unwrap_or(0)
-                    );
-                }
-            }
-        }
-        if segments >= PROFILE_AFTER_SEGMENTS && !self.warned_switch_load {
-            if let Some(w) = switch_load(&self.fast_records).and_then(|l| l.warning()) {
-                self.warned_switch_load = true;
-                tracing::warn!("{w}");
-            }
-        }
-        if let Some(target) = self.s.target_halfwidth {
-            if segments >= PRECISE_AFTER_SEGMENTS {
-                let options = Options {
-                    headline_only: true,
-                    ..Options::default()
-                };
-                let widest = analyze_run(&self.fast_records, None, &options)
-                    .ok()
-                    .and_then(|a| a.fast_halfwidth());
-                self.precise = widest.is_some_and(|w| w <= target);
-                if self.precise {
-                    tracing::info!(
-                        "every fast estimate is within +-{target} points (widest +-{:.2}); stopping the fast schedule",
-                        widest.unwrap_or(0.0)
-                    );
-                }
-            }
-        }
-    }
-
-    /// The carryover profile of this run's fast records: against the first scenario, or for an
-    /// attribution, its largest switch (nothing instrumented to every group on).
-    fn carryover(&self) -> Option<carryover::CarryoverProfile> {
-        let Some(plan) = &self.s.attribution else {
-            let baseline = &self.fast_records.first()?.scenario;
-            return carryover::profile(&self.fast_records, baseline, BIN_MS);
-        };
-        let names: Vec<&str> = plan.groups.iter().map(|g| g.name.as_str()).collect();
-        let all_on = point_name(&names);
-        let pair: Vec<PhaseRecord> = self
-            .fast_records
-            .iter()
-            .filter(|r| r.scenario == NONE_POINT || r.scenario == all_on)
-            .cloned()
-            .collect();
-        carryover::profile(&pair, NONE_POINT, BIN_MS)
-    }
-
-    fn timeline_fast_count(&self) -> usize {
-        self.s.fast_scenarios().len()
+        Ok(())
     }
 
     fn publish_state(&self, id: ScenarioId, state: SlotState, in_effect: Instant) {
-        self.observer.scenarios().publish_slot(id, state, in_effect);
+        self.out
+            .observer
+            .scenarios()
+            .publish_slot(id, state, in_effect);
     }
 
     /// Marks what starts from now on as not measured (a switch or restart is coming).
     fn unmeasured(&self) {
-        self.observer.scenarios().stop_measuring();
+        self.out.observer.scenarios().stop_measuring();
     }
 
     async fn sleep_until(&mut self, at: Instant) -> std::result::Result<(), Stopped> {
@@ -368,9 +285,9 @@ impl<S: LeadServer> Leader<'_, S> {
     /// follower may have taken over meanwhile: the segment in progress counts for nothing.
     fn check_not_frozen(&mut self, due: Instant) {
         let late = Instant::now().saturating_duration_since(due);
-        if late >= FENCE_AFTER && self.tracker.segment().is_some() {
+        if late >= FENCE_AFTER && self.out.tracker.segment().is_some() {
             self.unmeasured();
-            self.tracker.abandon();
+            self.out.tracker.abandon();
             tracing::warn!(
                 "this psprobe woke {late:?} late (stopped or starved): the segment in progress \
                  is left out"
@@ -416,11 +333,11 @@ impl<S: LeadServer> Leader<'_, S> {
         let t0 = Instant::now();
         let switched_at_ms = now_ms();
         self.unmeasured();
-        let settle = self.settle;
+        let settle = self.tuning.settle;
         let announced = self
             .s
             .phase
-            .saturating_sub(GUARD + settle + self.switch_estimate);
+            .saturating_sub(GUARD + settle + self.tuning.switch_estimate);
         let row = PhaseRow {
             scenario: name.clone(),
             block: segment,
@@ -434,16 +351,17 @@ impl<S: LeadServer> Leader<'_, S> {
         let switched = self.server.switch(&scenario, Some(&row)).await?;
         if switched.previous_held == Some(false) {
             if let Some(prev) = self.last_fast {
-                self.tracker.unverify(self.ids[prev]);
+                self.out.tracker.unverify(self.out.ids[prev]);
             }
         }
+        self.record_claims(&switched.claims)?;
         self.last_fast = Some(i);
         let t1 = Instant::now();
-        self.switch_estimate = (self.switch_estimate * 3 + (t1 - t0)) / 4;
-        self.publish_state(self.ids[i], SlotState::Settling, t1);
-        self.tracker.slot_started(&SlotStart {
+        self.tuning.switched(t1 - t0);
+        self.publish_state(self.out.ids[i], SlotState::Settling, t1);
+        self.out.tracker.slot_started(&SlotStart {
             scenario: name,
-            id: self.ids[i],
+            id: self.out.ids[i],
             phase,
             switched_at_ms,
             in_effect: t1,
@@ -458,8 +376,8 @@ impl<S: LeadServer> Leader<'_, S> {
             if let Err(stopped) = self.sleep_until(from).await {
                 return Ok(Err(stopped));
             }
-            self.publish_state(self.ids[i], SlotState::Measuring, t1);
-            self.tracker.measuring();
+            self.publish_state(self.out.ids[i], SlotState::Measuring, t1);
+            self.out.tracker.measuring();
             if let Err(stopped) = self.sleep_until(end).await {
                 return Ok(Err(stopped));
             }
@@ -467,7 +385,7 @@ impl<S: LeadServer> Leader<'_, S> {
             tracing::debug!("slot {phase}: the switch took the whole slot; nothing measured");
         }
         self.unmeasured();
-        self.tracker.slot_ended();
+        self.out.tracker.slot_ended();
         Ok(self.sleep_until(t0 + self.s.phase).await)
     }
 
@@ -476,7 +394,7 @@ impl<S: LeadServer> Leader<'_, S> {
         self.server.ensure_lead().await?;
         self.unmeasured();
         let timing = loop {
-            match self.restart(true, "").await {
+            match self.restart(&ServerMode::Default, "").await {
                 Ok(timing) => break timing,
                 Err(ControllerError::Restart { reason }) => {
                     tracing::warn!(
@@ -487,22 +405,33 @@ impl<S: LeadServer> Leader<'_, S> {
                 Err(e) => return Err(e),
             }
         };
-        self.restart_failures = 0;
-        self.restarts_ok += 1;
         tracing::info!(
             "restarted the server with its own options for the runtime scenarios: {}",
             timing.describe()
         );
-        *self.mode = ServerMode::Default;
-        Ok(self.sleep_until(Instant::now() + self.restart_settle).await)
+        Ok(self
+            .sleep_until(Instant::now() + self.tuning.restart_settle)
+            .await)
     }
 
-    async fn restart(&mut self, ps: bool, opts: &str) -> Result<RestartTiming> {
+    /// Restarts into `into`; the server's mode is what that restart left (unknown if it
+    /// failed).
+    async fn restart(&mut self, into: &ServerMode, opts: &str) -> Result<RestartTiming> {
         // What the last fast slot's rows were is not known across a restart (or a failed one).
         self.last_fast = None;
-        self.observer.scenarios().set_restarting(true);
-        let restarted = self.server.restart(ps, opts).await;
-        self.observer.scenarios().set_restarting(false);
+        let scenarios = self.out.observer.scenarios();
+        scenarios.set_restarting(true);
+        let restarted = self.server.restart(into, opts).await;
+        scenarios.set_restarting(false);
+        match &restarted {
+            Ok(timing) => {
+                *self.mode = into.clone();
+                self.restarts.failures = 0;
+                self.restarts.ok += 1;
+                self.restarts.last_took = Some(timing.first_query);
+            }
+            Err(_) => *self.mode = ServerMode::Unknown,
+        }
         restarted
     }
 
@@ -519,23 +448,22 @@ impl<S: LeadServer> Leader<'_, S> {
         tracing::warn!(
             "{name} (slow pair {block}): the restart failed, so this phase is left out: {reason}"
         );
-        self.tracker.failed(
+        self.out.tracker.failed(
             name,
-            self.ids[i],
+            self.out.ids[i],
             phase,
             switched_at_ms,
             format!("the restart failed: {reason}"),
         );
-        *self.mode = ServerMode::Unknown;
         self.count_restart_failure(&reason)?;
         Ok(Ok(()))
     }
 
     /// One more restart failed; the [`MAX_RESTART_FAILURES`]th in a row stops the schedule.
     fn count_restart_failure(&mut self, reason: &str) -> Result<()> {
-        self.restart_failures += 1;
-        self.last_restart_failure = Some(reason.to_string());
-        if self.restart_failures >= MAX_RESTART_FAILURES {
+        self.restarts.failures += 1;
+        self.restarts.last_failure = Some(reason.to_string());
+        if self.restarts.failures >= MAX_RESTART_FAILURES {
             return Err(ControllerError::Restart {
                 reason: format!(
                     "{MAX_RESTART_FAILURES} restarts in a row failed, so the schedule stops (the settings are restored as far as the server allows); the last: {reason}"
@@ -561,23 +489,22 @@ impl<S: LeadServer> Leader<'_, S> {
             .await?;
         let consumers = self.server.consumers();
         let opts = startup::options(&scenario, &consumers)?.join(" ");
+        let into = match &scenario.settings {
+            Settings::PsOff => ServerMode::Off,
+            Settings::Startup(_) => ServerMode::Startup(name.clone()),
+            _ => ServerMode::Default,
+        };
         let t0 = Instant::now();
-        let timing = match self.restart(scenario.wants_ps(), &opts).await {
+        let timing = match self.restart(&into, &opts).await {
             Ok(timing) => timing,
             Err(ControllerError::Restart { reason }) => {
                 return self.restart_failed(i, (block, phase, switched_at_ms), reason);
             }
             Err(e) => return Err(e),
         };
-        self.restart_failures = 0;
-        self.restarts_ok += 1;
         let verified = match &scenario.settings {
-            Settings::PsOff => {
-                *self.mode = ServerMode::Off;
-                self.server.performance_schema() == Some(false)
-            }
+            Settings::PsOff => self.server.performance_schema() == Some(false),
             Settings::Startup(twin) => {
-                *self.mode = ServerMode::Startup(name.clone());
                 let mismatches = self.server.verify(twin).await?;
                 if let Some(first) = mismatches.first() {
                     tracing::warn!(
@@ -590,8 +517,8 @@ impl<S: LeadServer> Leader<'_, S> {
                 mismatches.is_empty()
             }
             _ => {
-                *self.mode = ServerMode::Default;
-                self.server.switch(&scenario, None).await?;
+                let switched = self.server.switch(&scenario, None).await?;
+                self.record_claims(&switched.claims)?;
                 true
             }
         };
@@ -601,12 +528,12 @@ impl<S: LeadServer> Leader<'_, S> {
             timing.describe()
         );
         let t1 = Instant::now();
-        self.publish_state(self.ids[i], SlotState::Settling, t1);
-        let settle = self.restart_settle;
+        self.publish_state(self.out.ids[i], SlotState::Settling, t1);
+        let settle = self.tuning.restart_settle;
         let measure = self.s.slow_phase.saturating_sub(settle);
-        self.tracker.slot_started(&SlotStart {
+        self.out.tracker.slot_started(&SlotStart {
             scenario: &name,
-            id: self.ids[i],
+            id: self.out.ids[i],
             phase,
             switched_at_ms,
             in_effect: t1,
@@ -620,7 +547,7 @@ impl<S: LeadServer> Leader<'_, S> {
         let (done, after) = self.settle_and_measure(i, t1, settle, measure).await;
         self.unmeasured();
         let ms = |d: Duration| d.as_millis() as u64;
-        self.tracker.restart(RestartRecord {
+        self.out.tracker.restart(RestartRecord {
             stop_ms: timing.stop.map(ms),
             start_ms: timing.start.map(ms),
             command_ms: ms(timing.command),
@@ -629,7 +556,7 @@ impl<S: LeadServer> Leader<'_, S> {
             bin_ms: ms(RATE_BIN),
             after,
         });
-        self.tracker.slot_ended();
+        self.out.tracker.slot_ended();
         Ok(done)
     }
 
@@ -643,10 +570,10 @@ impl<S: LeadServer> Leader<'_, S> {
         settle: Duration,
         measure: Duration,
     ) -> (std::result::Result<(), Stopped>, Vec<u64>) {
-        let id = self.ids[i];
+        let id = self.out.ids[i];
         let (from, end) = (t1 + settle, t1 + settle + measure);
         let mut bins = Vec::new();
-        let mut last = self.observer.statements_finished(id);
+        let mut last = self.out.observer.statements_finished(id);
         let mut next_bin = t1 + RATE_BIN;
         let mut measuring = false;
         loop {
@@ -660,7 +587,7 @@ impl<S: LeadServer> Leader<'_, S> {
             }
             let now = Instant::now();
             if now >= next_bin {
-                let count = self.observer.statements_finished(id);
+                let count = self.out.observer.statements_finished(id);
                 bins.push(count.saturating_sub(last));
                 last = count;
                 next_bin += RATE_BIN;
@@ -668,7 +595,7 @@ impl<S: LeadServer> Leader<'_, S> {
             if !measuring && now >= from {
                 measuring = true;
                 self.publish_state(id, SlotState::Measuring, t1);
-                self.tracker.measuring();
+                self.out.tracker.measuring();
             }
             if now >= end {
                 return (Ok(()), bins);

@@ -13,6 +13,7 @@ use crate::controller::client::restart::RestartTiming;
 use crate::controller::error::ControllerError;
 use crate::controller::model::scenario::Scenario;
 use crate::controller::model::setup_tables::Mismatch;
+use crate::controller::schedule::tuning::Tuning;
 use crate::observe::ControllerHandle;
 use crate::phase_log::{read_log, PhaseLog, PhaseRecord};
 
@@ -75,6 +76,7 @@ impl LeadServer for &mut Script {
             statements: 3,
             full: self.switches <= 2,
             previous_held: (self.switches > 1).then_some(!changed),
+            claims: Vec::new(),
         })
     }
 
@@ -88,7 +90,8 @@ impl LeadServer for &mut Script {
         Ok(())
     }
 
-    async fn restart(&mut self, ps: bool, _opts: &str) -> Result<RestartTiming> {
+    async fn restart(&mut self, into: &ServerMode, _opts: &str) -> Result<RestartTiming> {
+        let ps = *into != ServerMode::Off;
         self.calls
             .push(format!("restart {}", if ps { "ON" } else { "OFF" }));
         self.restarts += 1;
@@ -120,6 +123,7 @@ impl LeadServer for &mut Script {
 fn lost() -> ControllerError {
     ControllerError::LostLead {
         target: "psprobe@127.0.0.1:3306".into(),
+        by: "other:2".into(),
         stale_after: Duration::from_secs(10),
     }
 }
@@ -162,31 +166,21 @@ fn run(script: &mut Script, slow: bool, stop: watch::Receiver<bool>) -> Ran {
         .build()
         .unwrap();
     let outcome = rt.block_on(async {
-        let mut leader = Leader {
-            s: &s,
-            server: script,
-            ids: &ids,
-            observer: &observer,
-            tracker: &mut tracker,
-            log: &mut log,
-            stop: &mut stop,
-            mode: &mut mode,
-            settle: s.settle.unwrap(),
-            fast_records: Vec::new(),
-            precise: false,
-            last_fast: None,
-            switch_estimate: Duration::from_millis(1),
-            started: Instant::now(),
-            warned_long_carryover: false,
-            warned_switch_load: false,
-            next_phase: 0,
-            restart_settle: s.restart_settle,
-            slow_records: Vec::new(),
-            restart_failures: 0,
-            restarts_ok: 0,
-            last_restart_failure: None,
-            slow_precise: false,
-        };
+        let mut tuning = Tuning::new(&s);
+        tuning.switch_estimate = Duration::from_millis(1);
+        let mut leader = Leader::new(
+            &s,
+            script,
+            Out {
+                ids: &ids,
+                observer: &observer,
+                tracker: &mut tracker,
+                log: &mut log,
+            },
+            &mut stop,
+            &mut mode,
+            (tuning, 0),
+        );
         leader.run(Timeline::new(s.timeline(), 0, 0)).await
     });
     let phases = read_log(&s.phase_log).unwrap().phases;

@@ -11,8 +11,8 @@ use crate::observe::ControllerHandle;
 use crate::stats::since_switch::{BINS, BIN_MS};
 use crate::stats::{ScenarioId, StoreSnapshot};
 
-use super::runner::now_ms;
 use super::settings::PhaseHook;
+use crate::clock::now_ms;
 use crate::controller::client::server_cpu::{cpu_ms, PidSource};
 use crate::controller::error::Result;
 use crate::phase_log::{

@@ -32,8 +32,11 @@ impl EndState {
 /// Why the runner must reconnect before going on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Rejoin {
-    /// The leader may have been taken over: change nothing until the server answers again.
+    /// Another psprobe was seen leading: change nothing; follow it once the server answers.
     LostLead,
+    /// The leader's connection failed or the server stalled: change nothing until it answers,
+    /// then lead on (the run is still this psprobe's, and so is its restore).
+    Interrupted,
     /// A follower lost the server: stop labelling until it answers again.
     Cut,
 }
@@ -83,9 +86,14 @@ pub(crate) enum LeadEnd {
     /// The settings left behind by a dead run are not provably its own: nothing was changed,
     /// and nothing may be restored (the operator decides, with `ps restore`).
     StaleSnapshot,
-    /// Another psprobe may have taken over (no beat, lock gone, statement stalled past the
-    /// fence).
+    /// Another psprobe was seen holding the lock: it took over.
     LostLead,
+    /// The server stopped answering, stalled or restarted: whether this psprobe still leads
+    /// is not known until it answers.
+    Interrupted,
+    /// The server was restarted by someone else with performance_schema OFF: nothing to
+    /// measure, nothing of psprobe's left to restore.
+    PsOffByOthers,
     /// Any other error (apply, verify, restart): restore, then report it.
     Failed,
 }
@@ -142,16 +150,20 @@ impl Roles {
             Event::LeadEnded(end) => match end {
                 LeadEnd::Completed => Action::Restore(EndState::Done),
                 LeadEnd::Stopped | LeadEnd::Failed => Action::Restore(EndState::Idle),
-                LeadEnd::StaleSnapshot => Action::Finish(Finish::Led),
+                LeadEnd::StaleSnapshot | LeadEnd::PsOffByOthers => Action::Finish(Finish::Led),
                 LeadEnd::LostLead => self.rejoin(Rejoin::LostLead),
+                LeadEnd::Interrupted => self.rejoin(Rejoin::Interrupted),
             },
             Event::RestoreEnded(RestoreEnd::Restored | RestoreEnd::Failed) => {
                 Action::Finish(Finish::Led)
             }
             Event::RestoreEnded(RestoreEnd::LostLead) => self.rejoin(Rejoin::LostLead),
             Event::Rejoined(back) => match (self.rejoining.take(), back) {
-                (Some(Rejoin::LostLead), true) => Action::Reclaim,
+                (Some(Rejoin::LostLead | Rejoin::Interrupted), true) => Action::Reclaim,
                 (Some(Rejoin::LostLead), false) => Action::Finish(Finish::LostLead),
+                // Stopped while the server did not answer: the restore is still this
+                // psprobe's (within the stop's bound, saying what it left if it cannot).
+                (Some(Rejoin::Interrupted), false) => Action::Restore(EndState::Idle),
                 (_, true) => Action::TryLead,
                 (_, false) => Action::Finish(Finish::StoppedRejoining),
             },

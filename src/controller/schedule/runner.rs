@@ -1,51 +1,56 @@
 //! The scheduled controller inside `psprobe proxy`: leads (switches scenarios, publishes the
 //! slot, writes the phase log; see [`super::lead`]) or follows another psprobe's lead
 //! ([`super::follow`]), and always leaves the server's performance_schema settings as it found
-//! them.
+//! them, or says in one line what it left and how to finish.
+//!
+//! What the run found and owns ([`AsFound`]) lives here, across the roles: a lead that loses
+//! its connection (the server stalls, restarts, or is cut off) waits for the server and goes on
+//! with everything it knew; only another psprobe seen leading takes the run over.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
+use crate::clock::now_ms;
 use crate::observe::ControllerHandle;
 use crate::stats::since_switch::BIN_MS;
 use crate::stats::NO_SCENARIO;
 
+use super::as_found::{claim_record, log_claims, setting_change, AsFound};
 use super::follow::Follower;
-use super::lead::{Leader, ServerMode};
-use super::lead_server::LiveServer;
+use super::lead::{Leader, Out};
+use super::lead_server::{lost_to, LiveServer};
+use super::mode::ServerMode;
 use super::phase_tracker::PhaseTracker;
-use super::restore::leave_as_found;
+use super::restore::{Restore, Restored};
 use super::role::{Action, Event, Finish, FollowEnd, LeadEnd, Rejoin, RestoreEnd, Roles};
 use super::settings::{initial_settle, ControllerSettings};
 use super::timeline::Timeline;
-use crate::controller::client::dsn::ControllerDsn;
-use crate::controller::client::fast_switch::Switcher;
-use crate::controller::client::heartbeat::{Heartbeat, STALE_AFTER};
-use crate::controller::client::leadership::Leadership;
+use super::tuning::Tuning;
+use crate::controller::client::heartbeat::Heartbeat;
+use crate::controller::client::leadership::{Leadership, LockHolder};
 use crate::controller::client::left_behind::{self, Hint, Mode, Outcome, Rights};
+use crate::controller::client::restart::restart_and_wait;
 use crate::controller::client::server::Controller;
 use crate::controller::error::{ControllerError, Result};
+use crate::controller::model::ownership::Claim;
 use crate::controller::model::phase_row::PhaseRow;
 use crate::controller::model::snapshot::Snapshot;
-use crate::controller::model::stale::LastApplied;
 use crate::phase_log::{
     histogram_layout, traffic_between, AttributionRecord, GroupRecord, PhaseLog, RunRecord,
     PHASE_LOG_VERSION,
 };
 
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
 /// Connections made and checks passed before the proxy starts serving: a wrong DSN, missing
-/// privileges or performance_schema OFF fail startup with one clear error.
+/// privileges, performance_schema OFF or a scenario that cannot apply fail startup with one
+/// clear error, before anything is changed.
 pub struct Started {
     ctl: Controller,
     lead: Leadership,
+    /// Rows someone else set, found while resolving what a dead run left: kept, and left out
+    /// of this run's switches too.
+    inherited: Vec<Claim>,
 }
 
 pub async fn start(settings: &mut ControllerSettings) -> Result<Started> {
@@ -56,10 +61,31 @@ pub async fn start(settings: &mut ControllerSettings) -> Result<Started> {
         }
     }
     let mut ctl = Controller::connect(&settings.dsn).await?;
+    let mut lead = Leadership::connect(&settings.dsn).await?;
+    // A snapshot left by a run that did not finish is resolved before anything else. The dead
+    // run's connection may not be gone from the server yet: wait a little for its lock.
+    // (A killed process's connection is gone within milliseconds; a live leader sharing this
+    // state directory keeps the lock, and then this psprobe follows.)
+    if let Some(snapshot) = Snapshot::load_if_exists(&settings.state_file)? {
+        snapshot.check_server(&ctl.info().identity, &settings.state_file)?;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
+        while !lead.try_acquire().await? && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    } else {
+        lead.try_acquire().await?;
+    }
+    let mut inherited = Vec::new();
+    if lead.leader {
+        inherited = resolve_left_behind(settings, &mut ctl).await?;
+    }
     ctl.require_ps()?;
+    let rows = ctl.read_state().await?;
+    for name in &settings.scenarios {
+        settings.catalog.get(name)?.check_patterns(&rows)?;
+    }
     if settings.attribution.is_some() {
         // The design is fitted to the groups this server has rows of.
-        let rows = ctl.read_state().await?;
         for note in super::attribution::fit(settings, &rows)? {
             tracing::info!("{note}");
         }
@@ -75,63 +101,123 @@ pub async fn start(settings: &mut ControllerSettings) -> Result<Started> {
             );
         }
     }
-    let mut lead = Leadership::connect(&settings.dsn).await?;
-    // A snapshot left by a run that did not finish is resolved before anything else. The dead
-    // run's connection may not be gone from the server yet: wait a little for its lock.
-    // (A killed process's connection is gone within milliseconds; a live leader sharing this
-    // state directory keeps the lock, and then this psprobe follows.)
-    if let Some(snapshot) = Snapshot::load_if_exists(&settings.state_file)? {
-        snapshot.check_server(&ctl.info().identity, &settings.state_file)?;
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
-        while !lead.try_acquire().await? && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    } else {
-        lead.try_acquire().await?;
-    }
-    if lead.leader {
-        resolve_left_behind(settings, &mut ctl).await?;
-    }
-    Ok(Started { ctl, lead })
+    Ok(Started {
+        ctl,
+        lead,
+        inherited,
+    })
 }
 
-/// Writes back a snapshot a dead run left (on the server or in the state file) if the live
-/// rows are provably what that run last applied; refuses (changing nothing) otherwise.
-async fn resolve_left_behind(s: &ControllerSettings, ctl: &mut Controller) -> Result<()> {
+/// Resolves a snapshot a dead run left (on the server or in the state file): psprobe's rows
+/// written back, someone else's kept (and returned), a restart of psprobe's into pfsoff or
+/// startup options undone first (with `--restart-cmd`), a server restarted by someone else
+/// left as it is; refuses, changing nothing, only when it cannot tell what that run applied.
+async fn resolve_left_behind(s: &ControllerSettings, ctl: &mut Controller) -> Result<Vec<Claim>> {
     let hint = Hint {
-        restore_command: format!("psprobe ps restore --state-file {}", s.state_file.display()),
+        restore_command: restore_command(s),
         trust_unrecorded: false,
     };
-    let outcome = left_behind::resolve(
-        ctl,
-        &s.state_file,
-        &s.catalog,
-        Mode::Proved,
-        Rights::Required,
-        &hint,
-    )
-    .await
-    .inspect_err(left_behind::log_refusal)?;
-    if let Outcome::Restored {
-        origin,
-        snapshot,
-        proved,
-        report,
-    } = outcome
-    {
-        let last = match proved {
-            Some(LastApplied::Scenario(name)) => format!("scenario {name}"),
-            _ => "no change".into(),
-        };
-        tracing::warn!(
-            "the snapshot {origin} (taken {}) holds settings of a run that did not finish; \
-             restoring them: the server still holds what that run last applied ({last}); {} \
-             row(s) written back",
-            snapshot.taken_at,
-            report.rows_changed
-        );
+    for _ in 0..2 {
+        let outcome = left_behind::resolve(
+            ctl,
+            &s.state_file,
+            &s.catalog,
+            Mode::Proved,
+            Rights::Required,
+            &hint,
+        )
+        .await?;
+        match outcome {
+            Outcome::Nothing => return Ok(Vec::new()),
+            Outcome::Restored {
+                origin,
+                snapshot,
+                proved,
+                report,
+                claims,
+            } => {
+                let last = proved.map_or("no change".to_string(), |p| p.to_string());
+                tracing::warn!(
+                    "the snapshot {origin} (taken {}) holds settings of a run that did not \
+                     finish; restored what it changed (it last applied {last}): {} row(s) \
+                     written back{}",
+                    snapshot.taken_at,
+                    report.rows_changed,
+                    if claims.is_empty() && snapshot.claims.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            ", {} setting(s) someone else set kept as they are",
+                            claims.len() + snapshot.claims.len()
+                        )
+                    }
+                );
+                log_claims(&claims);
+                let mut all = snapshot.claims;
+                all.extend(claims);
+                return Ok(all);
+            }
+            Outcome::Discarded {
+                origin, snapshot, ..
+            } => {
+                tracing::warn!(
+                    "the snapshot {origin} (taken {}) is of a run that did not finish, but the \
+                     server restarted since, not by psprobe: it holds its own settings, so \
+                     there is nothing of psprobe's to restore; the snapshot is removed",
+                    snapshot.taken_at
+                );
+                return Ok(Vec::new());
+            }
+            Outcome::RestartFirst {
+                origin,
+                mode,
+                snapshot,
+            } => {
+                let Some(command) = &s.restart_cmd else {
+                    return Err(ControllerError::RestartFirst {
+                        origin,
+                        mode,
+                        what: format!(
+                            "pass --restart-cmd as that run had (psprobe then restarts it with \
+                             its own options and restores), or restart the server with its own \
+                             options by hand and run `{}`",
+                            restore_command(s)
+                        ),
+                    });
+                };
+                tracing::warn!(
+                    "the snapshot {origin} (taken {}) is of a run that left the server running \
+                     as {mode}: restarting it with its own options first",
+                    snapshot.taken_at
+                );
+                let (back, timing) =
+                    restart_and_wait(command, true, "", s.restart_timeout, &s.dsn).await?;
+                tracing::info!(
+                    "restarted the server with its own options: {}",
+                    timing.describe()
+                );
+                *ctl = back;
+            }
+        }
     }
-    Ok(())
+    Err(ControllerError::Restart {
+        reason: "the server still runs as the dead run left it after a restart with its own \
+                 options"
+            .into(),
+    })
+}
+
+/// `psprobe ps [--config FILE] restore --state-file PATH`.
+fn restore_command(s: &ControllerSettings) -> String {
+    let config = s
+        .config_path
+        .as_ref()
+        .map(|c| format!(" --config {}", c.display()))
+        .unwrap_or_default();
+    format!(
+        "psprobe ps{config} restore --state-file {}",
+        s.state_file.display()
+    )
 }
 
 /// Runs until the schedule is done or `stop` turns true; restores the server either way. The
@@ -172,7 +258,7 @@ async fn run_schedule(
     let mut action = roles.start();
     loop {
         let event = match action {
-            Action::TryLead => Event::LockTaken(runner.lead.try_acquire().await?),
+            Action::TryLead => Event::LockTaken(runner.try_lead().await?),
             Action::Lead(start_at) => runner.lead(start_at).await?,
             Action::Restore(end_state) => runner.restore(end_state.as_str()).await,
             Action::Rejoin(why) => runner.rejoin(why).await,
@@ -195,6 +281,14 @@ struct Runner<'a> {
     /// The scheduled scenarios' ids, in `s.scenarios`' order.
     ids: Vec<crate::stats::ScenarioId>,
     tracker: PhaseTracker,
+    /// What this run found and owns on the server (`None` until it first leads, and again
+    /// once another psprobe took the run over).
+    found: Option<AsFound>,
+    /// Rows someone else set, found before this run led (a dead run's).
+    inherited: Vec<Claim>,
+    /// Every connection id this psprobe held the lock on or beat for (the server may keep one
+    /// open after this side gave up on it).
+    mine: Vec<u32>,
     /// What the last lead ended with (returned when the runner finishes).
     led: Result<bool>,
     /// What the last restore ended with.
@@ -204,6 +298,8 @@ struct Runner<'a> {
     /// The leader's beat lives from its lead to the end of its restore.
     heartbeat: Option<Heartbeat>,
     follow_error: Option<ControllerError>,
+    /// Where the last lead got to (a resumed lead goes on after it).
+    next_phase: u64,
 }
 
 impl<'a> Runner<'a> {
@@ -227,6 +323,7 @@ impl<'a> Runner<'a> {
             );
         }
         let tracker = PhaseTracker::new(observer.clone(), s.on_phase.clone(), s.mysqld_pid.clone());
+        let mine = vec![started.lead.connection_id(), started.ctl.connection_id()];
         Ok(Runner {
             s,
             observer,
@@ -236,17 +333,92 @@ impl<'a> Runner<'a> {
             lead: started.lead,
             ids,
             tracker,
+            found: None,
+            inherited: started.inherited,
+            mine,
             led: Ok(true),
             restored: Ok(()),
             mode: ServerMode::Default,
             heartbeat: None,
             follow_error: None,
+            next_phase: 0,
         })
+    }
+
+    fn remember_connections(&mut self) {
+        for id in [self.lead.connection_id(), self.ctl.connection_id()] {
+            if !self.mine.contains(&id) {
+                self.mine.push(id);
+            }
+        }
+    }
+
+    async fn try_lead(&mut self) -> Result<bool> {
+        let taken = self.lead.try_acquire().await?;
+        self.remember_connections();
+        Ok(taken)
+    }
+
+    /// The run's record: made at the first lead (after resolving what a dead leader left), or
+    /// the one this run keeps, checked against a server that may have restarted meanwhile.
+    /// `Err(end)`: the lead must end at once as `end`.
+    async fn found(&mut self) -> Result<std::result::Result<(), LeadEnd>> {
+        let s = self.s;
+        let identity = self.ctl.info().identity.clone();
+        let Some(found) = self.found.as_ref() else {
+            // A leader that took over first resolves what the dead one left (one that led from
+            // the start did so in `start`); then the live rows are the settings to come back to.
+            let mut claims = std::mem::take(&mut self.inherited);
+            claims.extend(resolve_left_behind(s, &mut self.ctl).await?);
+            let mut snapshot = self.ctl.snapshot().await?.for_run(&s.identity, now_ms());
+            snapshot.claims = claims;
+            snapshot.scenarios = s.scenarios.clone();
+            let found = AsFound::new(snapshot, s.state_file.clone());
+            found.save(&mut self.lead).await?;
+            self.found = Some(found);
+            return Ok(Ok(()));
+        };
+        if !found.snapshot.restarted_since(&identity) {
+            return Ok(Ok(()));
+        }
+        // Restarted while this run waited, not by psprobe.
+        self.mine.clear();
+        self.remember_connections();
+        let Some(found) = self.found.as_mut() else {
+            return Ok(Ok(()));
+        };
+        if self.ctl.info().performance_schema != Some(true) {
+            tracing::error!(
+                "the server was restarted (not by psprobe) with performance_schema OFF: there \
+                 is nothing to measure and nothing of psprobe's left on it; the controller \
+                 stops, the proxy serves on"
+            );
+            Snapshot::remove(found.state_file())?;
+            self.lead.clear_snapshot().await.ok();
+            self.found = None;
+            return Ok(Err(LeadEnd::PsOffByOthers));
+        }
+        let live = self.ctl.read_state().await?;
+        let claims = found.rebase(&live, &identity);
+        tracing::warn!(
+            "the server was restarted (not by psprobe) while this run waited for it: the \
+             settings it came back with are the ones to leave; {} of them differ from before \
+             the run and are the restart's (kept, never switched); the schedule goes on",
+            claims.len()
+        );
+        log_claims(&claims);
+        for claim in &claims {
+            self.observer.setting_claimed(setting_change(claim));
+            self.log.append(&claim_record(claim))?;
+        }
+        found.save(&mut self.lead).await?;
+        Ok(Ok(()))
     }
 
     async fn lead(&mut self, start_at: (u64, u64)) -> Result<Event> {
         let (s, observer) = (self.s, self.observer);
         observer.set_leading(true);
+        self.remember_connections();
         let beat = Heartbeat::start(
             &s.dsn,
             &s.identity,
@@ -256,52 +428,168 @@ impl<'a> Runner<'a> {
         write_run_record(self.log, s, "leader")?;
         self.mode = ServerMode::Default;
         self.restored = Ok(());
-        self.led = lead_schedule(
-            start_at,
-            s,
-            Leading {
-                ctl: &mut self.ctl,
-                lead: &mut self.lead,
-                ids: &self.ids,
-                observer,
-                tracker: &mut self.tracker,
-                log: &mut *self.log,
-                stop: &mut self.stop,
-                mode: &mut self.mode,
-                heartbeat: &beat,
-            },
-        )
-        .await;
+        self.led = match self.found().await {
+            Ok(Ok(())) => self.lead_schedule(start_at, &beat).await,
+            Ok(Err(end)) => {
+                self.heartbeat = Some(beat);
+                observer.set_leading(false);
+                return Ok(Event::LeadEnded(end));
+            }
+            Err(e) => Err(e),
+        };
         self.heartbeat = Some(beat);
         observer.scenarios().set_current(NO_SCENARIO);
         observer.set_leading(false);
         Ok(Event::LeadEnded(match &self.led {
             Ok(true) => LeadEnd::Completed,
             Ok(false) => LeadEnd::Stopped,
-            Err(ControllerError::StaleSnapshot { .. }) => LeadEnd::StaleSnapshot,
+            Err(ControllerError::StaleSnapshot { .. } | ControllerError::RestartFirst { .. }) => {
+                LeadEnd::StaleSnapshot
+            }
             Err(ControllerError::LostLead { .. }) => LeadEnd::LostLead,
+            Err(
+                ControllerError::Stalled { .. }
+                | ControllerError::Connection { .. }
+                | ControllerError::Unreachable { .. },
+            ) => LeadEnd::Interrupted,
             Err(_) => LeadEnd::Failed,
         }))
     }
 
+    async fn lead_schedule(
+        &mut self,
+        (first_block, first_phase): (u64, u64),
+        beat: &Heartbeat,
+    ) -> Result<bool> {
+        let s = self.s;
+        let Some(found) = self.found.as_mut() else {
+            return Ok(false);
+        };
+        let first_phase = first_phase.max(self.next_phase);
+        // Followers (and operators) see a leader starting before its first change.
+        self.lead
+            .publish(&PhaseRow {
+                scenario: "none".into(),
+                block: first_block,
+                phase: first_phase,
+                state: "switching".into(),
+                leader: s.identity.clone(),
+                ..PhaseRow::default()
+            })
+            .await?;
+        let mut leader = Leader::new(
+            s,
+            LiveServer {
+                s,
+                ctl: &mut self.ctl,
+                lead: &mut self.lead,
+                heartbeat: beat,
+                found,
+            },
+            Out {
+                ids: &self.ids,
+                observer: self.observer,
+                tracker: &mut self.tracker,
+                log: &mut *self.log,
+            },
+            &mut self.stop,
+            &mut self.mode,
+            (Tuning::new(s), first_phase),
+        );
+        let timeline = Timeline::new(s.timeline(), first_block, first_phase);
+        let completed = leader.run(timeline).await;
+        self.next_phase = leader.next_phase;
+        if !completed? {
+            return Ok(false);
+        }
+        let Some((confirm, note)) = super::confirm::plan(s, &leader.fast_records) else {
+            return Ok(true);
+        };
+        tracing::info!("{note}");
+        // The same connections, beat, tracker and log; the confirmation's two scenarios, in
+        // segments numbered on from the design's.
+        let next_segment = leader.fast_records.iter().map(|r| r.block + 1).max();
+        let next_phase = leader.next_phase;
+        let settle = leader.tuning.settle;
+        let Leader {
+            server,
+            out,
+            stop,
+            mode,
+            ..
+        } = leader;
+        let mut ids = Vec::new();
+        for name in &confirm.scenarios {
+            ids.push(out.observer.scenarios().intern(name).map_err(|e| {
+                ControllerError::Config {
+                    path: PathBuf::from("--confirm"),
+                    reason: e.to_string(),
+                }
+            })?);
+        }
+        let timeline = confirm.timeline();
+        let first_block = next_segment.unwrap_or(0) * timeline.blocks_per_segment();
+        let mut tuning = Tuning::new(&confirm);
+        tuning.settle = settle;
+        let mut second = Leader::new(
+            &confirm,
+            LiveServer {
+                s: &confirm,
+                ..server
+            },
+            Out { ids: &ids, ..out },
+            stop,
+            mode,
+            (tuning, next_phase),
+        );
+        let done = second
+            .run(Timeline::new(timeline, first_block, next_phase))
+            .await;
+        self.next_phase = second.next_phase;
+        done
+    }
+
     async fn restore(&mut self, end_state: &str) -> Event {
+        let s = self.s;
         // The restore may restart the server (a slow phase left it OFF): planned, like the
         // slow phases' restarts.
         if let Some(beat) = &self.heartbeat {
             beat.planned_absence(true);
         }
-        self.restored = leave_as_found(
-            self.s,
-            &mut self.ctl,
-            &mut self.lead,
-            end_state,
-            &self.mode,
-            self.observer.scenarios(),
-        )
+        // Stopped by a signal: the stop's bound; at the end of a schedule: long enough for a
+        // restart.
+        let budget = if *self.stop.borrow() {
+            s.stop_timeout
+        } else {
+            s.restart_timeout.max(Duration::from_secs(30))
+        };
+        let Some(found) = self.found.as_mut() else {
+            self.heartbeat = None;
+            return Event::RestoreEnded(RestoreEnd::Restored);
+        };
+        let restored = Restore {
+            s,
+            ctl: &mut self.ctl,
+            lead: &mut self.lead,
+            found,
+            mode: &self.mode,
+            scenarios: self.observer.scenarios(),
+            mine: &self.mine,
+        }
+        .run(end_state, budget)
         .await;
         self.heartbeat = None;
+        self.restored = restored.map(|how| match how {
+            Restored::AsFound => tracing::info!("performance_schema settings restored"),
+            Restored::RestartedByOthers => {
+                tracing::info!("performance_schema settings left as the server's restart set them")
+            }
+        });
         Event::RestoreEnded(match &self.restored {
-            Ok(()) => RestoreEnd::Restored,
+            Ok(()) => {
+                self.found = None;
+                RestoreEnd::Restored
+            }
             Err(ControllerError::LostLead { .. }) => RestoreEnd::LostLead,
             Err(_) => {
                 self.observer.restore_failed();
@@ -312,28 +600,67 @@ impl<'a> Runner<'a> {
 
     async fn rejoin(&mut self, why: Rejoin) -> Event {
         self.heartbeat = None;
-        if why == Rejoin::LostLead {
-            // Possibly taken over: change nothing until the server answers again, then lead
-            // again if the lock is free (restoring what this run left, as any new leader
-            // does), or follow the psprobe that holds it.
-            tracing::warn!("{}", lost_message(&self.led, &self.restored, &self.s.dsn));
-            self.observer.lead_lost();
-            self.tracker.abandon();
+        match why {
+            Rejoin::LostLead => {
+                // Taken over: change nothing; follow the psprobe that leads, or lead again if
+                // the lock is free by the time the server answers.
+                tracing::warn!("{}", lost_message(&self.led, &self.restored));
+                self.observer.lead_lost();
+                self.tracker.abandon();
+            }
+            Rejoin::Interrupted => {
+                tracing::warn!(
+                    "{}; the segment in progress is left out, and the schedule goes on when the \
+                     server answers",
+                    self.led.as_ref().err().map_or_else(
+                        || "the server stopped answering".to_string(),
+                        ToString::to_string
+                    )
+                );
+                self.tracker.abandon();
+            }
+            Rejoin::Cut => {}
         }
-        Event::Rejoined(rejoin(self.s, &mut self.stop, &mut self.lead, &mut self.ctl).await)
+        let back = rejoin(self.s, &mut self.stop, &mut self.lead, &mut self.ctl).await;
+        self.remember_connections();
+        Event::Rejoined(back)
     }
 
     async fn reclaim(&mut self) -> Result<Event> {
         if self.lead.try_acquire().await? {
             // Nobody took over: go on after the last slot this run published.
             let last = self.lead.read().await?;
-            Ok(Event::Reclaimed(Some(resume_after(self.s, last.as_ref()))))
-        } else {
-            // The leader that holds the lock resolved the server's copy of this run's
-            // snapshot when it took over: the state file is not this psprobe's to restore any
-            // more.
-            Snapshot::remove(&self.s.state_file)?;
-            Ok(Event::Reclaimed(None))
+            return Ok(Event::Reclaimed(Some(resume_after(self.s, last.as_ref()))));
+        }
+        match self.lead.holder(&self.mine).await? {
+            LockHolder::Other { leader } => {
+                tracing::warn!("{}", lost_to(self.s, leader));
+                // The leader that holds the lock resolved the server's copy of this run's
+                // snapshot when it took over: the state file is not this psprobe's to restore
+                // any more.
+                if self.s.state_file.exists() {
+                    Snapshot::remove(&self.s.state_file)?;
+                }
+                self.found = None;
+                Ok(Event::Reclaimed(None))
+            }
+            LockHolder::Me | LockHolder::Nobody => {
+                // A connection of this psprobe's from before the interruption, still open on
+                // the server: end it and take the lock on the new one.
+                let mine: Vec<u64> = self
+                    .mine
+                    .iter()
+                    .filter(|&&id| id != self.lead.connection_id())
+                    .map(|&id| u64::from(id))
+                    .collect();
+                self.lead.kill(&mine).await?;
+                if self.lead.try_acquire().await? {
+                    let last = self.lead.read().await?;
+                    return Ok(Event::Reclaimed(Some(resume_after(self.s, last.as_ref()))));
+                }
+                // Taken in between: whoever took it leads.
+                Ok(Event::Reclaimed(None))
+            }
         }
     }
 
@@ -383,18 +710,24 @@ impl<'a> Runner<'a> {
                 Some(e) => Err(e),
                 None => Ok(()),
             },
-            Finish::LostLead => Err(lost_lead(&self.s.dsn)),
+            Finish::LostLead => match self.led {
+                Err(e @ ControllerError::LostLead { .. }) => Err(e),
+                _ => match self.restored {
+                    Err(e @ ControllerError::LostLead { .. }) => Err(e),
+                    _ => Ok(()),
+                },
+            },
             Finish::StoppedRejoining => Ok(()),
         }
     }
 }
 
 /// The warning of a leader that lost the lead: the error that said so.
-fn lost_message(led: &Result<bool>, restored: &Result<()>, dsn: &ControllerDsn) -> String {
+fn lost_message(led: &Result<bool>, restored: &Result<()>) -> String {
     match (led, restored) {
         (Err(e @ ControllerError::LostLead { .. }), _)
         | (_, Err(e @ ControllerError::LostLead { .. })) => e.to_string(),
-        _ => lost_lead(dsn).to_string(),
+        _ => "another psprobe leads the schedule now".to_string(),
     }
 }
 
@@ -510,164 +843,19 @@ fn write_run_record(log: &mut PhaseLog, s: &ControllerSettings, role: &str) -> R
     Ok(log.append(&record)?)
 }
 
-/// The leader's borrowed state.
-struct Leading<'a> {
-    ctl: &'a mut Controller,
-    lead: &'a mut Leadership,
-    ids: &'a [crate::stats::ScenarioId],
-    observer: &'a ControllerHandle,
-    tracker: &'a mut PhaseTracker,
-    log: &'a mut PhaseLog,
-    stop: &'a mut watch::Receiver<bool>,
-    mode: &'a mut ServerMode,
-    heartbeat: &'a Heartbeat,
-}
-
-async fn lead_schedule(
-    (first_block, first_phase): (u64, u64),
-    s: &ControllerSettings,
-    l: Leading<'_>,
-) -> Result<bool> {
-    // A leader that took over first resolves what the dead one left (one that led from the
-    // start did so in `start`); then the live rows are the settings to come back to.
-    resolve_left_behind(s, l.ctl).await?;
-    let snapshot = l.ctl.snapshot().await?.for_run(&s.identity, now_ms());
-    snapshot.save(&s.state_file)?;
-    l.lead.save_snapshot(&snapshot).await?;
-    // Followers (and operators) see a leader starting before its first change.
-    l.lead
-        .publish(&PhaseRow {
-            scenario: "none".into(),
-            block: first_block,
-            phase: first_phase,
-            state: "switching".into(),
-            leader: s.identity.clone(),
-            ..PhaseRow::default()
-        })
-        .await?;
-    let timeline = Timeline::new(s.timeline(), first_block, first_phase);
-    let mut leader = Leader {
-        s,
-        server: LiveServer {
-            s,
-            ctl: l.ctl,
-            lead: l.lead,
-            heartbeat: l.heartbeat,
-            switcher: Switcher::default(),
-            snapshot,
-        },
-        ids: l.ids,
-        observer: l.observer,
-        tracker: l.tracker,
-        log: l.log,
-        stop: l.stop,
-        mode: l.mode,
-        settle: s.settle.unwrap_or_else(|| initial_settle(s.phase)),
-        fast_records: Vec::new(),
-        precise: false,
-        last_fast: None,
-        switch_estimate: Duration::from_millis(5),
-        started: Instant::now(),
-        warned_long_carryover: false,
-        warned_switch_load: false,
-        next_phase: first_phase,
-        restart_settle: s.restart_settle,
-        slow_records: Vec::new(),
-        restart_failures: 0,
-        restarts_ok: 0,
-        last_restart_failure: None,
-        slow_precise: false,
-    };
-    if !leader.run(timeline).await? {
-        return Ok(false);
-    }
-    let Some((confirm, note)) = super::confirm::plan(s, &leader.fast_records) else {
-        return Ok(true);
-    };
-    tracing::info!("{note}");
-    // The same connections, beat, tracker and log; the confirmation's two scenarios, in
-    // segments numbered on from the design's.
-    let next_segment = leader.fast_records.iter().map(|r| r.block + 1).max();
-    let next_phase = leader.next_phase;
-    let Leader {
-        server,
-        observer,
-        tracker,
-        log,
-        stop,
-        mode,
-        settle,
-        ..
-    } = leader;
-    let LiveServer {
-        ctl,
-        lead,
-        heartbeat,
-        switcher,
-        snapshot,
-        ..
-    } = server;
-    let mut ids = Vec::new();
-    for name in &confirm.scenarios {
-        ids.push(
-            observer
-                .scenarios()
-                .intern(name)
-                .map_err(|e| ControllerError::Config {
-                    path: PathBuf::from("--confirm"),
-                    reason: e.to_string(),
-                })?,
-        );
-    }
-    let timeline = confirm.timeline();
-    let first_block = next_segment.unwrap_or(0) * timeline.blocks_per_segment();
-    let mut second = Leader {
-        s: &confirm,
-        server: LiveServer {
-            s: &confirm,
-            ctl,
-            lead,
-            heartbeat,
-            switcher,
-            snapshot,
-        },
-        ids: &ids,
-        observer,
-        tracker,
-        log,
-        stop,
-        mode,
-        settle,
-        fast_records: Vec::new(),
-        precise: false,
-        last_fast: None,
-        switch_estimate: Duration::from_millis(5),
-        started: Instant::now(),
-        warned_long_carryover: false,
-        warned_switch_load: false,
-        next_phase,
-        restart_settle: confirm.restart_settle,
-        slow_records: Vec::new(),
-        restart_failures: 0,
-        restarts_ok: 0,
-        last_restart_failure: None,
-        slow_precise: false,
-    };
-    second
-        .run(Timeline::new(timeline, first_block, next_phase))
-        .await
-}
-
 /// Connects anew in place of `lead` and `ctl` (the old connections may have been ended by the
-/// leader that took over), trying every second while the server does not answer; false if
-/// stopped meanwhile.
+/// leader that took over, or died with a stall), trying every second while the server does not
+/// answer; false if stopped meanwhile.
 async fn rejoin(
     s: &ControllerSettings,
     stop: &mut watch::Receiver<bool>,
     lead: &mut Leadership,
     ctl: &mut Controller,
 ) -> bool {
-    let mut warned = false;
+    /// A line while the server does not answer, at most this often.
+    const WARN_EVERY: Duration = Duration::from_secs(30);
+    let since = Instant::now();
+    let mut warned: Option<Instant> = None;
     loop {
         if *stop.borrow() {
             return false;
@@ -677,29 +865,32 @@ async fn rejoin(
             let ctl = Controller::connect(&s.dsn).await?;
             Ok::<_, ControllerError>((lead, ctl))
         };
-        match connected.await {
-            Ok((new_lead, new_ctl)) => {
+        let connected = tokio::select! {
+            connected = connected => Some(connected),
+            _ = stop.changed() => None,
+        };
+        match connected {
+            None => return false,
+            Some(Ok((new_lead, new_ctl))) => {
                 std::mem::replace(lead, new_lead).release().await;
                 std::mem::replace(ctl, new_ctl).disconnect().await;
+                if warned.is_some() {
+                    tracing::info!("the server answers again after {:.0?}", since.elapsed());
+                }
                 return true;
             }
-            Err(e) if !warned => {
-                warned = true;
-                tracing::warn!("cannot reach the server to rejoin the schedule yet ({e}); retrying every second");
+            Some(Err(e)) if warned.is_none_or(|at| at.elapsed() >= WARN_EVERY) => {
+                warned = Some(Instant::now());
+                tracing::warn!(
+                    "cannot reach the server to go on with the schedule ({e}); retrying every \
+                     second, nothing is changed meanwhile"
+                );
             }
-            Err(_) => {}
+            Some(Err(_)) => {}
         }
         tokio::select! {
             () = tokio::time::sleep(Duration::from_secs(1)) => {}
             _ = stop.changed() => {}
         }
-    }
-}
-
-/// The error of a leader that may have been taken over.
-pub fn lost_lead(dsn: &ControllerDsn) -> ControllerError {
-    ControllerError::LostLead {
-        target: dsn.redacted(),
-        stale_after: STALE_AFTER,
     }
 }

@@ -48,6 +48,11 @@ pub struct ControllerSettings {
     pub phase_log: PathBuf,
     pub restart_cmd: Option<String>,
     pub restart_timeout: Duration,
+    /// How long a stop (SIGTERM, SIGINT) may spend restoring the settings before psprobe
+    /// exits with the command that finishes the restore.
+    pub stop_timeout: Duration,
+    /// The `--config` file (named in the commands psprobe suggests).
+    pub config_path: Option<PathBuf>,
     pub upstream: String,
     /// Name this psprobe gives itself in `psprobe.phase.leader`.
     pub identity: String,
@@ -149,6 +154,8 @@ pub(crate) mod tests {
             phase_log: dir.join("phases.jsonl"),
             restart_cmd: None,
             restart_timeout: Duration::from_secs(5),
+            stop_timeout: Duration::from_secs(5),
+            config_path: None,
             upstream: "127.0.0.1:3306".into(),
             identity: "psprobe-test".into(),
             on_phase: None,

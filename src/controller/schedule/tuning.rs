@@ -1,0 +1,185 @@
+//! What the leader re-chooses as its run goes, from the analysis of what it has measured so
+//! far (the one arrow from the schedule to `analysis`, once per written segment, see
+//! docs/architecture.md): the settle time after a switch (from the carryover profile), the
+//! settle time after a restart (from the restart profile), whether every estimate is precise
+//! enough to stop (`--target-halfwidth`), and the warnings about slots too short for what
+//! happens in them.
+//!
+//! Must not: talk to the server, or change the schedule's order (the timeline's).
+
+use std::time::Duration;
+
+use crate::analysis::restart_profile::restart_profile;
+use crate::analysis::switch_load::switch_load;
+use crate::analysis::{analyze_run, carryover, Options};
+use crate::phase_log::group_names::{point_name, NONE_POINT};
+use crate::phase_log::PhaseRecord;
+use crate::stats::since_switch::BIN_MS;
+
+use super::settings::{initial_settle, ControllerSettings};
+
+/// Segments of every fast scenario before the carryover profile picks the settle time.
+const PROFILE_AFTER_SEGMENTS: usize = 4;
+/// Segments of every fast scenario before the target half-width may stop the run.
+const PRECISE_AFTER_SEGMENTS: usize = 6;
+/// Slow phases with a rate profile before it chooses the restart settle time.
+const RESTART_PROFILE_AFTER: usize = 4;
+
+/// The leader's choices and what it has said about them.
+pub(crate) struct Tuning {
+    /// Left out of measurement after each switch.
+    pub(crate) settle: Duration,
+    /// Left out of measurement after a restart.
+    pub(crate) restart_settle: Duration,
+    /// Recent switch time, to announce a slot's measured window before switching.
+    pub(crate) switch_estimate: Duration,
+    /// Every fast estimate is within the target half-width.
+    pub(crate) precise: bool,
+    /// Every restart comparison is within the target half-width.
+    pub(crate) slow_precise: bool,
+    warned_long_carryover: bool,
+    /// Switching was said to take too much of the slots (once a run).
+    warned_switch_load: bool,
+}
+
+impl Tuning {
+    pub(crate) fn new(s: &ControllerSettings) -> Self {
+        Tuning {
+            settle: s.settle.unwrap_or_else(|| initial_settle(s.phase)),
+            restart_settle: s.restart_settle,
+            switch_estimate: Duration::from_millis(5),
+            precise: false,
+            slow_precise: false,
+            warned_long_carryover: false,
+            warned_switch_load: false,
+        }
+    }
+
+    /// A switch took `took`: the next slot's announced window counts on about as long.
+    pub(crate) fn switched(&mut self, took: Duration) {
+        self.switch_estimate = (self.switch_estimate * 3 + took) / 4;
+    }
+
+    /// After a fast segment: the settle time from the carryover profile, the warnings, the
+    /// stopping rule.
+    pub(crate) fn after_fast_segment(&mut self, s: &ControllerSettings, fast: &[PhaseRecord]) {
+        let segments = fast.len() / s.fast_scenarios().len().max(1);
+        if s.settle.is_none() && segments >= PROFILE_AFTER_SEGMENTS {
+            if let Some(p) = carryover_of(s, fast) {
+                let most = (s.phase / 2).max(Duration::from_millis(BIN_MS));
+                let settle = Duration::from_millis(p.suggested_settle_ms).min(most);
+                if settle != self.settle {
+                    tracing::info!(
+                        "settle time {}ms -> {}ms from the carryover profile ({} segments)",
+                        self.settle.as_millis(),
+                        settle.as_millis(),
+                        segments
+                    );
+                    self.settle = settle;
+                }
+                if p.reaches_steady && !self.warned_long_carryover {
+                    self.warned_long_carryover = true;
+                    tracing::warn!(
+                        "the effect of a switch lasts past half a slot ({} ms): lengthen --phase",
+                        p.carryover_ms.unwrap_or(0)
+                    );
+                }
+            }
+        }
+        if segments >= PROFILE_AFTER_SEGMENTS && !self.warned_switch_load {
+            if let Some(w) = switch_load(fast).and_then(|l| l.warning()) {
+                self.warned_switch_load = true;
+                tracing::warn!("{w}");
+            }
+        }
+        if let Some(target) = s.target_halfwidth {
+            if segments >= PRECISE_AFTER_SEGMENTS {
+                let widest = analyze_run(fast, None, &headline())
+                    .ok()
+                    .and_then(|a| a.fast_halfwidth());
+                self.precise = widest.is_some_and(|w| w <= target);
+                if self.precise {
+                    tracing::info!(
+                        "every fast estimate is within +-{target} points (widest +-{:.2}); stopping the fast schedule",
+                        widest.unwrap_or(0.0)
+                    );
+                }
+            }
+        }
+    }
+
+    /// After a slow segment: the restart settle time from the restart profile, and whether
+    /// every restart comparison is precise enough.
+    pub(crate) fn after_slow_segment(&mut self, s: &ControllerSettings, slow: &[PhaseRecord]) {
+        if s.restart_settle_auto {
+            self.retune_restart_settle(s, slow);
+        }
+        let Some(target) = s.target_halfwidth else {
+            return;
+        };
+        let widest = analyze_run(slow, None, &headline())
+            .ok()
+            .and_then(|a| a.slow_halfwidth());
+        self.slow_precise = widest.is_some_and(|w| w <= target);
+        if self.slow_precise {
+            tracing::info!(
+                "every restart comparison is within +-{target} points (widest +-{:.2}); ending the slow blocks",
+                widest.unwrap_or(0.0)
+            );
+        }
+    }
+
+    /// From when the statement rate is back to steady after a restart.
+    fn retune_restart_settle(&mut self, s: &ControllerSettings, slow: &[PhaseRecord]) {
+        let Some(p) = restart_profile(slow) else {
+            return;
+        };
+        if p.phases < RESTART_PROFILE_AFTER {
+            return;
+        }
+        let most = s.slow_phase.saturating_sub(Duration::from_secs(2));
+        let settle = Duration::from_millis(p.suggested_settle_ms)
+            .min(most)
+            .max(Duration::from_secs(1));
+        if settle != self.restart_settle {
+            tracing::info!(
+                "settle time after a restart {:.1}s -> {:.1}s from the restart profile ({} restarts: the statement rate is steady {})",
+                self.restart_settle.as_secs_f64(),
+                settle.as_secs_f64(),
+                p.phases,
+                p.steady_after_ms.map_or("only at the end".to_string(), |ms| format!(
+                    "{:.1}s after the first query",
+                    ms as f64 / 1000.0
+                ))
+            );
+            self.restart_settle = settle;
+        }
+    }
+}
+
+fn headline() -> Options {
+    Options {
+        headline_only: true,
+        ..Options::default()
+    }
+}
+
+/// The carryover profile of a run's fast records: against the first scenario, or for an
+/// attribution, its largest switch (nothing instrumented to every group on).
+fn carryover_of(
+    s: &ControllerSettings,
+    fast: &[PhaseRecord],
+) -> Option<carryover::CarryoverProfile> {
+    let Some(plan) = &s.attribution else {
+        let baseline = &fast.first()?.scenario;
+        return carryover::profile(fast, baseline, BIN_MS);
+    };
+    let names: Vec<&str> = plan.groups.iter().map(|g| g.name.as_str()).collect();
+    let all_on = point_name(&names);
+    let pair: Vec<PhaseRecord> = fast
+        .iter()
+        .filter(|r| r.scenario == NONE_POINT || r.scenario == all_on)
+        .cloned()
+        .collect();
+    carryover::profile(&pair, NONE_POINT, BIN_MS)
+}

@@ -79,7 +79,9 @@ pub(crate) struct Leader<'a, S: LeadServer> {
     restarts: Restarts,
     /// The scenario (index) of the last fast slot, whose rows the next switch checks.
     last_fast: Option<usize>,
-    started: Instant,
+    /// When the run began (a lead resumed after an interruption keeps the run's clock, so
+    /// --duration and the slow blocks' spread count from the run's start).
+    pub started: Instant,
     /// The phase number the next slot takes (a confirmation goes on from there).
     pub next_phase: u64,
 }

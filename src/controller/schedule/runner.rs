@@ -300,6 +300,8 @@ struct Runner<'a> {
     follow_error: Option<ControllerError>,
     /// Where the last lead got to (a resumed lead goes on after it).
     next_phase: u64,
+    /// When this psprobe's schedule began (the clock of --duration, across resumed leads).
+    started: Instant,
 }
 
 impl<'a> Runner<'a> {
@@ -342,6 +344,7 @@ impl<'a> Runner<'a> {
             heartbeat: None,
             follow_error: None,
             next_phase: 0,
+            started: Instant::now(),
         })
     }
 
@@ -496,6 +499,7 @@ impl<'a> Runner<'a> {
             &mut self.mode,
             (Tuning::new(s), first_phase),
         );
+        leader.started = self.started;
         let timeline = Timeline::new(s.timeline(), first_block, first_phase);
         let completed = leader.run(timeline).await;
         self.next_phase = leader.next_phase;
@@ -635,6 +639,8 @@ impl<'a> Runner<'a> {
         match self.lead.holder(&self.mine).await? {
             LockHolder::Other { leader } => {
                 tracing::warn!("{}", lost_to(self.s, leader));
+                self.observer.lead_lost();
+                self.tracker.abandon();
                 // The leader that holds the lock resolved the server's copy of this run's
                 // snapshot when it took over: the state file is not this psprobe's to restore
                 // any more.

@@ -523,9 +523,13 @@ pub fn describe_torn(torn: &[usize], file: &str) -> String {
     if torn.len() > SHOWN {
         list.push(format!("and {} more", torn.len() - SHOWN));
     }
-    let which = if torn.len() == 1 { "line" } else { "lines" };
+    let (which, verb) = if torn.len() == 1 {
+        ("line", "is")
+    } else {
+        ("lines", "are")
+    };
     format!(
-        "{} {which} of {file} ({}) are no record",
+        "{} {which} of {file} ({}) {verb} no record",
         torn.len(),
         list.join(", ")
     )

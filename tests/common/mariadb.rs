@@ -299,6 +299,14 @@ impl MariaDb {
         }
     }
 
+    /// A clean restart (as [`MariaDb::restart_clean`]) with other options: a DBA's restart
+    /// with `extra` options and performance_schema `ps`.
+    pub fn restart_clean_with(&mut self, ps: bool, extra: &[&str]) {
+        self.opts.performance_schema = ps;
+        self.opts.extra_args = extra.iter().map(|s| s.to_string()).collect();
+        self.restart_clean();
+    }
+
     /// Start again on the same port and datadir (after `kill`).
     pub fn restart(&mut self) {
         self.kill();

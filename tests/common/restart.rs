@@ -20,6 +20,10 @@ pub struct Faults {
     pub hang_at: Option<u32>,
     /// Restarts with performance_schema the other way than `{pfs}` says.
     pub ignore_pfs_at: Option<u32>,
+    /// Stops the server, waits this many seconds, then starts it (a slow command).
+    pub slow_at: Option<(u32, u32)>,
+    /// Stops the server and exits 0 without starting it again.
+    pub down_at: Option<u32>,
 }
 
 /// Writes `restart.sh ON|OFF [OPTION...]`: stops the mariadbd of the harness's pid file
@@ -44,11 +48,16 @@ pub fn restart_script_with(db: &MariaDb, dir: &Path, faults: Faults) -> PathBuf 
          pfs=$1\nshift\nif [ $n = {ignore} ]; then if [ $pfs = ON ]; then pfs=OFF; else pfs=ON; fi; fi\n\
          old=$(cat {pid})\nkill -TERM \"$old\"\n\
          while [ -e /proc/$old ] && ! grep -q '^State:.Z' /proc/$old/status; do sleep 0.05; done\n\
+         if [ $n = {down} ]; then exit 0; fi\n\
+         if [ $n = {slow} ]; then sleep {slow_s}; fi\n\
          setsid nohup {server} \"--performance-schema=$pfs\" \"$@\" </dev/null >>{log} 2>&1 &\necho $! >>{pids}\n",
         calls = file("calls"),
         fail = at(faults.fail_at),
         hang = at(faults.hang_at),
         ignore = at(faults.ignore_pfs_at),
+        down = at(faults.down_at),
+        slow = at(faults.slow_at.map(|(n, _)| n)),
+        slow_s = faults.slow_at.map_or(0, |(_, s)| s),
         pid = sh_quote(pid_file),
         server = kept.join(" "),
         log = file("restarted.log"),

@@ -3,28 +3,33 @@
 //!
 //! The first switch into a scenario is the full one: read every row, hand it to the
 //! [`Ledger`] (a row holding neither what psprobe found nor what it wrote is someone else's:
-//! claimed, and left out of this and every later switch), plan, record the intent, apply,
-//! read every row back and compare; then a checksum of the setup tables the scenario sets, as
-//! the server computes it, is remembered. The statements of a runtime scenario set every row of
-//! the tables they touch (`enabled = 'YES'`, `enabled = if(name like ..., 'YES', 'NO')`), so
-//! after them the state of those tables is known whatever it was before.
+//! claimed, and left out of this and every later switch), plan, record the intent, write only
+//! the cells that differ, each only if it still holds what was read, read every row back and
+//! compare (a row someone changed between the read and the write keeps their value and is
+//! claimed too); then a checksum of the setup tables, as the server computes it, is
+//! remembered.
 //!
-//! Later switches into the scenario are one batch that goes on only if the *previous*
-//! scenario's rows held through its slot: the checksum is computed into a session variable
-//! first, and every statement after it (the intent, the scenario's UPDATEs, the leader's phase
-//! row) is conditional on it. Rows that did not hold are therefore never overwritten: the
-//! switch then goes the full way (so the change is seen, claimed and kept), and the previous
-//! slot is marked unverified (its segment is left out of the analysis).
+//! Later switches between runtime scenarios already entered are one batch that goes on only
+//! if the *previous* scenario's rows held through its slot: the checksum is computed into a
+//! session variable first, and every statement after it (the intent, the scenario's UPDATEs,
+//! the leader's phase row) is conditional on it; the UPDATEs change each cell only if it
+//! still holds the previous scenario's value ([`transition_sql`]). Rows that did not hold are
+//! therefore never overwritten: the switch then goes the full way (so the change is seen,
+//! claimed and kept), and the previous slot is marked unverified (its segment is left out of
+//! the analysis).
 
 use std::collections::HashMap;
 
 use super::leadership::Leadership;
 use super::server::{ApplyReport, Controller};
 use crate::controller::error::Result;
-use crate::controller::model::ownership::{add_condition, Claim, Ledger, Origin};
+use crate::controller::model::ownership::{add_condition, keep_claimed, Claim, Ledger, Origin};
 use crate::controller::model::phase_row::{PhaseRow, SwitchIntent};
-use crate::controller::model::scenario::{Scenario, Settings};
-use crate::controller::model::setup_tables::{SetupState, CONSUMERS, INSTRUMENTS};
+use crate::controller::model::scenario::{Plan, Scenario, Settings};
+use crate::controller::model::setup_tables::{
+    compare, write_back_statements, SetupState, CONSUMERS, INSTRUMENTS,
+};
+use crate::controller::model::transition::transition_sql;
 
 /// The session variable a fast batch's statements are conditional on.
 const HELD: &str = "@psprobe_held = 1";
@@ -83,9 +88,8 @@ impl Sums {
 }
 
 struct Known {
-    /// Statements that set every row of the tables the scenario touches, claimed rows left
-    /// out (runtime scenarios only; others always switch the full way).
-    statements: Option<Vec<String>>,
+    /// The scenario as applied (its selections make the next transition's SQL).
+    scenario: Scenario,
     /// The rows the scenario leaves (for the ledger).
     expected: SetupState,
     sums: Sums,
@@ -144,16 +148,16 @@ impl Switcher {
         scenario: &Scenario,
         publish: Option<&PhaseRow>,
     ) -> Result<Switched> {
-        let previous = self
-            .current
-            .as_ref()
-            .and_then(|name| self.known.get(name))
-            .map(|k| k.sums.clone());
-        let fast = self
-            .known
-            .get(&scenario.name)
-            .and_then(|k| k.statements.clone().map(|s| (s, k.expected.clone())));
-        if let (Some(sums), Some((statements, expected))) = (&previous, fast) {
+        let previous = self.current.as_ref().and_then(|name| self.known.get(name));
+        let fast = match (previous, self.known.get(&scenario.name)) {
+            (Some(prev), Some(next)) if scenario.determines() == (true, true) => {
+                transition_sql(&prev.scenario, scenario, self.ledger.claims())
+                    .map(|statements| (prev.sums.clone(), statements, next.expected.clone()))
+            }
+            _ => None,
+        };
+        let previous_sums = previous.map(|p| p.sums.clone());
+        if let Some((sums, statements, expected)) = fast {
             let intent = publish.map(|row| self.intent(row, &scenario.name));
             let mut batch = vec![sums.check_sql(), "SELECT @psprobe_held".to_string()];
             batch.extend(intent.map(|i| Leadership::intent_sql(&i, Some(HELD))));
@@ -181,7 +185,7 @@ impl Switcher {
             full.previous_held = Some(false);
             return Ok(full);
         }
-        let previous_held = match &previous {
+        let previous_held = match &previous_sums {
             Some(sums) => Some(sums.held(&checksum(ctl).await?)),
             None => None,
         };
@@ -189,7 +193,7 @@ impl Switcher {
             self.after_mismatch();
         }
         let mut full = self.full(ctl, scenario, publish).await?;
-        full.statements += u64::from(previous.is_some());
+        full.statements += u64::from(previous_sums.is_some());
         full.previous_held = previous_held;
         Ok(full)
     }
@@ -213,13 +217,9 @@ impl Switcher {
         publish: Option<&PhaseRow>,
     ) -> Result<Switched> {
         let live = ctl.read_state().await?;
-        let claims = self
+        let mut claims = self
             .ledger
             .observe(&live, Origin::Runtime, crate::clock::now_ms());
-        if !claims.is_empty() {
-            // The cached statements leave out the rows claimed before: plan them anew.
-            self.known.clear();
-        }
         let plan = match scenario.settings {
             Settings::Original => {
                 Scenario::original_from(&self.ledger.restore_target(&live)).plan(&live)?
@@ -229,20 +229,27 @@ impl Switcher {
         let intent = publish.map(|row| self.intent(row, &scenario.name));
         let before = intent.map(|i| Leadership::intent_sql(&i, None));
         let after = publish.map(|row| Leadership::publish_sql(row, None));
-        self.ledger.switching(&plan.expected);
-        let report = ctl
-            .apply_plan(&scenario.name, &plan, before.as_deref(), after.as_deref())
+        let (report, expected, late) = self
+            .apply_guarded(
+                ctl,
+                &scenario.name,
+                plan,
+                &live,
+                (before.as_deref(), after.as_deref()),
+            )
             .await?;
-        self.ledger.switched(&plan.expected);
+        claims.extend(late);
+        if !claims.is_empty() {
+            // What was learned of the other scenarios assumed those rows were psprobe's.
+            self.known.clear();
+        }
         let now = checksum(ctl).await?;
         let (c, i) = scenario.determines();
-        let statements = matches!(scenario.settings, Settings::Runtime { .. })
-            .then(|| report.statements.clone());
         self.known.insert(
             scenario.name.clone(),
             Known {
-                statements,
-                expected: plan.expected.clone(),
+                scenario: scenario.clone(),
+                expected,
                 sums: Sums {
                     consumers: c.then(|| now.0.clone()),
                     instruments: i.then(|| now.1.clone()),
@@ -256,6 +263,34 @@ impl Switcher {
             previous_held: None,
             claims,
         })
+    }
+
+    /// Writes `plan` over `live` cell by cell (each only if it still holds what was read),
+    /// reads back, and claims the rows someone else changed in between (they kept their
+    /// value). Returns what was done, the rows the server now holds as psprobe's, and those
+    /// claims; [`ControllerError::Verify`] if a row is neither.
+    async fn apply_guarded(
+        &mut self,
+        ctl: &mut Controller,
+        name: &str,
+        mut plan: Plan,
+        live: &SetupState,
+        (before, after): (Option<&str>, Option<&str>),
+    ) -> Result<(ApplyReport, SetupState, Vec<Claim>)> {
+        plan.statements = write_back_statements(&plan.expected, live);
+        self.ledger.switching(&plan.expected);
+        let (report, read_back) = ctl.run_plan(name, &plan, before, after).await?;
+        let mut late = Vec::new();
+        if !compare(&plan.expected, &read_back).is_empty() {
+            self.ledger.switched(&plan.expected);
+            late = self
+                .ledger
+                .observe(&read_back, Origin::Runtime, crate::clock::now_ms());
+            plan.expected = keep_claimed(&plan.expected, self.ledger.claims(), &read_back);
+            ctl.verified(name, &plan, &read_back)?;
+        }
+        self.ledger.switched(&plan.expected);
+        Ok((report, plan.expected, late))
     }
 
     /// A scenario's rows did not hold: every scenario is checked row by row again.
@@ -289,15 +324,15 @@ impl Switcher {
     /// run. Returns what it did and the rows claimed at this last look.
     pub async fn restore(&mut self, ctl: &mut Controller) -> Result<(ApplyReport, Vec<Claim>)> {
         let live = ctl.read_state().await?;
-        let claims = self
+        let mut claims = self
             .ledger
             .observe(&live, Origin::Runtime, crate::clock::now_ms());
         let target = self.ledger.restore_target(&live);
-        let original = Scenario::original_from(&target);
-        let plan = original.plan(&live)?;
-        self.ledger.switching(&plan.expected);
-        let report = ctl.apply_plan("original", &plan, None, None).await?;
-        self.ledger.switched(&plan.expected);
+        let plan = Scenario::original_from(&target).plan(&live)?;
+        let (report, _, late) = self
+            .apply_guarded(ctl, "original", plan, &live, (None, None))
+            .await?;
+        claims.extend(late);
         self.known.clear();
         self.current = None;
         Ok((report, claims))

@@ -312,6 +312,34 @@ impl Controller {
         before: Option<&str>,
         after: Option<&str>,
     ) -> Result<ApplyReport> {
+        let (report, read_back) = self.run_plan(name, plan, before, after).await?;
+        self.verified(name, plan, &read_back)?;
+        Ok(report)
+    }
+
+    /// [`ControllerError::Verify`] unless `read_back` holds what `plan` expects.
+    pub fn verified(&self, name: &str, plan: &Plan, read_back: &SetupState) -> Result<()> {
+        let mismatches = compare(&plan.expected, read_back);
+        if mismatches.is_empty() {
+            return Ok(());
+        }
+        Err(ControllerError::Verify {
+            what: format!("scenario '{name}'"),
+            target: self.target.clone(),
+            checked: plan.expected.rows(),
+            mismatches,
+        })
+    }
+
+    /// Runs `plan`'s statements as [`Controller::apply_plan`] does and returns what the rows
+    /// hold afterwards, for the caller to compare.
+    pub async fn run_plan(
+        &mut self,
+        name: &str,
+        plan: &Plan,
+        before: Option<&str>,
+        after: Option<&str>,
+    ) -> Result<(ApplyReport, SetupState)> {
         for w in &plan.warnings {
             tracing::warn!(target: "psprobe::controller", "{w}");
         }
@@ -330,29 +358,21 @@ impl Controller {
         if let Some(sql) = after {
             self.exec(sql, "publish the phase").await?;
         }
-        let after = self.read_state().await?;
-        let mismatches = compare(&plan.expected, &after);
-        if !mismatches.is_empty() {
-            return Err(ControllerError::Verify {
-                what: format!("scenario '{name}'"),
-                target: self.target.clone(),
-                checked: plan.expected.rows(),
-                mismatches,
-            });
-        }
+        let read_back = self.read_state().await?;
         tracing::info!(
             target: "psprobe::controller",
             "applied scenario {name} on {}: {} statement(s), {rows_changed} row(s) changed",
             self.target,
             plan.statements.len()
         );
-        Ok(ApplyReport {
+        let report = ApplyReport {
             scenario: name.to_string(),
             statements: plan.statements.clone(),
             rows_changed,
             rows_verified: plan.expected.rows(),
             warnings: plan.warnings.clone(),
-        })
+        };
+        Ok((report, read_back))
     }
 
     /// The rows that do not hold what `scenario` sets (empty: the server is in that scenario).
@@ -591,6 +611,7 @@ mod tests {
         send(ctl.verify(s));
         send(ctl.restore(snap));
         send(ctl.apply_plan("x", &Plan::default(), None, None));
+        send(ctl.run_plan("x", &Plan::default(), None, None));
         send(ctl.ensure_snapshot(Path::new("x")));
     }
 

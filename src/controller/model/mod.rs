@@ -15,4 +15,5 @@ pub mod setup_tables;
 pub mod snapshot;
 pub mod stale;
 pub mod startup;
+pub mod transition;
 pub mod version;

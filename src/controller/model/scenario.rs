@@ -537,3 +537,43 @@ mod tests {
         ));
     }
 }
+
+#[cfg(test)]
+mod pattern_checks {
+    use super::*;
+    use crate::controller::model::catalog::Catalog;
+    use crate::controller::model::setup_tables::tests::{c, i};
+
+    #[test]
+    fn a_file_pattern_that_selects_nothing_or_every_row_is_refused() {
+        let rows = SetupState {
+            consumers: vec![c("a", true), c("b", false)],
+            instruments: vec![
+                i("wait/io/file/x", true, Some(true)),
+                i("wait/y", false, Some(false)),
+            ],
+        };
+        for (pattern, said) in [
+            ("wait/io/filez/%", "matches nothing"),
+            ("%/%", "matches every one of this server's 2 instruments"),
+        ] {
+            let mut catalog = Catalog::builtin();
+            let toml = format!(
+                "[[scenario]]\nname = \"t\"\nconsumers = {{ enable = [\"%\"] }}\ninstruments = {{ enable = [\"{pattern}\"] }}\n"
+            );
+            catalog
+                .add_toml(&toml, std::path::Path::new("ps.toml"))
+                .unwrap();
+            let e = catalog.get("t").unwrap().check_patterns(&rows).unwrap_err();
+            assert!(e.to_string().contains(said), "{e}");
+        }
+        let catalog = Catalog::builtin();
+        for s in catalog.iter() {
+            assert!(
+                s.check_patterns(&rows).is_ok(),
+                "built-in {} is never refused",
+                s.name
+            );
+        }
+    }
+}

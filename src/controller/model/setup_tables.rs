@@ -193,8 +193,12 @@ pub fn compare(expected: &SetupState, actual: &SetupState) -> Vec<Mismatch> {
 }
 
 /// The UPDATEs that turn `current` into `target`, touching only rows whose values differ:
-/// rows grouped by their target values, at most [`MAX_NAMES_PER_UPDATE`] names per statement.
-/// Rows of `target` missing from `current` are skipped (the caller warns about them).
+/// rows grouped by their values now and in the target, at most [`MAX_NAMES_PER_UPDATE`] names
+/// per statement. Every cell is written only if it still holds its value in `current`
+/// (`enabled = if(enabled = 'NO', 'YES', enabled)`): a row someone else changed after
+/// `current` was read keeps their value, and the read-back after shows it. Rows of `target`
+/// missing from `current` are skipped (the caller warns about them); a TIMED that cannot be
+/// timed (NULL) is left alone.
 pub fn write_back_statements(target: &SetupState, current: &SetupState) -> Vec<String> {
     let mut statements = Vec::new();
 
@@ -203,17 +207,17 @@ pub fn write_back_statements(target: &SetupState, current: &SetupState) -> Vec<S
         .iter()
         .map(|r| (r.name.as_str(), r.enabled))
         .collect();
-    let mut groups: BTreeMap<bool, Vec<&str>> = BTreeMap::new();
+    let mut groups: BTreeMap<(bool, bool), Vec<&str>> = BTreeMap::new();
     for row in &target.consumers {
-        if now
-            .get(row.name.as_str())
-            .is_some_and(|&e| e != row.enabled)
-        {
-            groups.entry(row.enabled).or_default().push(&row.name);
+        if let Some(&was) = now.get(row.name.as_str()).filter(|&&e| e != row.enabled) {
+            groups
+                .entry((was, row.enabled))
+                .or_default()
+                .push(&row.name);
         }
     }
-    for (enabled, names) in groups {
-        let set = format!("enabled = '{}'", yes_no(enabled));
+    for ((was, enabled), names) in groups {
+        let set = format!("enabled = {}", guarded_cell("enabled", Some(was), enabled));
         push_batched(&mut statements, CONSUMERS, &set, &names);
     }
 
@@ -222,27 +226,49 @@ pub fn write_back_statements(target: &SetupState, current: &SetupState) -> Vec<S
         .iter()
         .map(|r| (r.name.as_str(), (r.enabled, r.timed)))
         .collect();
-    let mut groups: BTreeMap<(bool, Option<bool>), Vec<&str>> = BTreeMap::new();
+    type Cells = (bool, Option<bool>);
+    let mut groups: BTreeMap<(Cells, Cells), Vec<&str>> = BTreeMap::new();
     for row in &target.instruments {
         let Some(&(enabled, timed)) = now.get(row.name.as_str()) else {
             continue;
         };
-        if enabled != row.enabled || (row.timed.is_some() && timed != row.timed) {
-            groups
-                .entry((row.enabled, row.timed))
-                .or_default()
-                .push(&row.name);
+        let timed_differs = row.timed.is_some() && timed.is_some() && timed != row.timed;
+        if enabled != row.enabled || timed_differs {
+            let want = (row.enabled, if timed_differs { row.timed } else { None });
+            let was = (enabled, if timed_differs { timed } else { None });
+            groups.entry((was, want)).or_default().push(&row.name);
         }
     }
-    for ((enabled, timed), names) in groups {
-        let set = match timed {
-            Some(t) => format!("enabled = '{}', timed = '{}'", yes_no(enabled), yes_no(t)),
-            // Cannot be timed: leave TIMED alone.
-            None => format!("enabled = '{}'", yes_no(enabled)),
-        };
-        push_batched(&mut statements, INSTRUMENTS, &set, &names);
+    for (((was_e, was_t), (want_e, want_t)), names) in groups {
+        let mut set = Vec::new();
+        if was_e != want_e {
+            set.push(format!(
+                "enabled = {}",
+                guarded_cell("enabled", Some(was_e), want_e)
+            ));
+        }
+        if let (Some(was), Some(want)) = (was_t, want_t) {
+            set.push(format!(
+                "timed = {}",
+                guarded_cell("timed", Some(was), want)
+            ));
+        }
+        push_batched(&mut statements, INSTRUMENTS, &set.join(", "), &names);
     }
     statements
+}
+
+/// `if(COLUMN = 'WAS', 'WANT', COLUMN)`: the cell becomes `want` only if it still holds
+/// `was` (`None`: whatever it holds).
+pub fn guarded_cell(column: &str, was: Option<bool>, want: bool) -> String {
+    match was {
+        Some(was) => format!(
+            "if({column} = '{}', '{}', {column})",
+            yes_no(was),
+            yes_no(want)
+        ),
+        None => format!("'{}'", yes_no(want)),
+    }
 }
 
 fn push_batched(out: &mut Vec<String>, table: &str, set: &str, names: &[&str]) {
@@ -370,29 +396,31 @@ pub(crate) mod tests {
         let s = write_back_statements(&target, &current);
         assert_eq!(
             s[0],
-            format!("update {CONSUMERS} set enabled = 'NO' where name in ('c')")
+            format!(
+                "update {CONSUMERS} set enabled = if(enabled = 'NO', 'YES', enabled) where name in ('a')"
+            )
         );
         assert_eq!(
             s[1],
-            format!("update {CONSUMERS} set enabled = 'YES' where name in ('a')")
+            format!(
+                "update {CONSUMERS} set enabled = if(enabled = 'YES', 'NO', enabled) where name in ('c')"
+            )
         );
         assert_eq!(
             s[2],
-            format!("update {INSTRUMENTS} set enabled = 'YES' where name in ('memory/x')")
-        );
-        assert_eq!(
-            s[3],
             format!(
-                "update {INSTRUMENTS} set enabled = 'YES', timed = 'NO' where name in ('wait/0')"
-            )
+                "update {INSTRUMENTS} set enabled = if(enabled = 'NO', 'YES', enabled) where name \
+                 in ('wait/0','memory/x')"
+            ),
+            "wait/0 keeps TIMED=NO: only ENABLED is written"
         );
-        // 1202 rows YES/YES: 500 + 500 + 202.
-        assert_eq!(s.len(), 7);
-        let counts: Vec<usize> = s[4..].iter().map(|q| q.matches(",'").count() + 1).collect();
+        // 1202 rows NO/NO -> YES/YES: 500 + 500 + 202.
+        assert_eq!(s.len(), 6, "{s:#?}");
+        let counts: Vec<usize> = s[3..].iter().map(|q| q.matches(",'").count() + 1).collect();
         assert_eq!(counts, [500, 500, 202]);
-        assert!(s[4..]
-            .iter()
-            .all(|q| q.contains("enabled = 'YES', timed = 'YES'")));
+        assert!(s[3..].iter().all(|q| q.contains(
+            "enabled = if(enabled = 'NO', 'YES', enabled), timed = if(timed = 'NO', 'YES', timed)"
+        )));
         assert!(write_back_statements(&current, &current).is_empty());
     }
 

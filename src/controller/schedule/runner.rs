@@ -434,6 +434,8 @@ impl<'a> Runner<'a> {
         self.led = match self.found().await {
             Ok(Ok(())) => self.lead_schedule(start_at, &beat).await,
             Ok(Err(end)) => {
+                // Said in its own line; nothing failed that the finish should report.
+                self.led = Ok(false);
                 self.heartbeat = Some(beat);
                 observer.set_leading(false);
                 return Ok(Event::LeadEnded(end));
@@ -699,17 +701,19 @@ impl<'a> Runner<'a> {
         }))
     }
 
-    async fn finish(mut self, how: Finish) -> Result<()> {
-        drop(self.heartbeat.take());
+    async fn finish(self, how: Finish) -> Result<()> {
+        drop(self.heartbeat);
         match how {
             Finish::Led => {
-                self.lead.release().await;
-                self.ctl.disconnect().await;
-                self.led.map(|_| ()).and(self.restored)
+                let_go(self.lead, self.ctl).await;
+                // What the server was left with comes first: it is what a stop must say.
+                match (self.led, self.restored) {
+                    (_, Err(e @ ControllerError::NotRestored { .. })) => Err(e),
+                    (led, restored) => led.map(|_| ()).and(restored),
+                }
             }
             Finish::Followed => {
-                self.lead.release().await;
-                self.ctl.disconnect().await;
+                let_go(self.lead, self.ctl).await;
                 Ok(())
             }
             Finish::FollowFailed => match self.follow_error {
@@ -726,6 +730,14 @@ impl<'a> Runner<'a> {
             Finish::StoppedRejoining => Ok(()),
         }
     }
+}
+
+/// Releases the lock and closes the connections, politely if the server answers at once (a
+/// stalled server must not hold up a stop: it ends the sessions when the sockets close).
+async fn let_go(lead: Leadership, ctl: Controller) {
+    const POLITE: Duration = Duration::from_secs(1);
+    let _ = tokio::time::timeout(POLITE, lead.release()).await;
+    let _ = tokio::time::timeout(POLITE, ctl.disconnect()).await;
 }
 
 /// The warning of a leader that lost the lead: the error that said so.

@@ -16,7 +16,10 @@ use std::time::{Duration, Instant};
 use common::controller::{flags, kill, poll, ps, start_controller, terminate, SETUP_DUMP};
 use common::mariadb::MariaDb;
 
-const SPEC: &str = "--scenarios pfson_conoff_insoff,pfson_conon_inson,pfson_conon_ins_sqlon \
+/// `original` is switched the full way every time (read every row, write the cells that
+/// differ one statement at a time, read back), so about a third of the run is inside a switch,
+/// most of it between statements that leave the rows half switched when cut.
+const SPEC: &str = "--scenarios original,pfson_conoff_insoff,pfson_conon_inson \
                     --phase 100ms --settle 20ms --segment 1s";
 
 /// A small xorshift, seeded from the clock (the seed is printed, so a run can be repeated).
@@ -33,7 +36,7 @@ impl Rng {
 
 /// Where a kill landed: (inside a switch: its intent written, the phase row after its
 /// statements not yet; the rows left as no scenario has them: a batch cut in the middle).
-fn landed(db: &MariaDb) -> (bool, bool) {
+fn landed(db: &MariaDb, dir: &std::path::Path) -> (bool, bool) {
     let row = db.sql("SELECT phase, scenario FROM psprobe.phase WHERE id = 1");
     let intent = db.sql("SELECT phase, to_scenario FROM psprobe.switch_intent WHERE id = 1");
     let parse = |t: &str| -> (u64, String) {
@@ -43,13 +46,49 @@ fn landed(db: &MariaDb) -> (bool, bool) {
     };
     let ((row_phase, row_scenario), (intent_phase, to)) = (parse(&row), parse(&intent));
     let inside = intent_phase > row_phase || (intent_phase == row_phase && row_scenario != to);
-    let show = ps(db, &["show"]);
+    let show = ps(db, &["show", "--state-dir", &dir.display().to_string()]);
     let text = String::from_utf8_lossy(&show.stdout);
     let half = text
         .lines()
         .find_map(|l| l.strip_prefix("matches scenario:"))
         .is_some_and(|m| m.trim() == "none of the known scenarios");
     (inside, half)
+}
+
+/// Kills psprobe inside a switch: its statements ran, the phase row that confirms them is
+/// held by a lock of this test's, so psprobe waits there; `extra_ms` later it is SIGKILLed, and
+/// its blocked statement ended with it (`KILL`, as the server would once the client is gone).
+fn held_inside_a_switch(db: &MariaDb, probe: &mut common::probe::Probe, extra_ms: u64) {
+    use std::io::Write;
+    let addr = db.addr();
+    let (host, port) = common::cli::split_addr(&addr);
+    let mut lock = std::process::Command::new("mariadb")
+        .args(["--no-defaults", "--protocol=TCP", "-h", host, "-P", port])
+        .arg(format!("-u{}", common::cli::USER))
+        .arg(format!("-p{}", common::cli::PASSWORD))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn the locking session");
+    let mut stdin = lock.stdin.take().expect("its stdin");
+    stdin
+        .write_all(b"BEGIN; SELECT id FROM psprobe.phase WHERE id = 1 FOR UPDATE;\n")
+        .expect("lock the phase row");
+    stdin.flush().ok();
+    let waiting = "SELECT ID FROM information_schema.PROCESSLIST WHERE COMMAND = 'Query' AND \
+                   INFO LIKE '%REPLACE INTO psprobe.phase%' AND INFO NOT LIKE '%PROCESSLIST%'";
+    let id = poll("psprobe to wait on the phase row", 20, || {
+        let id = db.sql(waiting);
+        let id = id.lines().next()?.trim().to_string();
+        (!id.is_empty()).then_some(id)
+    });
+    std::thread::sleep(Duration::from_millis(extra_ms)); // anywhere in the wait
+    kill(probe);
+    let _ = db.try_sql(&format!("KILL {id}"));
+    stdin.write_all(b"ROLLBACK;\n").ok();
+    drop(stdin);
+    let _ = lock.wait();
 }
 
 #[test]
@@ -79,7 +118,7 @@ fn kills_at_random_instants_of_switching_never_leave_the_server_changed() {
         .as_nanos() as u64
         | 1;
     let mut rng = Rng(seed);
-    let (mut inside, mut half, mut started, mut restored) = (0, 0, 0, 0);
+    let (mut inside, mut half, mut started, mut restored, mut held) = (0, 0, 0, 0, 0);
     let t0 = Instant::now();
     for n in 0..kills {
         let mut probe = start_controller(&db, &args);
@@ -92,16 +131,30 @@ fn kills_at_random_instants_of_switching_never_leave_the_server_changed() {
                 "kill {n}: {said}"
             );
         }
-        // Switching: a few slots in, then anywhere in the next 300 ms (three slots).
-        poll("switching", 30, || {
+        // This run switching (its own row, two slots in), then anywhere in the next 300 ms
+        // (three slots).
+        let mine = format!(":{} ", probe.pid());
+        let first = poll("this run's first slot", 30, || {
+            let row = db
+                .try_sql("SELECT phase, leader FROM psprobe.phase WHERE id = 1")
+                .ok()?;
+            let (phase, leader) = row.trim().split_once('\t')?;
+            leader.contains(&mine).then(|| phase.parse::<u64>().ok())?
+        });
+        poll("two more slots", 30, || {
             let p = db
                 .try_sql("SELECT phase FROM psprobe.phase WHERE id = 1")
                 .ok()?;
-            (p.trim().parse::<u64>().ok()? >= 2).then_some(())
+            (p.trim().parse::<u64>().ok()? >= first + 2).then_some(())
         });
-        std::thread::sleep(Duration::from_millis(rng.next() % 300)); // the random instant
-        kill(&mut probe);
-        let (i, h) = landed(&db);
+        if n % 2 == 0 {
+            std::thread::sleep(Duration::from_millis(rng.next() % 300)); // the random instant
+            kill(&mut probe);
+        } else {
+            held_inside_a_switch(&db, &mut probe, rng.next() % 50);
+            held += 1;
+        }
+        let (i, h) = landed(&db, dir.path());
         inside += usize::from(i);
         half += usize::from(h);
         if n % 2 == 1 {
@@ -131,9 +184,11 @@ fn kills_at_random_instants_of_switching_never_leave_the_server_changed() {
         "after the last run (seed {seed})"
     );
     println!(
-        "kill mid-switch (seed {seed}): {kills} SIGKILLs in {:.0?}, {inside} inside a switch \
-         ({half} with the rows half switched); {started} starts after a kill, 0 refused; \
-         {restored} resolved by ps restore, every one as found",
+        "kill mid-switch (seed {seed}): {kills} SIGKILLs in {:.0?} ({held} held inside a switch, \
+         the rest at random instants), {inside} inside a switch in all ({half} with the rows \
+         matching no scenario); {started} starts after a kill, 0 refused; {restored} resolved \
+         by ps restore, every one as found",
         t0.elapsed()
     );
+    assert!(inside >= held, "every held kill is inside a switch");
 }

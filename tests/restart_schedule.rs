@@ -60,12 +60,15 @@ fn run_slow(db: &MariaDb, dir: &std::path::Path, spec: &str, faults: Faults) -> 
         "oltp_read_only",
         &[TABLES[0], TABLES[1], "--threads=4"],
     );
-    poll("the schedule's end", 300, || {
-        probe
-            .stderr_text()
-            .contains("controller finished")
-            .then_some(())
-    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    while !probe.stderr_text().contains("controller finished") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no end of the schedule within 300 s:\n{}",
+            probe.stderr_text()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100)); // poll interval
+    }
     load.finish();
     probe.stderr_text()
 }
@@ -81,6 +84,7 @@ fn failed_hung_and_wrong_restarts_are_left_out_named_and_the_settings_end_as_fou
         fail_at: Some(2),
         hang_at: Some(4),
         ignore_pfs_at: Some(6),
+        ..Faults::default()
     };
     let stderr = run_slow(
         &db,
@@ -109,6 +113,61 @@ fn failed_hung_and_wrong_restarts_are_left_out_named_and_the_settings_end_as_fou
     poll("the server back with its settings", 60, || {
         (db.try_sql(common::controller::SETUP_DUMP).ok()? == before).then_some(())
     });
+}
+
+/// The issue's case 3: a restart command past --restart-timeout used to be left running, and
+/// brought the server back with performance_schema OFF a minute later, after psprobe had moved
+/// on. Now it is stopped with its process group (nothing it would have started comes up), the
+/// server's state is established before anything else, and the settings end as found. And a
+/// command that exits 0 with the server down is said while psprobe waits, not after 120 s of
+/// silence.
+#[test]
+fn a_restart_past_its_timeout_is_stopped_with_its_group_and_a_silent_one_is_said() {
+    let db = prepared();
+    let dir = tempfile::tempdir().unwrap();
+    let _reaper = Reaper(dir.path().to_path_buf());
+    let before = setup_dump(&db);
+    // Call 1 stops the server and would start it 14 s later; call 3 stops it and exits 0.
+    let faults = Faults {
+        slow_at: Some((1, 14)),
+        down_at: Some(3),
+        ..Faults::default()
+    };
+    let t0 = std::time::Instant::now();
+    let stderr = run_slow(
+        &db,
+        dir.path(),
+        "--scenarios pfsoff,pfson_conoff_insoff --slow-blocks 3 --slow-phase 3s \
+         --restart-settle 1s --restart-timeout 12s --seed 4",
+        faults,
+    );
+    assert!(
+        stderr.contains("did not finish within 12s; it was stopped with its process group"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("the restart command finished") && stderr.contains("is not back yet"),
+        "{stderr}"
+    );
+    // Past the moment the killed command would have started its server: none came up.
+    if let Some(wait) = std::time::Duration::from_secs(16).checked_sub(t0.elapsed()) {
+        std::thread::sleep(wait); // until then, the server it would have started
+    }
+    let pids = std::fs::read_to_string(dir.path().join("pids")).unwrap_or_default();
+    let calls: u32 = std::fs::read_to_string(dir.path().join("calls"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        pids.lines().count() as u32,
+        calls - 2,
+        "one server per call, none from the killed or the silent one"
+    );
+    poll("the server back with its settings", 60, || {
+        (db.try_sql(common::controller::SETUP_DUMP).ok()? == before).then_some(())
+    });
+    assert_eq!(db.sql("SELECT @@performance_schema").trim(), "1");
 }
 
 #[test]

@@ -99,6 +99,9 @@ pub enum ControllerError {
     #[error("restart hook: {reason}; check --restart-cmd")]
     Restart { reason: String },
 
+    #[error("the server is down after a restart of psprobe's: {reason}; check --restart-cmd")]
+    ServerDown { reason: String },
+
     #[error(
         "scenario 'original' is the snapshot of the settings psprobe found; restore it from its \
          snapshot (Controller::restore) rather than applying it directly"

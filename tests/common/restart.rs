@@ -46,8 +46,9 @@ pub fn restart_script_with(db: &MariaDb, dir: &Path, faults: Faults) -> PathBuf 
          if [ $n = {fail} ]; then echo 'simulated failure of the restart command' >&2; exit 1; fi\n\
          if [ $n = {hang} ]; then exec sleep 600; fi\n\
          pfs=$1\nshift\nif [ $n = {ignore} ]; then if [ $pfs = ON ]; then pfs=OFF; else pfs=ON; fi; fi\n\
-         old=$(cat {pid})\nkill -TERM \"$old\"\n\
-         while [ -e /proc/$old ] && ! grep -q '^State:.Z' /proc/$old/status; do sleep 0.05; done\n\
+         old=$(cat {pid} 2>/dev/null || true)\n\
+         if [ -n \"$old\" ]; then kill -TERM \"$old\" 2>/dev/null || true; \
+         while [ -e /proc/$old ] && ! grep -q '^State:.Z' /proc/$old/status; do sleep 0.05; done; fi\n\
          if [ $n = {down} ]; then exit 0; fi\n\
          if [ $n = {slow} ]; then sleep {slow_s}; fi\n\
          setsid nohup {server} \"--performance-schema=$pfs\" \"$@\" </dev/null >>{log} 2>&1 &\necho $! >>{pids}\n",

@@ -432,9 +432,45 @@ impl<'a, S: LeadServer> Leader<'a, S> {
                 self.restarts.ok += 1;
                 self.restarts.last_took = Some(timing.first_query);
             }
-            Err(_) => *self.mode = ServerMode::Unknown,
+            Err(e) => {
+                *self.mode = ServerMode::Unknown;
+                self.establish_after(e).await?;
+            }
         }
         restarted
+    }
+
+    /// After a restart that failed, what the server runs as is established before anything
+    /// else: a server that does not answer (a command stopped past its timeout after it had
+    /// stopped the server) is started again with its own options at once; one that answers is
+    /// left for the next step (which restarts it with its own options before a fast slot).
+    async fn establish_after(&mut self, failed: &ControllerError) -> Result<()> {
+        if self.server.answers().await {
+            return Ok(());
+        }
+        tracing::warn!(
+            "the server does not answer after the restart that failed ({failed}): starting it \
+             again with its own options"
+        );
+        let scenarios = self.out.observer.scenarios();
+        scenarios.set_restarting(true);
+        let back = self.server.restart(&ServerMode::Default, "").await;
+        scenarios.set_restarting(false);
+        match back {
+            Ok(timing) => {
+                *self.mode = ServerMode::Default;
+                tracing::info!(
+                    "the server is back with its own options: {}",
+                    timing.describe()
+                );
+                Ok(())
+            }
+            // Nothing more to measure: the restore tries again, within its bound, and says
+            // what it left if it cannot.
+            Err(e) => Err(ControllerError::ServerDown {
+                reason: format!("{failed}; starting it with its own options failed too: {e}"),
+            }),
+        }
     }
 
     /// A restart into a slow phase failed: the phase is left out (named in the report), the

@@ -48,6 +48,10 @@ pub(crate) trait LeadServer {
     /// forgotten. Returns how long the restart's parts took.
     async fn restart(&mut self, into: &ServerMode, opts: &str) -> Result<RestartTiming>;
 
+    /// Whether the server accepts a new connection now (after a restart of psprobe's that
+    /// failed: a server that is down holds no lock anyone could have taken over).
+    async fn answers(&mut self) -> bool;
+
     /// `@@performance_schema` of the server as last connected.
     fn performance_schema(&self) -> Option<bool>;
 
@@ -169,6 +173,14 @@ impl LeadServer for LiveServer<'_> {
         let identity = self.ctl.info().identity.clone();
         self.found.restarted(into, &identity, self.lead).await?;
         Ok(timing)
+    }
+
+    async fn answers(&mut self) -> bool {
+        let connect = Controller::connect(&self.s.dsn);
+        matches!(
+            tokio::time::timeout(std::time::Duration::from_secs(3), connect).await,
+            Ok(Ok(_))
+        )
     }
 
     fn performance_schema(&self) -> Option<bool> {

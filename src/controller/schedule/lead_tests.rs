@@ -35,6 +35,8 @@ struct Script {
     restart_fails: Option<&'static str>,
     restart_fails_only: Option<usize>,
     restarts: usize,
+    /// How long each restart says it took to the first query.
+    restart_took: Option<Duration>,
     /// After the n-th switch a stop is requested (the slot is then settling).
     stop_after_switch: Option<(usize, watch::Sender<bool>)>,
     /// Calls, in order: `switch NAME`, `confirm`, `publish STATE`, `restart ON|OFF`, `verify`.
@@ -103,7 +105,14 @@ impl LeadServer for &mut Script {
             }
         }
         self.ps = Some(ps);
-        Ok(RestartTiming::default())
+        Ok(RestartTiming {
+            first_query: self.restart_took.unwrap_or_default(),
+            ..RestartTiming::default()
+        })
+    }
+
+    async fn answers(&mut self) -> bool {
+        true
     }
 
     fn performance_schema(&self) -> Option<bool> {
@@ -149,8 +158,18 @@ struct Ran {
 }
 
 fn run(script: &mut Script, slow: bool, stop: watch::Receiver<bool>) -> Ran {
+    run_with(script, slow, stop, |_| {})
+}
+
+fn run_with(
+    script: &mut Script,
+    slow: bool,
+    stop: watch::Receiver<bool>,
+    tweak: impl FnOnce(&mut ControllerSettings),
+) -> Ran {
     let dir = tempfile::tempdir().unwrap();
-    let s = settings(dir.path(), slow);
+    let mut s = settings(dir.path(), slow);
+    tweak(&mut s);
     let observer = ControllerHandle::for_tests();
     let ids: Vec<ScenarioId> = s
         .scenarios
@@ -378,4 +397,22 @@ fn a_stop_mid_settle_ends_the_lead_at_once_and_counts_the_slot_for_nothing() {
     // Segment 0 whole; slot 3 (segment 1) was settling: nothing of it is written.
     assert_eq!(segments(&ran.phases), [0]);
     assert_eq!(ran.phases.len(), 2);
+}
+
+/// With --duration, a restart phase starts only if the last restart and a slow phase still fit
+/// (two 90 s restarts used to run in a run given 60 s).
+#[test]
+fn a_restart_phase_that_no_longer_fits_the_duration_is_not_started() {
+    let mut script = Script {
+        restart_took: Some(Duration::from_secs(5)),
+        ..Script::default()
+    };
+    let ran = run_with(&mut script, true, no_stop(), |s| {
+        s.duration = Some(Duration::from_secs(2));
+        s.blocks = None;
+        s.slow_blocks = Some(3);
+    });
+    assert!(matches!(ran.outcome, Ok(true)), "{:?}", ran.outcome.err());
+    let restarts = script.calls.iter().filter(|c| c.starts_with("restart"));
+    assert_eq!(restarts.count(), 1, "{:?}", script.calls);
 }

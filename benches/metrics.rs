@@ -47,6 +47,7 @@ fn observer() -> Observer {
         scenarios,
         fingerprint: FingerprintOptions::default(),
         connections: Default::default(),
+        setting_changes: Default::default(),
     }
 }
 

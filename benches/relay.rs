@@ -59,6 +59,7 @@ fn observer() -> Observer {
         scenarios,
         fingerprint: FingerprintOptions::default(),
         connections: Default::default(),
+        setting_changes: Default::default(),
     }
 }
 

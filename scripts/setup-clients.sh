@@ -2,8 +2,9 @@
 # The real client drivers and the browser driver the tests use, pinned, under target/clients
 # (made once, reinstalled only when a piece is missing):
 #   target/clients/venv   Python venv: PyMySQL, mysql-connector-python (admin, TLS and
-#                         compression client matrix), kubernetes-validate (the Kubernetes
-#                         manifests under docker/kubernetes)
+#                         compression client matrix), cryptography (PyMySQL's RSA exchange of
+#                         caching_sha2_password and sha256_password on a plain connection),
+#                         kubernetes-validate (the Kubernetes manifests under docker/kubernetes)
 #   target/clients/node   node_modules: mysql2 (same tests), playwright-core (drives the system
 #                         chromium for the HTML report layout check), the Prometheus Operator's
 #                         CRD schemas and js-yaml (PodMonitor and PrometheusRule manifests)
@@ -13,12 +14,12 @@ cd "$(dirname "$0")/.."
 dir=target/clients
 mkdir -p "$dir"
 
-if ! "$dir/venv/bin/python" -c 'import pymysql, mysql.connector, kubernetes_validate' 2>/dev/null; then
-  echo "setup: installing PyMySQL, mysql-connector-python and kubernetes-validate into $dir/venv"
+if ! "$dir/venv/bin/python" -c 'import pymysql, mysql.connector, cryptography, kubernetes_validate' 2>/dev/null; then
+  echo "setup: installing PyMySQL, mysql-connector-python, cryptography and kubernetes-validate into $dir/venv"
   rm -rf "$dir/venv"
   python3 -m venv "$dir/venv"
-  "$dir/venv/bin/pip" install -q --disable-pip-version-check \
-    'PyMySQL==1.1.1' 'mysql-connector-python==9.1.0' 'kubernetes-validate==1.37.0'
+  "$dir/venv/bin/python" -m pip install -q --disable-pip-version-check \
+    'PyMySQL==1.1.1' 'mysql-connector-python==9.1.0' 'cryptography==44.0.3' 'kubernetes-validate==1.37.0'
 fi
 
 node_ok() { [ -f "$dir/node/node_modules/$1/package.json" ]; }

@@ -25,9 +25,11 @@ fi
 # scripts/image.sh and running the image; zsh, fish: the package's completions are loaded by
 # them. systemd-analyze runs inside the Debian 12 chroot, from its own systemd.
 
-# The TLS and client tests run a second server version (MariaDB 11.8 from Debian 13) and real
-# Python and Node drivers; all of it lives under target/, made once and reused.
+# The tests run two more servers beside the host's MariaDB 10.11 (MariaDB 11.8 from Debian 13,
+# MySQL 9 from Debian sid) and real Python and Node drivers; all of it lives under target/, made
+# once and reused.
 scripts/setup-trixie-mariadb.sh
+scripts/setup-sid-mysql.sh
 scripts/setup-clients.sh
 # The Debian package is installed into a Debian 12 chroot, and the image is built on a Debian 12
 # base imported into podman: both made once (target/bookworm-chroot, the podman image).

@@ -5,8 +5,11 @@
 mod common;
 
 use common::cli::{mariadb, mariadb_ok};
+use common::controller::poll;
 use common::mariadb::{MariaDb, Options};
 use common::prom::Scrape;
+use common::restart::{restart_script, Reaper};
+use common::server::{Flavor, Server};
 use std::net::TcpStream;
 
 const EXPOSITION: &str = r#"
@@ -229,3 +232,80 @@ fn panicking_test_still_cleans_up() {
         datadir.display()
     );
 }
+
+/// Every flavor: the server it says, the test user over plain TCP and TLS with the flavor's own
+/// client (on MySQL: caching_sha2_password, its full path first, the cache being cold), root
+/// SQL, a clean restart that keeps data, and the restart hook's script starting it again with
+/// performance_schema as it is told (a chrooted mysqld in its tree).
+fn every_flavor_serves_restarts_and_is_restarted_by_the_hook(flavor: Flavor) {
+    let mut db = Server::start(flavor, Options::default());
+    assert!(
+        db.version().starts_with(flavor.version_prefix()),
+        "{}: {}",
+        db.name(),
+        db.version()
+    );
+    let plugin = db.sql("SELECT plugin FROM mysql.user WHERE user = 'psprobe'");
+    if flavor.is_mysql() {
+        assert_eq!(plugin.trim(), "caching_sha2_password");
+    }
+    let (plain, tls) = if flavor.is_mysql() {
+        (
+            vec!["--ssl-mode=DISABLED", "--get-server-public-key"],
+            vec!["--ssl-mode=REQUIRED"],
+        )
+    } else if flavor == Flavor::MariaDb118 {
+        (
+            vec!["--skip-ssl"],
+            vec!["--ssl", "--disable-ssl-verify-server-cert"],
+        )
+    } else {
+        (vec!["--skip-ssl"], vec!["--ssl"])
+    };
+    for (how, mut args) in [("plain", plain), ("tls", tls)] {
+        let sql = "SELECT CURRENT_USER(); SHOW SESSION STATUS LIKE 'Ssl_cipher'";
+        args.extend(["-N", "-B", "-e", sql]);
+        let out = db.client(&db.addr(), &args);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && text.starts_with("psprobe@%\n"),
+            "{how} login on {}: {text}{}",
+            db.name(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let cipher = text.lines().nth(1).and_then(|l| l.split('\t').nth(1));
+        assert_eq!(
+            cipher.unwrap_or("").is_empty(),
+            how == "plain",
+            "{how}: {text}"
+        );
+    }
+    db.sql("CREATE TABLE psprobe_test.kept (id INT PRIMARY KEY); INSERT INTO psprobe_test.kept VALUES (3)");
+    db.restart_clean();
+    assert_eq!(db.sql("SELECT id FROM psprobe_test.kept").trim(), "3");
+
+    let dir = tempfile::tempdir().expect("hook dir");
+    let _reaper = Reaper(dir.path().to_path_buf());
+    let hook = restart_script(&db, dir.path());
+    let old = db.pid();
+    let ran = std::process::Command::new("sh")
+        .arg(&hook)
+        .arg("OFF")
+        .status()
+        .expect("run the hook");
+    assert!(ran.success());
+    let pfs = poll("the server started by the hook", 60, || {
+        db.try_sql("SELECT @@performance_schema").ok()
+    });
+    assert_eq!(
+        pfs.trim(),
+        "0",
+        "{}: the hook's {{pfs}} reached it",
+        db.name()
+    );
+    let started = std::fs::read_to_string(dir.path().join("pids")).expect("pids");
+    assert_ne!(started.trim(), old.to_string());
+    assert_eq!(db.sql("SELECT id FROM psprobe_test.kept").trim(), "3");
+}
+
+crate::per_flavor!(every_flavor_serves_restarts_and_is_restarted_by_the_hook);

@@ -6,15 +6,17 @@
 //! landed inside a switch (the intent written, the phase row after the statements not yet)
 //! are counted, and so are those that left the rows half switched.
 //!
-//! `PSPROBE_KILLS` sets the number of kills (default 24; `scripts/kill-mid-switch.sh` runs
-//! hundreds and prints the figures docs/reliability.md gives).
+//! On every server (MariaDB 10.11, 11.8, MySQL 9.7). `PSPROBE_KILLS` sets the number of kills
+//! per server (default 24 on the host's MariaDB, 8 on the others;
+//! `scripts/kill-mid-switch.sh` runs hundreds and prints the figures docs/reliability.md
+//! gives).
 
 mod common;
 
 use std::time::{Duration, Instant};
 
 use common::controller::{flags, kill, poll, ps, start_controller, terminate, SETUP_DUMP};
-use common::mariadb::MariaDb;
+use common::server::{Flavor, Options, Server};
 
 /// `original` is switched the full way every time (read every row, write the cells that
 /// differ one statement at a time, read back), so about a third of the run is inside a switch,
@@ -36,16 +38,8 @@ impl Rng {
 
 /// Where a kill landed: (inside a switch: its intent written, the phase row after its
 /// statements not yet; the rows left as no scenario has them: a batch cut in the middle).
-fn landed(db: &MariaDb, dir: &std::path::Path) -> (bool, bool) {
-    let row = db.sql("SELECT phase, scenario FROM psprobe.phase WHERE id = 1");
-    let intent = db.sql("SELECT phase, to_scenario FROM psprobe.switch_intent WHERE id = 1");
-    let parse = |t: &str| -> (u64, String) {
-        let mut f = t.trim().split('\t');
-        let n = f.next().and_then(|p| p.parse().ok()).unwrap_or(0);
-        (n, f.next().unwrap_or("").to_string())
-    };
-    let ((row_phase, row_scenario), (intent_phase, to)) = (parse(&row), parse(&intent));
-    let inside = intent_phase > row_phase || (intent_phase == row_phase && row_scenario != to);
+fn landed(db: &Server, dir: &std::path::Path) -> (bool, bool) {
+    let inside = mid_switch(db);
     let show = ps(db, &["show", "--state-dir", &dir.display().to_string()]);
     let text = String::from_utf8_lossy(&show.stdout);
     let half = text
@@ -55,17 +49,29 @@ fn landed(db: &MariaDb, dir: &std::path::Path) -> (bool, bool) {
     (inside, half)
 }
 
+/// Whether the server's records say a switch is under way: its intent written, the phase row
+/// that confirms it not (yet).
+fn mid_switch(db: &Server) -> bool {
+    let row = db.sql("SELECT phase, scenario FROM psprobe.phase WHERE id = 1");
+    let intent = db.sql("SELECT phase, to_scenario FROM psprobe.switch_intent WHERE id = 1");
+    let parse = |t: &str| -> (u64, String) {
+        let mut f = t.trim().split('\t');
+        let n = f.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+        (n, f.next().unwrap_or("").to_string())
+    };
+    let ((row_phase, row_scenario), (intent_phase, to)) = (parse(&row), parse(&intent));
+    intent_phase > row_phase || (intent_phase == row_phase && row_scenario != to)
+}
+
 /// Kills psprobe inside a switch: its statements ran, the phase row that confirms them is
 /// held by a lock of this test's, so psprobe waits there; `extra_ms` later it is SIGKILLed, and
 /// its blocked statement ended with it (`KILL`, as the server would once the client is gone).
-fn held_inside_a_switch(db: &MariaDb, probe: &mut common::probe::Probe, extra_ms: u64) {
+/// Returns whether the records said a switch was under way while it was held (a held phase row
+/// whose intent is not ahead of it is no switch's).
+fn held_inside_a_switch(db: &Server, probe: &mut common::probe::Probe, extra_ms: u64) -> bool {
     use std::io::Write;
-    let addr = db.addr();
-    let (host, port) = common::cli::split_addr(&addr);
-    let mut lock = std::process::Command::new("mariadb")
-        .args(["--no-defaults", "--protocol=TCP", "-h", host, "-P", port])
-        .arg(format!("-u{}", common::cli::USER))
-        .arg(format!("-p{}", common::cli::PASSWORD))
+    let mut lock = db
+        .client_command(&db.addr())
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -83,21 +89,25 @@ fn held_inside_a_switch(db: &MariaDb, probe: &mut common::probe::Probe, extra_ms
         let id = id.lines().next()?.trim().to_string();
         (!id.is_empty()).then_some(id)
     });
+    let switching = mid_switch(db);
     std::thread::sleep(Duration::from_millis(extra_ms)); // anywhere in the wait
     kill(probe);
     let _ = db.try_sql(&format!("KILL {id}"));
     stdin.write_all(b"ROLLBACK;\n").ok();
     drop(stdin);
     let _ = lock.wait();
+    switching
 }
 
-#[test]
-fn kills_at_random_instants_of_switching_never_leave_the_server_changed() {
+crate::per_flavor!(kills_at_random_instants_of_switching_never_leave_the_server_changed);
+
+fn kills_at_random_instants_of_switching_never_leave_the_server_changed(flavor: Flavor) {
+    let default = if flavor == Flavor::MariaDb1011 { 24 } else { 8 };
     let kills: usize = std::env::var("PSPROBE_KILLS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(24);
-    let db = MariaDb::start_default();
+        .unwrap_or(default);
+    let db = Server::start(flavor, Options::default());
     let found = db.sql(SETUP_DUMP);
     let dir = tempfile::tempdir().unwrap();
     let args = flags(SPEC, dir.path());
@@ -118,7 +128,8 @@ fn kills_at_random_instants_of_switching_never_leave_the_server_changed() {
         .as_nanos() as u64
         | 1;
     let mut rng = Rng(seed);
-    let (mut inside, mut half, mut started, mut restored, mut held) = (0, 0, 0, 0, 0);
+    let (mut inside, mut half, mut started, mut restored) = (0, 0, 0, 0);
+    let (mut held, mut held_switching) = (0, 0);
     let t0 = Instant::now();
     for n in 0..kills {
         let mut probe = start_controller(&db, &args);
@@ -151,8 +162,15 @@ fn kills_at_random_instants_of_switching_never_leave_the_server_changed() {
             std::thread::sleep(Duration::from_millis(rng.next() % 300)); // the random instant
             kill(&mut probe);
         } else {
-            held_inside_a_switch(&db, &mut probe, rng.next() % 50);
+            let switching = held_inside_a_switch(&db, &mut probe, rng.next() % 50);
             held += 1;
+            held_switching += usize::from(switching);
+            let (i, _) = landed(&db, dir.path());
+            // The kill cut the switch where it was held: the phase row was never written.
+            assert!(
+                !switching || i,
+                "kill {n} (seed {seed}): held mid-switch, yet the records say the switch finished"
+            );
         }
         let (i, h) = landed(&db, dir.path());
         inside += usize::from(i);
@@ -184,11 +202,17 @@ fn kills_at_random_instants_of_switching_never_leave_the_server_changed() {
         "after the last run (seed {seed})"
     );
     println!(
-        "kill mid-switch (seed {seed}): {kills} SIGKILLs in {:.0?} ({held} held inside a switch, \
-         the rest at random instants), {inside} inside a switch in all ({half} with the rows \
+        "kill mid-switch on {} (seed {seed}): {kills} SIGKILLs in {:.0?} ({held} held on the phase row, \
+         {held_switching} of them mid-switch, the rest at random instants), {inside} inside a switch in all ({half} with the rows \
          matching no scenario); {started} starts after a kill, 0 refused; {restored} resolved \
          by ps restore, every one as found",
+        db.name(),
         t0.elapsed()
     );
-    assert!(inside >= held, "every held kill is inside a switch");
+    // The hold lands in a switch nearly always (11 of 12 seen; a held phase row with no switch
+    // ahead of it is the exception): the figures speak of kills inside switches.
+    assert!(
+        held_switching * 2 >= held,
+        "only {held_switching} of {held} held kills were inside a switch"
+    );
 }

@@ -1,8 +1,10 @@
-//! Faults between hosts: sysbench and psprobe on one host (network namespace), mariadbd on
+//! Faults between hosts: sysbench and psprobe on one host (network namespace), the server on
 //! another, joined by a link shaped in user space (tests/common/faulty_link.rs). Under 200 ms
 //! latency, 5% loss, reordering, a link cut mid-result set, a server frozen for 10 s and a
 //! server restarted, psprobe must count exactly what the client counts, leave no connection
-//! open once the clients are gone, never panic, and keep its memory flat.
+//! open once the clients are gone, never panic, and keep its memory flat. On MariaDB 10.11,
+//! 11.8 and MySQL 9.7: the six cases one after another on one pair of hosts per flavor (each
+//! case measures its own differences), the fleet's (network_faults/fleet.rs) per flavor.
 //!
 //! Sizes come from the environment so that scripts/stress-faults.sh can run the same cases at
 //! full length: PSPROBE_FAULTS_RUN_SECS (sysbench run under the fault, default 8),
@@ -17,10 +19,10 @@ mod fleet;
 use common::cli::{split_addr, DATABASE, PASSWORD, USER};
 use common::counting_client;
 use common::faulty_link::{FaultyLink, LinkStats, Shape};
-use common::mariadb::{MariaDb, Options};
 use common::netns::{self, Netns};
 use common::probe::Probe;
 use common::prom::Scrape;
+use common::server::{Flavor, Options, Server};
 use common::sysbench::{self, Summary};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -46,6 +48,21 @@ fn outage() -> Duration {
     Duration::from_secs(env_u64("PSPROBE_FAULTS_OUTAGE_SECS", 3))
 }
 
+crate::per_flavor!(every_case_on_one_pair_of_hosts);
+
+/// The cases in turn; the restart last (the others need not start with a fresh server).
+fn every_case_on_one_pair_of_hosts(flavor: Flavor) {
+    let Some(mut lab) = Lab::new("every_case_on_one_pair_of_hosts", flavor) else {
+        return;
+    };
+    latency_200ms_round_trip(&mut lab);
+    loss_5_percent(&mut lab);
+    reordering(&mut lab);
+    link_down_mid_result_set_then_back(&mut lab);
+    server_frozen_10s_then_resumed(&mut lab);
+    server_restarted_under_load(&mut lab);
+}
+
 /// psprobe may keep a few more MiB after a fault than before it (allocator arenas, buffers
 /// of connections that grew); a leak per query or per retransmission would exceed this.
 const RSS_SLACK: u64 = 8 << 20;
@@ -55,7 +72,7 @@ const TABLES: [&str; 2] = ["--tables=2", "--table-size=2000"];
 /// link, then the namespaces.
 struct Lab {
     probe: Probe,
-    db: MariaDb,
+    db: Server,
     link: FaultyLink,
     app: Arc<Netns>,
     _db_host: Arc<Netns>,
@@ -63,21 +80,22 @@ struct Lab {
 
 impl Lab {
     /// None (after printing why) when this machine cannot make namespaces.
-    fn new(test: &str) -> Option<Lab> {
+    fn new(test: &str, flavor: Flavor) -> Option<Lab> {
         if netns::skip_unless_available(test) {
             return None;
         }
         let app = Arc::new(Netns::create().expect("create the application host"));
         let db_host = Arc::new(Netns::create().expect("create the database host"));
         let link = FaultyLink::connect(&app, &db_host, Shape::default()).expect("link the hosts");
-        let db = MariaDb::start_in(
+        let db = Server::start_in(
+            flavor,
             db_host.clone(),
             Options {
                 performance_schema: false,
                 extra_args: vec![],
             },
         );
-        // psprobe reaches mariadbd over the faulty link, not the management veth.
+        // psprobe reaches the server over the faulty link, not the management veth.
         let upstream = format!("{}:{}", link.ip_b(), db.port());
         let probe = Probe::start_in(&app, &upstream, &[]);
         sysbench::run(&db.addr(), "oltp_read_write", "prepare", &TABLES);
@@ -285,16 +303,12 @@ fn assert_clean(f: &Figures) {
     assert_eq!(f.probe.2, 0, "aborted queries on a lossy but working link");
 }
 
-#[test]
-fn latency_200ms_round_trip() {
-    let Some(mut lab) = Lab::new("latency_200ms_round_trip") else {
-        return;
-    };
+fn latency_200ms_round_trip(lab: &mut Lab) {
     let shape = Shape {
         delay: Duration::from_millis(100),
         ..Shape::default()
     };
-    let f = case(&mut lab, "latency_200ms", shape, run_secs(), &[], just_run);
+    let f = case(lab, "latency_200ms", shape, run_secs(), &[], just_run);
     assert_clean(&f);
     // A transaction is 20 queries, each waiting a round trip: the delay really applied.
     let min_ms = f
@@ -308,16 +322,12 @@ fn latency_200ms_round_trip() {
     );
 }
 
-#[test]
-fn loss_5_percent() {
-    let Some(mut lab) = Lab::new("loss_5_percent") else {
-        return;
-    };
+fn loss_5_percent(lab: &mut Lab) {
     let shape = Shape {
         loss: 0.05,
         ..Shape::default()
     };
-    let f = case(&mut lab, "loss_5pct", shape, run_secs(), &[], just_run);
+    let f = case(lab, "loss_5pct", shape, run_secs(), &[], just_run);
     assert_clean(&f);
     let share = f.link.lost as f64 / (f.link.lost + f.link.forwarded) as f64;
     assert!(
@@ -327,11 +337,7 @@ fn loss_5_percent() {
     );
 }
 
-#[test]
-fn reordering() {
-    let Some(mut lab) = Lab::new("reordering") else {
-        return;
-    };
+fn reordering(lab: &mut Lab) {
     // A quarter of the packets arrive 3 ms late, behind the ones sent after them.
     let shape = Shape {
         delay: Duration::from_micros(500),
@@ -339,14 +345,7 @@ fn reordering() {
         reorder_by: Duration::from_millis(3),
         ..Shape::default()
     };
-    let f = case(
-        &mut lab,
-        "reorder_25pct_3ms",
-        shape,
-        run_secs(),
-        &[],
-        just_run,
-    );
+    let f = case(lab, "reorder_25pct_3ms", shape, run_secs(), &[], just_run);
     assert_clean(&f);
     assert!(
         f.link.reordered > 100,
@@ -356,7 +355,7 @@ fn reordering() {
 }
 
 /// 32 MiB of rows: 32768 rows of 1000 bytes, built by a cross join on the server.
-fn big_table(db: &MariaDb) {
+fn big_table(db: &Server) {
     db.sql(
         "CREATE TABLE psprobe_test.d (n INT); \
          INSERT INTO psprobe_test.d VALUES (0),(1),(2),(3),(4),(5),(6),(7),(8),(9),(10),(11),(12),(13),(14),(15); \
@@ -391,11 +390,7 @@ fn finish(child: std::process::Child) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-#[test]
-fn link_down_mid_result_set_then_back() {
-    let Some(mut lab) = Lab::new("link_down_mid_result_set_then_back") else {
-        return;
-    };
+fn link_down_mid_result_set_then_back(lab: &mut Lab) {
     big_table(&lab.db);
     const SELECT: &str = "SELECT * FROM big ORDER BY id";
     let direct = finish(
@@ -410,39 +405,31 @@ fn link_down_mid_result_set_then_back() {
         ..Shape::default()
     };
     let mut recovered_select = None;
-    let f = case(
-        &mut lab,
-        "link_down_mid_result",
-        shape,
-        run_secs(),
-        &[],
-        |lab| {
-            let s2c =
-                |m: &Scrape| m.get("psprobe_bytes_total", &[("direction", "server_to_client")]);
-            let start = s2c(&lab.probe.scrape());
-            let mut cli = hashed_cli(lab.app.command("bash"), lab.probe.proxy_addr(), SELECT)
-                .spawn()
-                .expect("spawn CLI through psprobe");
-            lab.scrape_until("4 MB of the result", Duration::from_secs(30), |m| {
-                s2c(m) > start + 4e6
-            });
-            lab.link.down();
-            let answered_at_cut = answered(&lab.probe.scrape());
-            let unfinished = cli.try_wait().expect("try_wait on the CLI").is_none();
-            assert!(unfinished, "the SELECT was complete before the cut");
-            thread::sleep(outage()); // the outage itself, not a synchronisation
-            lab.link.up();
-            let up = Instant::now();
-            let resumed = lab.answering_again(answered_at_cut, Duration::from_secs(60));
-            let through = finish(cli);
-            recovered_select = Some(up.elapsed());
-            assert_eq!(
-                through, direct,
-                "the result through psprobe differs from the direct one"
-            );
-            (Some(resumed - up), 1)
-        },
-    );
+    let f = case(lab, "link_down_mid_result", shape, run_secs(), &[], |lab| {
+        let s2c = |m: &Scrape| m.get("psprobe_bytes_total", &[("direction", "server_to_client")]);
+        let start = s2c(&lab.probe.scrape());
+        let mut cli = hashed_cli(lab.app.command("bash"), lab.probe.proxy_addr(), SELECT)
+            .spawn()
+            .expect("spawn CLI through psprobe");
+        lab.scrape_until("4 MB of the result", Duration::from_secs(30), |m| {
+            s2c(m) > start + 4e6
+        });
+        lab.link.down();
+        let answered_at_cut = answered(&lab.probe.scrape());
+        let unfinished = cli.try_wait().expect("try_wait on the CLI").is_none();
+        assert!(unfinished, "the SELECT was complete before the cut");
+        thread::sleep(outage()); // the outage itself, not a synchronisation
+        lab.link.up();
+        let up = Instant::now();
+        let resumed = lab.answering_again(answered_at_cut, Duration::from_secs(60));
+        let through = finish(cli);
+        recovered_select = Some(up.elapsed());
+        assert_eq!(
+            through, direct,
+            "the result through psprobe differs from the direct one"
+        );
+        (Some(resumed - up), 1)
+    });
     assert_clean(&f);
     assert!(f.link.cut > 0, "the cut dropped nothing: {:?}", f.link);
     eprintln!(
@@ -454,45 +441,30 @@ fn link_down_mid_result_set_then_back() {
     );
 }
 
-#[test]
-fn server_frozen_10s_then_resumed() {
-    let Some(mut lab) = Lab::new("server_frozen_10s_then_resumed") else {
-        return;
-    };
+fn server_frozen_10s_then_resumed(lab: &mut Lab) {
     let secs = run_secs().max(14); // the 10 s freeze inside the run
-    let f = case(
-        &mut lab,
-        "sigstop_10s",
-        Shape::default(),
-        secs,
-        &[],
-        |lab| {
-            lab.db.signal(libc::SIGSTOP);
-            let frozen_at = answered(&lab.probe.scrape());
-            thread::sleep(Duration::from_secs(10)); // the freeze itself
-            let stalled = answered(&lab.probe.scrape());
-            lab.db.signal(libc::SIGCONT);
-            let cont = Instant::now();
-            assert!(
-                stalled <= frozen_at + threads(),
-                "queries answered while the server was stopped"
-            );
-            (
-                Some(lab.answering_again(stalled, Duration::from_secs(30)) - cont),
-                0,
-            )
-        },
-    );
+    let f = case(lab, "sigstop_10s", Shape::default(), secs, &[], |lab| {
+        lab.db.signal(libc::SIGSTOP);
+        let frozen_at = answered(&lab.probe.scrape());
+        thread::sleep(Duration::from_secs(10)); // the freeze itself
+        let stalled = answered(&lab.probe.scrape());
+        lab.db.signal(libc::SIGCONT);
+        let cont = Instant::now();
+        assert!(
+            stalled <= frozen_at + threads(),
+            "queries answered while the server was stopped"
+        );
+        (
+            Some(lab.answering_again(stalled, Duration::from_secs(30)) - cont),
+            0,
+        )
+    });
     assert_clean(&f);
 }
 
 /// sysbench 1.0.20 crashes (SIGSEGV) when it reconnects after the server went away, so this
 /// case uses a client that counts for itself and reconnects (tests/common/counting_client.rs).
-#[test]
-fn server_restarted_under_load() {
-    let Some(mut lab) = Lab::new("server_restarted_under_load") else {
-        return;
-    };
+fn server_restarted_under_load(lab: &mut Lab) {
     let workers = threads() as usize;
     let load = |lab: &Lab, secs: u64| {
         let (app, dsn) = (lab.app.clone(), lab.db.dsn_via(lab.probe.proxy_addr()));
@@ -508,11 +480,11 @@ fn server_restarted_under_load() {
             app.run_inside(run).expect("client on the application host")
         })
     };
-    let warm = load(&lab, 2).join().expect("warm-up client");
+    let warm = load(lab, 2).join().expect("warm-up client");
     assert_eq!(warm.lost + warm.server_errors, 0, "{warm:?}");
     let before = lab.idle();
     let rss_before = lab.probe.rss_bytes();
-    let run = load(&lab, run_secs());
+    let run = load(lab, run_secs());
     lab.answering_again(answered(&before), Duration::from_secs(30));
     let at = answered(&lab.probe.scrape());
     let began = Instant::now();
@@ -536,7 +508,10 @@ fn server_restarted_under_load() {
         recovery: Some(recovery),
     };
     f.print();
-    eprintln!("server restart: mariadbd down and up again in {restarted:?}; client {client:?}");
+    eprintln!(
+        "server restart: {} down and up again in {restarted:?}; client {client:?}",
+        lab.db.name()
+    );
     assert_eq!(
         f.probe.0, client.ok,
         "answered: psprobe vs client\n{}",

@@ -129,18 +129,20 @@ pub enum PsCommand {
     /// Write the saved snapshot back, check every row, and remove it (state file and server).
     ///
     /// The snapshot is the one a scheduled run left on the server (psprobe.snapshot) if there is
-    /// one, else the state file's. It is written back only if the live settings are still what
-    /// psprobe last applied over it (the scenario its run last published, or the last `ps
-    /// apply`) and the server has not restarted since: otherwise someone changed them after
-    /// psprobe did, and restore changes nothing, prints every setting that differs (snapshot
-    /// value, live value) and exits with an error. Then choose: --force writes the snapshot
-    /// back anyway, --discard keeps the live settings and drops the snapshot.
+    /// one, else the state file's. Only psprobe's rows are written back: a row holding what
+    /// psprobe found or what it last applied (the scenario its run last published, either side
+    /// of a switch it did not finish, or the last `ps apply`). A row holding anything else was
+    /// set by someone else (a DBA): it is kept as it is and named. After a server restart
+    /// psprobe did not make, nothing of psprobe's is left and the snapshot is dropped. Only
+    /// when it cannot tell what psprobe last applied (no record on the server) does restore
+    /// change nothing and exit with an error; then choose: --force writes the snapshot over
+    /// everything, --discard keeps the live settings and drops the snapshot.
     Restore {
         /// State file holding the snapshot [default: see --state-dir].
         #[arg(long, value_name = "PATH")]
         state_file: Option<PathBuf>,
-        /// Write the snapshot back even though the live settings changed after psprobe's last
-        /// change (or the server restarted since).
+        /// Write the whole snapshot back, over rows someone else changed after psprobe's last
+        /// change too (or after a server restart since).
         #[arg(long, conflicts_with = "discard")]
         force: bool,
         /// Keep the live settings: remove the snapshot (state file and psprobe.snapshot on the

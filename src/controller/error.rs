@@ -206,32 +206,38 @@ pub enum ControllerError {
         reason: String,
     },
 
-    #[error(
-        "could not restore the performance_schema settings of {target} within {within:?} ({reason}); \
-         psprobe last applied {left}, so {differ} setting(s) may differ from before the run. The \
-         snapshot is kept in {state_file} and on the server: once the server answers run \
-         `{command}` (with the controller DSN in {env})",
-        env = super::client::dsn::DSN_ENV
-    )]
-    NotRestored {
-        target: String,
-        within: std::time::Duration,
-        reason: String,
-        left: String,
-        differ: String,
-        state_file: PathBuf,
-        command: String,
-    },
+    /// Boxed: the error travels through every controller `Result`, and this is its largest.
+    #[error("{0}")]
+    NotRestored(Box<NotRestored>),
 
     #[error("cannot find a directory for state files: set XDG_STATE_HOME or HOME, or pass --state-dir or --state-file")]
     NoStateDir,
+}
+
+/// A restore that could not finish: what is left on the server and the command that finishes.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "could not restore the performance_schema settings of {target} within {within:?} ({reason}); \
+     psprobe last applied {left}, so {differ} setting(s) may differ from before the run. The \
+     snapshot is kept in {state_file} and on the server: once the server answers run \
+     `{command}` (with the controller DSN in {env})",
+    env = super::client::dsn::DSN_ENV
+)]
+pub struct NotRestored {
+    pub target: String,
+    pub within: std::time::Duration,
+    pub reason: String,
+    pub left: String,
+    pub differ: String,
+    pub state_file: PathBuf,
+    pub command: String,
 }
 
 impl ControllerError {
     /// The controller ended with settings of psprobe's still on the server (a restore that
     /// could not finish): a stop then exits with [`EXIT_NOT_RESTORED`].
     pub fn leaves_server_changed(&self) -> bool {
-        matches!(self, ControllerError::NotRestored { .. })
+        matches!(self, ControllerError::NotRestored(_))
     }
 }
 

@@ -81,9 +81,16 @@ pub fn groups(groups: &Groups, sql: bool, server: Option<&SetupState>) -> String
         );
         if let Some(state) = server {
             let (consumers, instruments) = g.rows_on(state);
+            let fixed = match g.rows_always_on(state) {
+                0 => String::new(),
+                n => format!(
+                    " ({n} of them built in and always on, memory/performance_schema/%: \
+                     switching the group leaves them on)"
+                ),
+            };
             let _ = writeln!(
                 out,
-                "    on this server: {instruments} instrument(s), {consumers} consumer(s){}",
+                "    on this server: {instruments} instrument(s){fixed}, {consumers} consumer(s){}",
                 if (consumers, instruments) == (0, 0) {
                     ": none of its rows; an attribution leaves it out"
                 } else {
@@ -96,6 +103,25 @@ pub fn groups(groups: &Groups, sql: bool, server: Option<&SetupState>) -> String
                 let _ = writeln!(out, "    {q};");
             }
         }
+    }
+    if let Some(state) = server {
+        let none = groups.uncovered(state);
+        let list = |names: &[String]| {
+            if names.is_empty() {
+                "-".to_string()
+            } else {
+                names.join(", ")
+            }
+        };
+        let _ = writeln!(
+            out,
+            "in no group on this server (an attribution leaves them off): {} instrument(s): {}; \
+             {} consumer(s): {}",
+            none.instruments.len(),
+            list(&none.instruments),
+            none.consumers.len(),
+            list(&none.consumers)
+        );
     }
     out
 }
@@ -255,6 +281,39 @@ mod tests {
         assert!(pfsoff.contains(" yes "), "{pfsoff}");
         assert!(text.contains("    update performance_schema.setup_instruments set enabled = if(name like 'statement/%', 'YES', 'NO'), timed = enabled;"), "{text}");
         assert_eq!(scenarios(&Catalog::builtin(), false).lines().count(), 8);
+    }
+
+    #[test]
+    fn groups_on_a_server_name_rows_always_on_and_rows_in_no_group() {
+        let state = SetupState {
+            consumers: vec![
+                c("global_instrumentation", true),
+                c("events_statements_cpu", false),
+            ],
+            instruments: vec![
+                i("memory/performance_schema/d", true, None),
+                i("memory/sql/THD", true, None),
+                i("error", true, None),
+            ],
+        };
+        let text = groups(&Groups::builtin(), false, Some(&state));
+        let memory = text
+            .lines()
+            .skip_while(|l| !l.starts_with("memory "))
+            .find(|l| l.contains("on this server:"))
+            .unwrap();
+        assert!(
+            memory.contains("2 instrument(s) (1 of them built in and always on"),
+            "{memory}"
+        );
+        assert!(
+            text.ends_with(
+                "in no group on this server (an attribution leaves them off): 1 instrument(s): \
+                 error; 1 consumer(s): events_statements_cpu\n"
+            ),
+            "{text}"
+        );
+        assert!(!groups(&Groups::builtin(), false, None).contains("in no group"));
     }
 
     #[test]

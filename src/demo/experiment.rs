@@ -38,6 +38,10 @@ pub struct ExperimentArgs {
     /// 1,2,4,...,1024.
     #[arg(long, value_name = "LIST", default_value = "1,8")]
     pub threads: String,
+    /// The server to start, as `psprobe demo --server` takes it: `mariadb`, `mysql`, a Debian
+    /// tree with usr/sbin/mysqld or usr/sbin/mariadbd (chroot), or a server program's path.
+    #[arg(long, value_name = "NAME|PATH", default_value = "mariadb")]
+    pub server: String,
     /// Scenarios to compare [default: the six of the seed study].
     #[arg(long, value_delimiter = ',')]
     pub scenarios: Vec<String>,
@@ -170,6 +174,8 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
         );
     }
     let stem = output.with_extension("");
+    // Before anything starts: a server that cannot serve is one line now, not after setup.
+    let choice = super::server_choice::ServerChoice::resolve(&args.server)?;
     let study_plan = StudyPlan {
         workloads: args.workloads.clone(),
         threads: levels.clone(),
@@ -181,6 +187,7 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
         slow_blocks: args.slow_blocks.max(1),
         seed: args.seed,
         direct_check: args.direct_check,
+        server: args.server.clone(),
     };
     let mut study = Study::begin(&stem, study_plan, args.resume)?;
     let finished = args
@@ -252,7 +259,7 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
             );
             to_do = to_do.saturating_sub(1);
             if server.is_none() {
-                server = Some(start_server(&mut study, &levels, &tables)?);
+                server = Some(start_server(&mut study, &choice, &levels, &tables)?);
             }
             let server = server.as_ref().context("the study's server")?;
             let sysbench_out = PathBuf::from(format!(
@@ -355,11 +362,16 @@ fn millis(d: std::time::Duration) -> u64 {
 /// crash stops it), checks it takes the highest level's clients, and prepares the tables.
 fn start_server(
     study: &mut Study,
+    choice: &super::server_choice::ServerChoice,
     levels: &[u32],
     tables: &sysbench::Tables,
 ) -> anyhow::Result<throwaway::Throwaway> {
-    println!("experiment: starting a throwaway mariadbd");
-    let server = throwaway::Throwaway::start()?;
+    println!(
+        "experiment: starting a throwaway {} server: {}",
+        choice.name(),
+        choice.version
+    );
+    let server = throwaway::Throwaway::start(choice)?;
     study.server(Some(server.dir()))?;
     check_server_takes(&server, levels)?;
     sysbench::prepare(&server.addr(), tables)?;

@@ -1,5 +1,5 @@
-//! `psprobe demo`: the whole study on a throwaway server in one command. Starts a mariadbd
-//! (performance_schema ON) and runs, with sysbench through the proxy: the seed study's five
+//! `psprobe demo`: the whole study on a throwaway server in one command. Starts a MariaDB or
+//! MySQL server (`--server`, performance_schema ON) and runs, with sysbench through the proxy: the seed study's five
 //! runtime scenarios switched fast; pfsoff in short slow pairs through restarts of the
 //! throwaway server, until its interval is within +-3 points (the full demo; the quick one
 //! says how long that takes and leaves it out); then what each instrument group costs, with
@@ -13,6 +13,7 @@ mod compare;
 mod direct_check;
 pub mod experiment;
 pub mod published;
+pub mod server_choice;
 pub mod study;
 mod study_html;
 mod study_tables;
@@ -48,6 +49,12 @@ pub struct DemoArgs {
     /// sysbench threads [default: 4].
     #[arg(long, value_name = "N")]
     pub threads: Option<u32>,
+    /// The server to start: `mariadb` (the host's mariadbd), `mysql` (the host's mysqld), a
+    /// Debian tree holding usr/sbin/mysqld or usr/sbin/mariadbd (run with chroot, as
+    /// scripts/setup-sid-mysql.sh makes MySQL 9.7's at target/sid-mysql), or a server
+    /// program's path.
+    #[arg(long, value_name = "NAME|PATH", default_value = "mariadb")]
+    pub server: String,
 }
 
 /// The schedule of a demo or experiment run: the runtime scenarios switched fast for
@@ -252,10 +259,16 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<()> {
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from("psprobe-demo-report.html"));
-    println!("demo: starting a throwaway mariadbd (performance_schema ON)");
-    let server = throwaway::Throwaway::start()?;
+    let choice = server_choice::ServerChoice::resolve(&args.server)?;
     println!(
-        "demo: mariadbd on {} (data in {})",
+        "demo: starting a throwaway {} server (performance_schema ON): {}",
+        choice.name(),
+        choice.version
+    );
+    let server = throwaway::Throwaway::start(&choice)?;
+    println!(
+        "demo: {} on {} (data in {})",
+        server.name(),
         server.addr(),
         server.dir().display()
     );

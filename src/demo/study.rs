@@ -27,6 +27,13 @@ pub struct StudyPlan {
     pub slow_blocks: u64,
     pub seed: Option<u64>,
     pub direct_check: u32,
+    /// `--server` (a study made before the option ran MariaDB).
+    #[serde(default = "mariadb")]
+    pub server: String,
+}
+
+fn mariadb() -> String {
+    "mariadb".into()
 }
 
 /// A direct check's line for one run.
@@ -203,6 +210,7 @@ mod tests {
             slow_blocks: 3,
             seed: None,
             direct_check: 0,
+            server: "mariadb".into(),
         }
     }
 

@@ -54,9 +54,22 @@ impl ControllerHandle {
 
     /// A row someone else set, seen by the controller: for the admin's `setting_changes`
     /// table and psprobe_controller_settings_claimed_total.
-    pub fn setting_claimed(&self, change: super::SettingChange) {
+    pub fn setting_claimed(
+        &self,
+        setting: String,
+        value: String,
+        psprobe_left: String,
+        origin: &str,
+        seen_at_ms: u64,
+    ) {
         self.0.metrics.controller_settings_claimed.inc();
-        self.0.setting_changes.push(change);
+        self.0.setting_changes.push(super::SettingChange {
+            setting,
+            value,
+            psprobe_left,
+            origin: origin.into(),
+            seen_at_ms,
+        });
     }
 
     pub fn lead_lost(&self) {

@@ -165,6 +165,7 @@ async fn connection_phase(
         logs: &shared.logs,
         peer,
         upstream: &settings.upstream,
+        greeted: &shared.greeted,
     };
     handshake::run(client, server, watch, &ctx).await
 }

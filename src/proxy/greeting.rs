@@ -2,15 +2,20 @@
 //! MySQL server: one that greets late (a stalled server, or a port that waits for its client to
 //! speak, as HTTP does) or greets with bytes that are not MySQL's.
 //!
-//! A MySQL server greets at once, so psprobe warns after [`GREETING_WARN_AFTER`] without one
-//! (rate limited: every client of such an upstream waits the same way), and gives up after
-//! [`GREETING_TIMEOUT`], telling the client why with an ERR packet.
+//! A MySQL server greets at once, so a greeting that has not come after [`GREETING_QUICK`]
+//! ends the wait, with an ERR packet telling the client why, unless the upstream has greeted
+//! another connection within [`GREETING_TIMEOUT`]: a server greeting others is a busy one (in
+//! a connect storm of thousands its greetings take seconds), a port that greets nobody is not a
+//! MySQL server (an HTTP port waits for its client to speak), or a stalled one. A busy server's
+//! clients wait on: psprobe warns after [`GREETING_WARN_AFTER`] (rate limited) and gives up
+//! after [`GREETING_TIMEOUT`].
 //!
 //! Must not: change what is relayed. Bytes that are not a greeting still go to the client as
 //! they are (fail-open); this only adds the line an operator needs.
 
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use tokio::net::TcpStream;
 
@@ -19,6 +24,9 @@ use super::packet_io::{Got, PacketBuf};
 use super::FloodLogs;
 use crate::log_limit::more;
 
+/// After this long without a greeting from an upstream that has greeted no connection lately,
+/// the client is told and both legs close.
+pub(crate) const GREETING_QUICK: Duration = Duration::from_secs(2);
 /// After this long without a greeting, one WARN line (rate limited) says what is waited for.
 pub(crate) const GREETING_WARN_AFTER: Duration = Duration::from_secs(5);
 /// After this long without a greeting, the client is told and both legs close.
@@ -26,12 +34,49 @@ pub(crate) const GREETING_TIMEOUT: Duration = Duration::from_secs(30);
 /// Bytes of a non-MySQL answer quoted in the log line.
 const QUOTED: usize = 24;
 
+/// When the upstream last greeted one of this proxy's connections.
+#[derive(Debug)]
+pub(crate) struct LastGreeting {
+    origin: Instant,
+    /// Milliseconds after `origin`, plus one; 0: never.
+    at: AtomicU64,
+}
+
+impl LastGreeting {
+    pub(crate) fn new() -> Self {
+        LastGreeting {
+            origin: Instant::now(),
+            at: AtomicU64::new(0),
+        }
+    }
+
+    /// A connection was greeted (as a MySQL server greets) now.
+    pub(crate) fn record(&self) {
+        let ms = u64::try_from(self.origin.elapsed().as_millis()).unwrap_or(u64::MAX - 1);
+        self.at.store(ms + 1, Ordering::Relaxed);
+    }
+
+    /// Whether a connection was greeted within `within` of now.
+    fn within(&self, within: Duration) -> bool {
+        match self.at.load(Ordering::Relaxed) {
+            0 => false,
+            at => {
+                let now = self.origin.elapsed().as_millis();
+                now.saturating_sub(u128::from(at - 1)) <= within.as_millis()
+            }
+        }
+    }
+}
+
 /// What came first on a new connection.
 pub(crate) enum First {
     /// The server sent a packet (or what arrived before it ended or grew too large).
     Server(std::io::Result<Got>),
     /// The client spoke first (bytes are in its buffer) or went away (none are).
     Client(std::io::Result<Got>),
+    /// Nothing came from the server within [`GREETING_QUICK`], and it greeted no other
+    /// connection within [`GREETING_TIMEOUT`] either.
+    Silent,
     /// Nothing came from the server within [`GREETING_TIMEOUT`].
     TimedOut,
 }
@@ -46,6 +91,7 @@ pub(crate) async fn first(
     ctx: &Ctx<'_>,
 ) -> First {
     let waits = Waits {
+        quick: GREETING_QUICK,
         warn_after: GREETING_WARN_AFTER,
         timeout: GREETING_TIMEOUT,
     };
@@ -53,22 +99,30 @@ pub(crate) async fn first(
         logs: ctx.logs,
         peer: ctx.peer,
         upstream: ctx.upstream,
+        greeted: ctx.greeted,
     };
-    first_within(client, server, greeting, early, &who, waits).await
+    let first = first_within(client, server, greeting, early, &who, waits).await;
+    if matches!(first, First::Server(Ok(Got::Packet))) && looks_like_mysql(greeting.bytes()) {
+        ctx.greeted.record();
+    }
+    first
 }
 
-/// How long [`first`] waits before its warning and before it gives up.
+/// How long [`first`] waits before it gives up on a silent upstream, before its warning and
+/// before it gives up on a busy one.
 #[derive(Clone, Copy)]
 struct Waits {
+    quick: Duration,
     warn_after: Duration,
     timeout: Duration,
 }
 
-/// What the warnings name, and their rate limit.
+/// What the warnings name, their rate limit, and when the upstream last greeted anyone.
 struct Who<'a> {
     logs: &'a FloodLogs,
     peer: SocketAddr,
     upstream: &'a str,
+    greeted: &'a LastGreeting,
 }
 
 async fn first_within(
@@ -78,18 +132,44 @@ async fn first_within(
     early: &mut PacketBuf,
     ctx: &Who<'_>,
     Waits {
+        quick,
         warn_after,
         timeout,
     }: Waits,
 ) -> First {
     let started = tokio::time::Instant::now();
     let mut warned = false;
+    let mut quick_passed = false;
     loop {
-        let deadline = started + if warned { timeout } else { warn_after };
+        let deadline = started
+            + match (quick_passed, warned) {
+                (false, _) => quick,
+                (true, false) => warn_after,
+                (true, true) => timeout,
+            };
         tokio::select! {
             got = greeting.read_packet(server) => return First::Server(got),
             got = early.read_packet(client) => return First::Client(got),
             () = tokio::time::sleep_until(deadline) => {
+                if !quick_passed {
+                    quick_passed = true;
+                    if !ctx.greeted.within(timeout) {
+                        if let Some(left_out) = ctx.logs.no_greeting.check() {
+                            tracing::warn!(
+                                "client {}: upstream {} sent no greeting within {}s and has \
+                                 greeted no connection lately: is --upstream a MySQL port, or \
+                                 is the server stalled? The client is told and both legs \
+                                 close{}",
+                                ctx.peer,
+                                ctx.upstream,
+                                quick.as_secs(),
+                                more(left_out)
+                            );
+                        }
+                        return First::Silent;
+                    }
+                    continue;
+                }
                 if warned {
                     if let Some(left_out) = ctx.logs.no_greeting.check() {
                         tracing::warn!(
@@ -119,6 +199,15 @@ async fn first_within(
             }
         }
     }
+}
+
+/// The message the client gets when a silent upstream greeted nobody.
+pub(crate) fn silent_message(upstream: &str) -> String {
+    format!(
+        "psprobe: the server at {upstream} sent no greeting within {}s and greets no connection \
+         (is it a MySQL server, or stalled?)",
+        GREETING_QUICK.as_secs()
+    )
 }
 
 /// The message the client gets when no greeting came.
@@ -192,12 +281,15 @@ mod tests {
     async fn a_silent_upstream_times_out_and_a_greeting_or_a_leaving_client_does_not() {
         let logs = FloodLogs::new();
         let peer: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let greeted = LastGreeting::new();
         let who = Who {
             logs: &logs,
             peer,
             upstream: "test",
+            greeted: &greeted,
         };
         let waits = Waits {
+            quick: Duration::from_millis(20),
             warn_after: Duration::from_millis(50),
             timeout: Duration::from_millis(150),
         };
@@ -210,6 +302,13 @@ mod tests {
         let (mut client, client_far) = pair().await;
         let (mut server, mut server_far) = pair().await;
         let (mut g, mut e) = (PacketBuf::default(), PacketBuf::default());
+        // An upstream that greeted nobody is given up on quickly...
+        let started = std::time::Instant::now();
+        let first = first_within(&mut client, &mut server, &mut g, &mut e, &who, waits).await;
+        assert!(matches!(first, First::Silent));
+        assert!(started.elapsed() < Duration::from_millis(150));
+        // ...one that greeted another connection lately (a busy server) is waited for.
+        greeted.record();
         let started = std::time::Instant::now();
         let first = first_within(&mut client, &mut server, &mut g, &mut e, &who, waits).await;
         assert!(matches!(first, First::TimedOut));

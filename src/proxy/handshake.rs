@@ -24,7 +24,9 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use psprobe_core::protocol::{encode_packet, server_asks_for_cleartext, CLIENT_SSL};
+use psprobe_core::protocol::{
+    encode_packet, server_asks_for_cleartext, server_asks_for_rsa, CLIENT_SSL,
+};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::{client, server, TlsAcceptor};
@@ -68,6 +70,8 @@ pub(crate) struct Ctx<'a> {
     pub logs: &'a FloodLogs,
     pub peer: SocketAddr,
     pub upstream: &'a str,
+    /// When the upstream last greeted a connection of this proxy.
+    pub greeted: &'a greeting::LastGreeting,
 }
 
 /// How long psprobe waits for the client to read an error it is told before closing.
@@ -124,6 +128,11 @@ pub(crate) async fn run(
         }
         First::TimedOut => {
             let message = greeting::timed_out_message(ctx.upstream);
+            let _ = send(&mut client, &handshake_error(0, &message)).await;
+            return None;
+        }
+        First::Silent => {
+            let message = greeting::silent_message(ctx.upstream);
             let _ = send(&mut client, &handshake_error(0, &message)).await;
             return None;
         }
@@ -324,7 +333,7 @@ async fn tls_client_plain_server(
     let sent = send(&mut server, &forwarded).await;
     watch.forwarded(unsent);
     sent.ok()?;
-    if !authenticate(&mut client, &mut server, 1, true, watch, ctx).await {
+    if !authenticate(&mut client, &mut server, 1, Guard::Cleartext, watch, ctx).await {
         return None;
     }
     Some(Established {
@@ -346,6 +355,19 @@ async fn tls_for_a_plain_client(
     watch: &mut Watch<'_>,
     ctx: &Ctx<'_>,
 ) -> Option<Established> {
+    if watch.cleartext_auth() == Some("sha256_password") {
+        // Its first packet is already the RSA exchange (a key request or the encrypted
+        // password), which the server does not take over TLS.
+        watch.forwarded(unsent);
+        refuse_rsa(
+            &mut client,
+            response[3].wrapping_add(1),
+            "sha256_password",
+            ctx,
+        )
+        .await;
+        return None;
+    }
     let mut request = response[4..4 + 32].to_vec();
     request[1] |= (CLIENT_SSL >> 8) as u8;
     send(&mut server, &encode_packet(1, &request)).await.ok()?;
@@ -372,7 +394,7 @@ async fn tls_for_a_plain_client(
     sent.ok()?;
     // The client's packets go on one higher, the server's one lower (`authenticate` is told
     // the server-to-client shift as seen from the client: -1).
-    if !authenticate(&mut client, &mut server, -1, false, watch, ctx).await {
+    if !authenticate(&mut client, &mut server, -1, Guard::Rsa, watch, ctx).await {
         return None;
     }
     Some(Established {
@@ -383,15 +405,25 @@ async fn tls_for_a_plain_client(
     })
 }
 
+/// Which server packets of the authentication exchange psprobe refuses to pass on.
+#[derive(Clone, Copy)]
+enum Guard {
+    /// Those that make a TLS client send its password in clear (the server leg is plain).
+    Cleartext,
+    /// Those that make a plain client RSA-encrypt its password for a server that, reached
+    /// over TLS, reads it only in clear.
+    Rsa,
+}
+
 /// Relays the authentication exchange packet by packet until the server's OK or ERR ends
 /// it. Server packets reach the client with their sequence id plus `shift`, client packets
-/// the server with it minus `shift`. With `guard`, an exchange that would make the client send
-/// its password in clear is refused. `false` when the connection is over.
+/// the server with it minus `shift`. An exchange `guard` names is refused. `false` when the
+/// connection is over.
 async fn authenticate<C, U>(
     client: &mut C,
     server: &mut U,
     shift: i8,
-    guard: bool,
+    guard: Guard,
     watch: &mut Watch<'_>,
     ctx: &Ctx<'_>,
 ) -> bool
@@ -421,11 +453,16 @@ where
                 }
                 let mut forwarded = from_server.take();
                 forwarded[3] = forwarded[3].wrapping_add(shift as u8);
-                if guard {
-                    if let Some(plugin) = server_asks_for_cleartext(&forwarded[4..]) {
+                let payload = &forwarded[4..];
+                match guard {
+                    Guard::Cleartext => if let Some(plugin) = server_asks_for_cleartext(payload) {
                         refuse_cleartext(client, forwarded[3], plugin, ctx).await;
                         return false;
-                    }
+                    },
+                    Guard::Rsa => if let Some(plugin) = server_asks_for_rsa(payload) {
+                        refuse_rsa(client, forwarded[3], plugin, ctx).await;
+                        return false;
+                    },
                 }
                 let sent = send(client, &forwarded).await;
                 watch.observe(Side::Server, &forwarded, Instant::now());
@@ -448,6 +485,33 @@ async fn refuse_cleartext<C: AsyncRead + AsyncWrite + Unpin>(
         "psprobe: {plugin} authentication would send the password in clear text, and psprobe's \
          leg to the server is not encrypted (--server-tls disabled); use --server-tls as_client, \
          or connect without TLS"
+    );
+    tracing::warn!("client {}: {message}", ctx.peer);
+    ctx.metrics.auth_failures.inc();
+    let _ = send(client, &handshake_error(seq, &message)).await;
+    let _ = client.shutdown().await;
+}
+
+/// `--server-tls required` and a plain client whose login needs the RSA exchange: the server,
+/// reached over TLS, reads the password only in clear, and psprobe does not decrypt passwords
+/// (docs/tls.md says why). One line says what to change.
+async fn refuse_rsa<C: AsyncRead + AsyncWrite + Unpin>(
+    client: &mut C,
+    seq: u8,
+    plugin: &str,
+    ctx: &Ctx<'_>,
+) {
+    let when = if plugin == "caching_sha2_password" {
+        " (caching_sha2_password needs it while the server has not cached the account: after \
+         its start or FLUSH PRIVILEGES, until one login over TLS)"
+    } else {
+        ""
+    };
+    let message = format!(
+        "psprobe: {plugin} authentication needs the password RSA-encrypted on this plain client \
+         leg, and the server, reached over TLS (--server-tls required), takes it only in clear{when}; \
+         connect the client with TLS (ssl-mode PREFERRED or REQUIRED), or run psprobe with \
+         --server-tls as_client"
     );
     tracing::warn!("client {}: {message}", ctx.peer);
     ctx.metrics.auth_failures.inc();

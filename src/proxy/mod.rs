@@ -83,6 +83,8 @@ pub(crate) struct Shared {
     pub observer: Arc<Observer>,
     pub tls: Arc<TlsRuntime>,
     pub logs: FloodLogs,
+    /// When the upstream last greeted one of the connections.
+    pub greeted: greeting::LastGreeting,
     /// Woken when a connection closes, freeing descriptors that waiting connections need.
     pub fd_freed: Notify,
 }
@@ -112,6 +114,7 @@ pub(crate) async fn serve(
         observer,
         tls,
         logs: FloodLogs::new(),
+        greeted: greeting::LastGreeting::new(),
         fd_freed: Notify::new(),
     });
     let (cut_tx, cut_rx) = watch::channel(false);

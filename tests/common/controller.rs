@@ -2,8 +2,8 @@
 //! starting and stopping psprobe, the setup tables as text, waiting for a condition.
 
 use super::cli::run_with_timeout;
-use super::mariadb::MariaDb;
 use super::probe::Probe;
+use super::server::Server;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -29,7 +29,7 @@ pub fn poll<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
 }
 
 /// The setup tables as the root client sees them.
-pub fn setup_dump(db: &MariaDb) -> String {
+pub fn setup_dump(db: &Server) -> String {
     db.sql(SETUP_DUMP)
 }
 
@@ -41,18 +41,18 @@ pub fn flags(spec: &str, dir: &Path) -> Vec<String> {
 }
 
 /// The state file the controller (and `ps --state-dir dir`) uses for `db`.
-pub fn state_file(dir: &Path, db: &MariaDb) -> PathBuf {
+pub fn state_file(dir: &Path, db: &Server) -> PathBuf {
     dir.join(format!("ps-snapshot-127.0.0.1-{}.json", db.port()))
 }
 
 /// `psprobe proxy` in front of `db` with the controller's DSN and `args`.
-pub fn start_controller(db: &MariaDb, args: &[String]) -> Probe {
+pub fn start_controller(db: &Server, args: &[String]) -> Probe {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     Probe::start_with_env(&db.addr(), &args, &[(DSN_ENV, &db.dsn())])
 }
 
 /// `psprobe proxy` with the controller, expected to refuse to start: its exit status and stderr.
-pub fn refused_start(db: &MariaDb, args: &[String]) -> String {
+pub fn refused_start(db: &Server, args: &[String]) -> String {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_psprobe"));
     cmd.env(DSN_ENV, db.dsn())
         .args("proxy --listen 127.0.0.1:0 --metrics 127.0.0.1:0 --upstream".split(' '))
@@ -90,7 +90,7 @@ pub fn leader(p: &Probe) -> f64 {
 }
 
 /// `psprobe ps ARGS` with `db`'s DSN in the environment (only there).
-pub fn ps(db: &MariaDb, args: &[&str]) -> Output {
+pub fn ps(db: &Server, args: &[&str]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_psprobe"));
     cmd.arg("ps")
         .args(args)

@@ -2,6 +2,7 @@
 //! declares `mod common;` and uses only the parts it needs, hence the allow below.
 #![allow(dead_code)]
 
+pub mod certs;
 pub mod cli;
 pub mod controller;
 pub mod counting_client;
@@ -17,6 +18,6 @@ pub mod procfs;
 pub mod prom;
 pub mod prometheus;
 pub mod restart;
+pub mod server;
 pub mod sysbench;
-pub mod tls_server;
 pub mod wire;

@@ -1,11 +1,11 @@
-//! A restart hook for the harness's mariadbd (`--restart-cmd 'sh restart.sh {pfs} {opts}'`),
-//! able to misbehave on purpose on chosen calls (fail, hang, ignore `{pfs}`), and the reaper of
-//! the servers it started.
+//! A restart hook for the harness's servers, any flavor (`--restart-cmd 'sh restart.sh {pfs}
+//! {opts}'`), able to misbehave on purpose on chosen calls (fail, hang, ignore `{pfs}`), and the
+//! reaper of the servers it started.
 
 use std::path::{Path, PathBuf};
 
 use super::controller::poll;
-use super::mariadb::MariaDb;
+use super::server::Server;
 
 fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
@@ -26,19 +26,22 @@ pub struct Faults {
     pub down_at: Option<u32>,
 }
 
-/// Writes `restart.sh ON|OFF [OPTION...]`: stops the mariadbd of the harness's pid file
+/// Writes `restart.sh ON|OFF [OPTION...]`: stops the server of the harness's pid file
 /// (SIGTERM), waits until it is gone, and starts it again detached, with the same arguments
-/// (read from /proc) but `--performance-schema=$1` and the options after it (a startup
-/// scenario's). Appends each pid it starts to `DIR/pids`; misbehaves as `faults` say.
-pub fn restart_script_with(db: &MariaDb, dir: &Path, faults: Faults) -> PathBuf {
+/// (read from /proc; in its tree with chroot for a chroot flavor) but `--performance-schema=$1`
+/// and the options after it (a startup scenario's). Appends each pid it starts to `DIR/pids`;
+/// misbehaves as `faults` say.
+pub fn restart_script_with(db: &Server, dir: &Path, faults: Faults) -> PathBuf {
     let cmdline = std::fs::read_to_string(format!("/proc/{}/cmdline", db.pid())).unwrap();
     let args: Vec<&str> = cmdline.split('\0').filter(|a| !a.is_empty()).collect();
-    let pid_file = args
-        .iter()
-        .find_map(|a| a.strip_prefix("--pid-file="))
-        .unwrap();
+    let pid_file = db.pid_file().display().to_string();
     let keep = |a: &&&str| !a.starts_with("--performance-schema=");
-    let kept: Vec<String> = args.iter().filter(keep).map(|a| sh_quote(a)).collect();
+    let prefix = db.program_prefix();
+    let kept: Vec<String> = prefix
+        .iter()
+        .map(|a| sh_quote(a))
+        .chain(args.iter().filter(keep).map(|a| sh_quote(a)))
+        .collect();
     let file = |name: &str| sh_quote(&dir.join(name).display().to_string());
     let at = |n: Option<u32>| n.map_or("0".to_string(), |n| n.to_string());
     let text = format!(
@@ -59,7 +62,7 @@ pub fn restart_script_with(db: &MariaDb, dir: &Path, faults: Faults) -> PathBuf 
         down = at(faults.down_at),
         slow = at(faults.slow_at.map(|(n, _)| n)),
         slow_s = faults.slow_at.map_or(0, |(_, s)| s),
-        pid = sh_quote(pid_file),
+        pid = sh_quote(&pid_file),
         server = kept.join(" "),
         log = file("restarted.log"),
         pids = file("pids"),
@@ -69,11 +72,11 @@ pub fn restart_script_with(db: &MariaDb, dir: &Path, faults: Faults) -> PathBuf 
 }
 
 /// [`restart_script_with`] without faults.
-pub fn restart_script(db: &MariaDb, dir: &Path) -> PathBuf {
+pub fn restart_script(db: &Server, dir: &Path) -> PathBuf {
     restart_script_with(db, dir, Faults::default())
 }
 
-/// Kills the mariadbds the restart script started (the harness kills only its own child).
+/// Kills the servers the restart script started (the harness kills only its own child).
 pub struct Reaper(pub PathBuf);
 
 impl Drop for Reaper {
@@ -81,12 +84,13 @@ impl Drop for Reaper {
         let pids = std::fs::read_to_string(self.0.join("pids")).unwrap_or_default();
         for pid in pids.lines() {
             let proc_file = |f: &str| std::fs::read_to_string(format!("/proc/{pid}/{f}"));
-            if !proc_file("cmdline").is_ok_and(|c| c.contains("mariadbd")) {
+            let server = |c: String| c.contains("mariadbd") || c.contains("mysqld");
+            if !proc_file("cmdline").is_ok_and(server) {
                 continue;
             }
-            // SAFETY: kill(2) on a mariadbd our script started, still running.
+            // SAFETY: kill(2) on a server our script started, still running.
             unsafe { libc::kill(pid.parse().unwrap(), libc::SIGKILL) };
-            poll("a restarted mariadbd to die", 10, || {
+            poll("a restarted server to die", 10, || {
                 proc_file("status").map_or(Some(()), |s| s.contains("State:\tZ").then_some(()))
             });
         }

@@ -1,8 +1,9 @@
-//! The admin interface of a real psprobe in front of a real mariadbd, after traffic through the
-//! proxy, queried by five clients: the `mariadb` CLI, mysql_async, PyMySQL,
-//! mysql-connector-python and node's mysql2. GROUP BY / JOIN / aggregate / ORDER BY expression
-//! queries return the same rows in every client, numbers typed and decoded as numbers, and agree
-//! with /metrics; a write is refused with 1290 in every client.
+//! The admin interface of a real psprobe in front of a real server (MariaDB 10.11, 11.8 and
+//! MySQL 9.7), after traffic through the proxy, queried by six clients: the `mariadb` CLI, the
+//! `mysql` 9.7 CLI, mysql_async, PyMySQL, mysql-connector-python and node's mysql2. GROUP BY /
+//! JOIN / aggregate / ORDER BY expression queries return the same rows in every client, numbers
+//! typed and decoded as numbers, and agree with /metrics; a write is refused with 1290 in every
+//! client.
 //!
 //! The Python and Node drivers are installed by scripts/setup.sh into target/clients.
 
@@ -19,9 +20,11 @@ use mysql_async::{Conn, Opts, OptsBuilder, Value};
 use serde_json::Value as Json;
 
 use common::cli::{run_with_timeout, DATABASE, USER};
-use common::mariadb::MariaDb;
 use common::probe::Probe;
 use common::prom::Scrape;
+use common::server::{Flavor, Options, Server};
+
+crate::per_flavor!(every_client_reads_the_same_numbers_as_metrics);
 
 const SECRET: &str = "admin-secret";
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -203,9 +206,9 @@ fn node_client(host: &str, port: &str) -> Vec<Json> {
     run_script("mysql2", cmd)
 }
 
-/// `mariadb -B` output of every statement (`--force`: on after the refused write).
-fn cli_client(host: &str, port: &str) -> (String, String) {
-    let mut cmd = Command::new("mariadb");
+/// `mariadb -B` (or `mysql -B`: `cmd`) output of every statement (`--force`: on after the
+/// refused write).
+fn cli_client(mut cmd: Command, host: &str, port: &str) -> (String, String) {
     cmd.args(["--no-defaults", "--protocol=TCP", "-h", host, "-P", port])
         .args([
             "-u",
@@ -251,9 +254,8 @@ fn metric_by(scrape: &Scrape, name: &str, label: &str) -> BTreeMap<String, u64> 
     out
 }
 
-#[test]
-fn every_client_reads_the_same_numbers_as_metrics() {
-    let db = MariaDb::start_default();
+fn every_client_reads_the_same_numbers_as_metrics(flavor: Flavor) {
+    let db = Server::start(flavor, Options::default());
     let probe = Probe::start_with_env(
         &db.addr(),
         &["--admin", "127.0.0.1:0"],
@@ -412,12 +414,20 @@ fn every_client_reads_the_same_numbers_as_metrics() {
             check_script_result(client, sql, got, want);
         }
     }
-    let (stdout, stderr) = cli_client(host, port);
-    assert_eq!(stdout, cli_text(&reference), "mariadb CLI");
-    assert!(
-        stderr.contains("ERROR 1290 (HY000) at line 6: psprobe admin is read-only"),
-        "{stderr}"
-    );
+    let mut clis = vec![("mariadb CLI", Command::new("mariadb"))];
+    if let Some(tree) = db.tree().filter(|_| flavor.is_mysql()) {
+        let mut mysql = Command::new("chroot");
+        mysql.arg(tree).arg(flavor.client_program());
+        clis.push(("mysql 9.7 CLI", mysql));
+    }
+    for (client, cmd) in clis {
+        let (stdout, stderr) = cli_client(cmd, host, port);
+        assert_eq!(stdout, cli_text(&reference), "{client}");
+        assert!(
+            stderr.contains("ERROR 1290 (HY000) at line 6: psprobe admin is read-only"),
+            "{client}: {stderr}"
+        );
+    }
 
     runtime.block_on(idle.disconnect()).expect("disconnect");
 }

@@ -288,6 +288,7 @@ fn what_clients_send_on_connect() {
             "attribution",
             "connections",
             "scenarios",
+            "setting_changes",
             "status"
         ])
     );
@@ -376,7 +377,7 @@ fn unsupported_statements_get_a_clear_error() {
         stderr.contains(
             "ERROR 1146 (42S02) at line 1: Table 'mysql.user' doesn't exist: psprobe admin has \
              the tables digests, commands, phases, overhead, attribution, connections, scenarios, \
-             status"
+             setting_changes, status"
         ),
         "{stderr}"
     );
@@ -476,6 +477,7 @@ fn observer_data_serves_recorded_statistics() {
         scenarios: Arc::clone(&scenarios),
         fingerprint: FingerprintOptions::default(),
         connections: Default::default(),
+        setting_changes: Default::default(),
     });
     let pfs_on = scenarios.intern("pfs_on").expect("scenario");
     scenarios.set_current(pfs_on);

@@ -1,6 +1,8 @@
 //! Real drivers through psprobe, plain and over TLS (and compressed where the driver can),
-//! against MariaDB 10.11 and 11.8 with TLS on: the same workload must give the same digests,
-//! the same command counts and the same results whichever way it is carried.
+//! against MariaDB 10.11, 11.8 and MySQL 9.7 with TLS on: the same workload must give the same
+//! digests, the same command counts and the same results whichever way it is carried. (On
+//! MySQL the test user's caching_sha2_password cache is warmed first: authentication's cold
+//! path has a suite of its own, auth_through_proxy.)
 //! Drivers: PyMySQL, mysql-connector-python (pure Python), node mysql2, sysbench; installed
 //! under target/ by scripts/setup.sh.
 
@@ -9,21 +11,38 @@ use crate::common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 use std::time::Duration;
 
+use common::certs::Certs;
 use common::cli::{run_with_timeout, split_addr, DATABASE, PASSWORD, USER};
 use common::observed::{commands, digests, transport, unobserved, wait_for};
 use common::probe::Probe;
 use common::prom::Scrape;
+use common::server::{Flavor, Options, PerFlavor, Server};
 use common::sysbench;
-use common::tls_server::{Certs, TlsServer, Version};
 
-static SERVERS: [OnceLock<TlsServer>; 2] = [OnceLock::new(), OnceLock::new()];
+static SERVERS: PerFlavor = PerFlavor::new();
 
-fn server(v: Version) -> &'static TlsServer {
-    let i = Version::ALL.iter().position(|x| *x == v).expect("version");
-    SERVERS[i].get_or_init(|| TlsServer::start(v, &[]))
+fn server(v: Flavor) -> &'static Server {
+    SERVERS.get(v, || {
+        let db = Server::start(v, Options::default());
+        warm_auth_cache(&db);
+        db
+    })
+}
+
+/// One TLS login of the test user, so that MySQL's caching_sha2_password takes its fast path
+/// for every driver here whether it uses TLS or not (a MariaDB login changes nothing).
+pub fn warm_auth_cache(db: &Server) {
+    if db.flavor().is_mysql() {
+        let out = db.client(&db.addr(), &["--ssl-mode=REQUIRED", "-e", "SELECT 1"]);
+        assert!(
+            out.status.success(),
+            "TLS login on {}: {}",
+            db.name(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
 
 fn deps(sub: &str) -> PathBuf {
@@ -40,7 +59,7 @@ struct Run {
     seen: Scrape,
 }
 
-fn through_psprobe(db: &TlsServer, client: impl FnOnce(&str, &Path) -> String) -> Run {
+fn through_psprobe(db: &Server, client: impl FnOnce(&str, &Path) -> String) -> Run {
     let state = tempfile::tempdir().expect("state dir");
     let probe = Probe::start(
         &db.addr(),
@@ -92,7 +111,7 @@ fn shape(run: &Run) -> (BTreeMap<String, u64>, BTreeMap<String, u64>) {
 /// Runs `client` once per mode; every run must match the first: same checksum (first word of
 /// the output), digests and counts. `carriage` says which transport series each mode counts in.
 fn same_everywhere(
-    v: Version,
+    v: Flavor,
     name: &str,
     modes: &[(&str, (&str, &str))],
     client: impl Fn(&str, &str) -> String,
@@ -130,7 +149,7 @@ const TLS: (&str, &str) = ("terminated", "none");
 const ZLIB: (&str, &str) = ("none", "zlib");
 const TLS_ZLIB: (&str, &str) = ("terminated", "zlib");
 
-fn pymysql(v: Version) {
+fn pymysql(v: Flavor) {
     let table = "matrix_pymysql";
     same_everywhere(
         v,
@@ -140,7 +159,7 @@ fn pymysql(v: Version) {
     );
 }
 
-fn connector(v: Version) {
+fn connector(v: Flavor) {
     let table = "matrix_connector";
     let modes = [
         ("plain", PLAIN),
@@ -153,7 +172,7 @@ fn connector(v: Version) {
     });
 }
 
-fn mysql2(v: Version) {
+fn mysql2(v: Flavor) {
     let table = "matrix_mysql2";
     let modes = [
         ("plain", PLAIN),
@@ -176,7 +195,7 @@ fn sysbench_ssl_files(state: &Path) -> tempfile::TempDir {
     dir
 }
 
-fn sysbench_ssl(v: Version) {
+fn sysbench_ssl(v: Flavor) {
     let db = server(v);
     let table_opts = ["--tables=1", "--table-size=200"];
     let mut prepare = vec!["--mysql-ssl=off"];
@@ -213,40 +232,60 @@ fn sysbench_ssl(v: Version) {
 
 #[test]
 fn pymysql_10_11() {
-    pymysql(Version::V10_11);
+    pymysql(Flavor::MariaDb1011);
 }
 
 #[test]
 fn pymysql_11_8() {
-    pymysql(Version::V11_8);
+    pymysql(Flavor::MariaDb118);
+}
+
+#[test]
+fn pymysql_mysql_9_7() {
+    pymysql(Flavor::MySql97);
 }
 
 #[test]
 fn mysql_connector_python_10_11() {
-    connector(Version::V10_11);
+    connector(Flavor::MariaDb1011);
 }
 
 #[test]
 fn mysql_connector_python_11_8() {
-    connector(Version::V11_8);
+    connector(Flavor::MariaDb118);
+}
+
+#[test]
+fn mysql_connector_python_mysql_9_7() {
+    connector(Flavor::MySql97);
 }
 
 #[test]
 fn node_mysql2_10_11() {
-    mysql2(Version::V10_11);
+    mysql2(Flavor::MariaDb1011);
 }
 
 #[test]
 fn node_mysql2_11_8() {
-    mysql2(Version::V11_8);
+    mysql2(Flavor::MariaDb118);
+}
+
+#[test]
+fn node_mysql2_mysql_9_7() {
+    mysql2(Flavor::MySql97);
 }
 
 #[test]
 fn sysbench_ssl_10_11() {
-    sysbench_ssl(Version::V10_11);
+    sysbench_ssl(Flavor::MariaDb1011);
 }
 
 #[test]
 fn sysbench_ssl_11_8() {
-    sysbench_ssl(Version::V11_8);
+    sysbench_ssl(Flavor::MariaDb118);
+}
+
+#[test]
+fn sysbench_ssl_mysql_9_7() {
+    sysbench_ssl(Flavor::MySql97);
 }

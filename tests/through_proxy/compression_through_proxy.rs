@@ -1,6 +1,8 @@
 //! The compressed protocol through psprobe, live: the mariadb CLI with -C (zlib), plain and
 //! over TLS, gives the digests and counts of an uncompressed run, results over 16 MiB
-//! included; and a client at the byte level receives exactly the bytes the server sends.
+//! included, on MariaDB 10.11, 11.8 and MySQL 9.7; on MySQL the mysql 9.7 CLI with zstd too
+//! (MariaDB does not negotiate zstd); and a client at the byte level receives exactly the
+//! bytes the server sends.
 
 use crate::common;
 
@@ -12,7 +14,7 @@ use std::time::Duration;
 use common::cli::{mariadb_ok, DATABASE, PASSWORD, USER};
 use common::observed::{commands, digests, transport, unobserved, wait_for};
 use common::probe::Probe;
-use common::tls_server::{TlsServer, Version};
+use common::server::{Flavor, Options, Server};
 use common::wire::{handshake_response, packet, read_packet, LOGIN_CAPS};
 use psprobe_core::protocol::{stored_frame, Algorithm, Decompressor, Deframer};
 
@@ -38,7 +40,16 @@ struct Seen {
     commands: std::collections::BTreeMap<String, u64>,
 }
 
-fn run(db: &TlsServer, flags: &[&str], carriage: (&str, &str)) -> Seen {
+/// Which command-line client runs the workload.
+#[derive(Clone, Copy, PartialEq)]
+enum Cli {
+    /// The host's mariadb 10.11.
+    MariaDb,
+    /// The server's own (mysql 9.7 for MySQL), from its tree.
+    Own,
+}
+
+fn run(db: &Server, cli: Cli, flags: &[&str], carriage: (&str, &str)) -> Seen {
     let state = tempfile::tempdir().expect("state");
     let probe = Probe::start(
         &db.addr(),
@@ -46,7 +57,20 @@ fn run(db: &TlsServer, flags: &[&str], carriage: (&str, &str)) -> Seen {
     );
     let mut args = vec!["--max-allowed-packet=64M", "-N", "-B"];
     args.extend_from_slice(flags);
-    let output = mariadb_ok(probe.proxy_addr(), &args, Some(workload().as_bytes()));
+    let input = workload();
+    let output = match cli {
+        Cli::MariaDb => mariadb_ok(probe.proxy_addr(), &args, Some(input.as_bytes())),
+        Cli::Own => {
+            let out = db.client_with_input(probe.proxy_addr(), &args, Some(input.as_bytes()));
+            assert!(
+                out.status.success(),
+                "{} client {flags:?}: {}",
+                db.name(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8(out.stdout).expect("UTF-8 output")
+        }
+    };
     let s = wait_for(&probe, "closed", |s| {
         s.get("psprobe_connections_active", &[]) == 0.0
             && transport(s, carriage.0, carriage.1) >= 1.0
@@ -60,9 +84,19 @@ fn run(db: &TlsServer, flags: &[&str], carriage: (&str, &str)) -> Seen {
     }
 }
 
-fn compressed_like_plain(v: Version) {
-    let db = TlsServer::start(v, &[]);
-    let plain = run(&db, &["--skip-ssl"], ("none", "none"));
+fn start(v: Flavor) -> Server {
+    Server::start(
+        v,
+        Options {
+            performance_schema: false,
+            extra_args: Vec::new(),
+        },
+    )
+}
+
+fn compressed_like_plain(v: Flavor) {
+    let db = start(v);
+    let plain = run(&db, Cli::MariaDb, &["--skip-ssl"], ("none", "none"));
     assert!(plain.output.contains(&BIG.to_string()), "big row missing");
     assert_eq!(
         plain.commands.get("query/rows"),
@@ -74,21 +108,55 @@ fn compressed_like_plain(v: Version) {
         (&["--skip-ssl", "-C"][..], ("none", "zlib")),
         (&["--ssl", "-C"][..], ("terminated", "zlib")),
     ] {
-        let zipped = run(&db, flags, carriage);
+        let zipped = run(&db, Cli::MariaDb, flags, carriage);
         assert!(zipped.output == plain.output, "{flags:?}: output differs");
         assert_eq!(zipped.digests, plain.digests, "{flags:?} on {v:?}");
         assert_eq!(zipped.commands, plain.commands, "{flags:?} on {v:?}");
+    }
+    if !v.is_mysql() {
+        return;
+    }
+    // zstd, which only MySQL negotiates, with its own client; against its own plain run.
+    let own = run(&db, Cli::Own, &["--ssl-mode=DISABLED"], ("none", "none"));
+    assert!(own.output.contains(&BIG.to_string()), "big row missing");
+    for (flags, carriage) in [
+        (
+            &["--ssl-mode=DISABLED", "--compression-algorithms=zstd"][..],
+            ("none", "zstd"),
+        ),
+        (
+            &[
+                "--ssl-mode=REQUIRED",
+                "--compression-algorithms=zstd",
+                "--zstd-compression-level=7",
+            ][..],
+            ("terminated", "zstd"),
+        ),
+        (
+            &["--ssl-mode=REQUIRED", "--compression-algorithms=zlib"][..],
+            ("terminated", "zlib"),
+        ),
+    ] {
+        let zipped = run(&db, Cli::Own, flags, carriage);
+        assert!(zipped.output == own.output, "{flags:?}: output differs");
+        assert_eq!(zipped.digests, own.digests, "{flags:?}");
+        assert_eq!(zipped.commands, own.commands, "{flags:?}");
     }
 }
 
 #[test]
 fn mariadb_compressed_gives_the_counts_of_plain_10_11() {
-    compressed_like_plain(Version::V10_11);
+    compressed_like_plain(Flavor::MariaDb1011);
 }
 
 #[test]
 fn mariadb_compressed_gives_the_counts_of_plain_11_8() {
-    compressed_like_plain(Version::V11_8);
+    compressed_like_plain(Flavor::MariaDb118);
+}
+
+#[test]
+fn compressed_zlib_and_zstd_give_the_counts_of_plain_mysql_9_7() {
+    compressed_like_plain(Flavor::MySql97);
 }
 
 // ---------------------------------------------------------------- byte level
@@ -149,7 +217,7 @@ fn compressed_conversation(addr: &str, sql: &str) -> Vec<u8> {
 
 #[test]
 fn a_compressed_client_receives_the_servers_bytes_unchanged() {
-    let db = TlsServer::start(Version::V10_11, &[]);
+    let db = start(Flavor::MariaDb1011);
     let state = tempfile::tempdir().expect("state");
     let probe = Probe::start(
         &db.addr(),

@@ -1,5 +1,5 @@
 //! Failure modes: the upstream down or gone mid-result, a client killed mid-result, bytes that
-//! are not MySQL at all, and shutdown on SIGTERM. psprobe must keep forwarding verbatim, keep
+//! are not MySQL at all, an upstream that is an HTTP server, and shutdown on SIGTERM. psprobe must keep forwarding verbatim, keep
 //! its gauges right, never hang, and stay up.
 
 use crate::common;
@@ -128,6 +128,58 @@ fn upstream_never_listening() {
     expect(&m, CONNECT_ERRORS, &[], 2.0);
     expect(&m, COMMANDS, &[], 0.0);
     assert!(probe.wait_exit(Duration::ZERO).is_none(), "psprobe exited");
+}
+
+/// An upstream that is no MySQL server at all: a real HTTP server, which waits for its client
+/// to speak. The client (the real CLI) gets psprobe's error naming the cause within 3 s, not
+/// silence and an empty close; psprobe stays up.
+#[test]
+fn an_http_upstream_is_an_error_within_3s() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let mut cmd = Command::new("python3");
+    cmd.args([
+        "-m",
+        "http.server",
+        &port.to_string(),
+        "--bind",
+        "127.0.0.1",
+    ])
+    .current_dir(std::env::temp_dir())
+    .stdout(Stdio::null())
+    .stderr(Stdio::null());
+    let http = KillOnDrop(psprobe_harness::child::spawn_tied(cmd).expect("python3 -m http.server"));
+    let upstream = format!("127.0.0.1:{port}");
+    wait_until("the HTTP server to listen", Duration::from_secs(20), || {
+        TcpStream::connect(&upstream).ok()
+    });
+    let mut probe = Probe::start(&upstream, &[]);
+    for _ in 0..2 {
+        let started = Instant::now();
+        let out = mariadb(probe.proxy_addr(), &["-e", "SELECT 1"], None);
+        let took = started.elapsed();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{err}");
+        // (The client wraps an error before the handshake: "ERROR 2002 ... cannot be verified:
+        // 1043 - psprobe: ...".)
+        assert!(
+            err.contains("1043 - psprobe: the server at")
+                && err.contains("sent no greeting")
+                && err.contains("is it a MySQL server"),
+            "{err}"
+        );
+        assert!(
+            took < Duration::from_secs(3),
+            "the error came after {took:?}"
+        );
+    }
+    assert!(probe.wait_exit(Duration::ZERO).is_none(), "psprobe exited");
+    assert!(probe
+        .stderr_text()
+        .contains("has greeted no connection lately"));
+    drop(http);
 }
 
 /// Deterministic pseudo-random bytes (xorshift64*).

@@ -7,9 +7,9 @@
 //!
 //! They share one binary to be linked once instead of once each (every test binary links the
 //! whole psprobe library, seconds per link on a 2-core CI machine), and one process, so their
-//! mariadbd servers copy one template datadir (`mariadb-install-db` runs once, see
-//! tests/common/datadir.rs; once more for the MariaDB 11.8 chroot, see
-//! tests/common/tls_server.rs).
+//! servers copy one template datadir per flavor (`mariadb-install-db` or `mysqld
+//! --initialize-insecure` runs once per flavor, see tests/common/datadir.rs and
+//! tests/common/server.rs).
 //!
 //! In company here, so do not add:
 //! * a test that is load- or timing-sensitive (throughput, overhead or latency figures, CPU,
@@ -19,8 +19,10 @@
 //! * a test that changes the process (environment variables, rlimits, signal handlers, the
 //!   working directory), a `#[global_allocator]`, or listens on a fixed port.
 //!
-//! Servers a suite shares among its own tests live in that module's statics (client_matrix,
-//! tls_through_proxy): each suite keeps its own.
+//! Servers a suite shares among its own tests live in that module's statics (a
+//! `common::server::PerFlavor`: one server per flavor, as in client_matrix, tls_through_proxy,
+//! cli_through_proxy): each suite keeps its own. Suites that run on every server instantiate
+//! their tests per flavor with `per_flavor!` (test names `SUITE::mysql_9_7::TEST`).
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -28,6 +30,7 @@ mod common;
 mod admin_bounds;
 mod admin_clients;
 mod admin_interface;
+mod auth_through_proxy;
 mod cli_through_proxy;
 mod client_matrix;
 mod compression_through_proxy;

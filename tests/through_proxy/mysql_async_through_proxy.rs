@@ -1,17 +1,32 @@
 //! mysql_async (a real async driver) through psprobe: results come back intact, and psprobe's
 //! per-command counts equal exactly what the client sent, for the binary protocol (including
 //! COM_STMT_SEND_LONG_DATA and >16 MiB packets), text queries, session commands, a stored
-//! procedure with several result sets and OUT parameters, and connection churn.
+//! procedure with several result sets and OUT parameters, and connection churn; on MariaDB
+//! 10.11, 11.8 and MySQL 9.7 (one server per flavor, shared by the suite's tests; each test
+//! has its own psprobe).
 
 use crate::common;
 
-use common::mariadb::MariaDb;
 use common::probe::Probe;
 use common::prom::Scrape;
+use common::server::{Flavor, Options, PerFlavor, Server};
 use mysql_async::prelude::*;
 use mysql_async::{ChangeUserOpts, Conn, Error, Opts, OptsBuilder, QueryResult, Row, Value};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
+
+static SERVERS: PerFlavor = PerFlavor::new();
+
+fn server(flavor: Flavor) -> &'static Server {
+    SERVERS.get(flavor, || Server::start(flavor, Options::default()))
+}
+
+crate::per_flavor!(
+    prepared_statements_round_trip_mixed_types_and_large_values,
+    text_queries_and_session_commands,
+    stored_procedure_with_out_param_and_result_sets,
+    connection_churn_is_counted_and_released,
+);
 
 /// mysql_common's MAX_PAYLOAD_LEN; SEND_LONG_DATA chunks are 6 bytes shorter.
 const MAX_PAYLOAD: usize = 16_777_215;
@@ -26,7 +41,7 @@ fn block_on<F: std::future::Future>(fut: F) -> F::Output {
 
 /// Deterministic client: no statement cache, and no `SELECT @@max_allowed_packet, ...` or
 /// reconnect over the server's unix socket (which would bypass the proxy) at connect time.
-fn opts(db: &MariaDb, probe: &Probe) -> Opts {
+fn opts(db: &Server, probe: &Probe) -> Opts {
     let url = Opts::from_url(&db.dsn_via(probe.proxy_addr())).expect("parse DSN");
     OptsBuilder::from_opts(url)
         .prefer_socket(false)
@@ -36,7 +51,7 @@ fn opts(db: &MariaDb, probe: &Probe) -> Opts {
         .into()
 }
 
-async fn connect(db: &MariaDb, probe: &Probe) -> Conn {
+async fn connect(db: &Server, probe: &Probe) -> Conn {
     let conn = Conn::new(opts(db, probe)).await;
     conn.expect("connect via psprobe")
 }
@@ -175,9 +190,8 @@ fn long_data_packets(params: &[Value]) -> u64 {
 
 const COLUMNS: &str = "id, big, dbl, amount, name, body, data, d, dt, tm, flag, note";
 
-#[test]
-fn prepared_statements_round_trip_mixed_types_and_large_values() {
-    let db = MariaDb::start_default();
+fn prepared_statements_round_trip_mixed_types_and_large_values(flavor: Flavor) {
+    let db = server(flavor);
     db.sql(
         "CREATE TABLE psprobe_test.t (id INT NOT NULL PRIMARY KEY, big BIGINT UNSIGNED, \
          dbl DOUBLE, amount DECIMAL(20,6), name VARCHAR(255), body LONGTEXT, \
@@ -190,7 +204,7 @@ fn prepared_statements_round_trip_mixed_types_and_large_values() {
     assert_eq!(long_data, 5, "the last row exercises SEND_LONG_DATA");
 
     let (before, after) = block_on(async {
-        let mut conn = connect(&db, &probe).await;
+        let mut conn = connect(db, &probe).await;
         let before = probe.scrape();
         let insert = conn.prep(format!(
             "INSERT INTO t ({COLUMNS}) VALUES (?{})",
@@ -239,14 +253,13 @@ fn prepared_statements_round_trip_mixed_types_and_large_values() {
     assert_observed_everything(&after);
 }
 
-#[test]
-fn text_queries_and_session_commands() {
-    let db = MariaDb::start_default();
+fn text_queries_and_session_commands(flavor: Flavor) {
+    let db = server(flavor);
     db.sql("CREATE TABLE psprobe_test.t2 (id INT PRIMARY KEY, v VARCHAR(16))");
     let probe = Probe::start(&db.addr(), &[]);
 
     let (before, after) = block_on(async {
-        let mut conn = connect(&db, &probe).await;
+        let mut conn = connect(db, &probe).await;
         let before = probe.scrape();
         conn.query_drop("INSERT INTO t2 VALUES (1, 'a'), (2, 'b'), (3, 'c')")
             .await
@@ -280,7 +293,7 @@ fn text_queries_and_session_commands() {
         conn.query_drop("SET @x = 5").await.unwrap();
         assert!(
             conn.reset().await.expect("COM_RESET_CONNECTION"),
-            "MariaDB 10.11 supports it"
+            "every server here supports it"
         );
         let x: Option<Option<i64>> = conn.query_first("SELECT @x").await.unwrap();
         assert_eq!(x, Some(None), "reset cleared the user variable");
@@ -335,13 +348,12 @@ fn cells(set: &[Row]) -> Vec<Vec<String>> {
         .collect()
 }
 
-#[test]
-fn stored_procedure_with_out_param_and_result_sets() {
-    let db = MariaDb::start_default();
+fn stored_procedure_with_out_param_and_result_sets(flavor: Flavor) {
+    let db = server(flavor);
     let probe = Probe::start(&db.addr(), &[]);
 
     let (before, after) = block_on(async {
-        let mut conn = connect(&db, &probe).await;
+        let mut conn = connect(db, &probe).await;
         conn.query_drop(
             "CREATE PROCEDURE p(IN a INT, OUT b INT) BEGIN \
                SELECT a AS x; \
@@ -391,16 +403,15 @@ fn stored_procedure_with_out_param_and_result_sets() {
     assert_observed_everything(&after);
 }
 
-#[test]
-fn connection_churn_is_counted_and_released() {
+fn connection_churn_is_counted_and_released(flavor: Flavor) {
     const CYCLES: u64 = 50;
-    let db = MariaDb::start_default();
+    let db = server(flavor);
     let probe = Probe::start(&db.addr(), &[]);
     let before = probe.scrape();
 
     block_on(async {
         for i in 0..CYCLES {
-            let mut conn = connect(&db, &probe).await;
+            let mut conn = connect(db, &probe).await;
             let got: Option<u64> = conn.query_first(format!("SELECT {i}")).await.unwrap();
             assert_eq!(got, Some(i));
             conn.disconnect().await.expect("disconnect");

@@ -14,7 +14,7 @@ use common::cli::{DATABASE, PASSWORD, USER};
 use common::mariadb::MariaDb;
 use common::observed::wait_for;
 use common::probe::Probe;
-use common::tls_server::{TlsServer, Version};
+use common::server::{Flavor, Options, Server};
 use common::wire::{login, packet};
 
 /// Slow (the answer comes after the client's EOF reached psprobe) and large (5 MB).
@@ -78,7 +78,13 @@ fn relay_carries_a_client_half_close_and_delivers_the_answer() {
 /// half-close reaches the server as close_notify, then the TCP half-close.
 #[test]
 fn relay_carries_a_client_half_close_over_a_tls_server_leg() {
-    let db = TlsServer::start(Version::V10_11, &[]);
+    let db = Server::start(
+        Flavor::MariaDb1011,
+        Options {
+            performance_schema: false,
+            extra_args: Vec::new(),
+        },
+    );
     let state = tempfile::tempdir().expect("state dir");
     let probe = Probe::start(
         &db.addr(),
@@ -195,7 +201,13 @@ fn half_closed_exchange_over_tls(addr: &str, sql: &str) -> Vec<u8> {
 #[test]
 fn relay_carries_a_tls_client_half_close() {
     // A server that offers TLS: psprobe offers it to the client only then.
-    let db = TlsServer::start(Version::V10_11, &[]);
+    let db = Server::start(
+        Flavor::MariaDb1011,
+        Options {
+            performance_schema: false,
+            extra_args: Vec::new(),
+        },
+    );
     let state = tempfile::tempdir().expect("state dir");
     let probe = Probe::start(
         &db.addr(),

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::observed::{handshake_failures, wait_for};
 use common::probe::Probe;
-use common::tls_server::{TlsServer, Version};
+use common::server::{Flavor, Options, Server};
 
 const FLOOD: usize = 100;
 const LEFT_OUT: &str = "more like it since the last line)";
@@ -98,7 +98,13 @@ fn bad_tls_client(addr: &str) {
 
 #[test]
 fn relay_log_flood_of_tls_handshake_failures_is_rate_limited() {
-    let db = TlsServer::start(Version::V10_11, &[]);
+    let db = Server::start(
+        Flavor::MariaDb1011,
+        Options {
+            performance_schema: false,
+            extra_args: Vec::new(),
+        },
+    );
     let state = tempfile::tempdir().expect("state dir");
     let probe = Probe::start(
         &db.addr(),

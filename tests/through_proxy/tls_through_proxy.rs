@@ -1,5 +1,6 @@
-//! TLS through psprobe against real servers with TLS on: MariaDB 10.11 (host) and 11.8
-//! (Debian 13 chroot). The mariadb CLI and openssl s_client are the clients.
+//! TLS through psprobe against real servers with TLS on: MariaDB 10.11 (host), 11.8 (Debian
+//! 13 chroot) and MySQL 9.7 (Debian sid chroot, its own generated certificate). The mariadb CLI
+//! and openssl s_client are the clients.
 
 use crate::common;
 
@@ -7,20 +8,30 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use common::certs::Certs;
 use common::cli::{mariadb, mariadb_ok, run_with_timeout, split_addr, DATABASE, PASSWORD, USER};
 use common::observed::{self, digests, handshake_failures, transport, unobserved, wait_for};
 use common::probe::Probe;
-use common::tls_server::{Certs, TlsServer, Version};
+use common::server::{Flavor, Options, PerFlavor, Server};
 
-static SERVERS: [OnceLock<TlsServer>; 2] = [OnceLock::new(), OnceLock::new()];
+static SERVERS: PerFlavor = PerFlavor::new();
 
-/// One TLS server per version, shared by the tests of this binary.
-fn server(v: Version) -> &'static TlsServer {
-    let i = Version::ALL.iter().position(|x| *x == v).expect("version");
-    SERVERS[i].get_or_init(|| TlsServer::start(v, &[]))
+/// A TLS server (performance_schema off) with `extra` options.
+fn start(v: Flavor, extra: &[&str]) -> Server {
+    Server::start(
+        v,
+        Options {
+            performance_schema: false,
+            extra_args: extra.iter().map(|s| s.to_string()).collect(),
+        },
+    )
+}
+
+/// One TLS server per flavor, shared by the tests of this suite.
+fn server(v: Flavor) -> &'static Server {
+    SERVERS.get(v, || start(v, &[]))
 }
 
 /// psprobe in front of `upstream`, generated certificates in its own state dir.
@@ -54,7 +65,7 @@ fn client_cipher(status: &str) -> String {
         .to_string()
 }
 
-fn tls_clients_are_observed(v: Version) {
+fn tls_clients_are_observed(v: Flavor) {
     let db = server(v);
     let (probe, state) = probe(&db.addr(), &[]);
     let addr = probe.proxy_addr().to_string();
@@ -133,12 +144,17 @@ fn tls_clients_are_observed(v: Version) {
 
 #[test]
 fn tls_clients_are_observed_10_11() {
-    tls_clients_are_observed(Version::V10_11);
+    tls_clients_are_observed(Flavor::MariaDb1011);
 }
 
 #[test]
 fn tls_clients_are_observed_11_8() {
-    tls_clients_are_observed(Version::V11_8);
+    tls_clients_are_observed(Flavor::MariaDb118);
+}
+
+#[test]
+fn tls_clients_are_observed_mysql_9_7() {
+    tls_clients_are_observed(Flavor::MySql97);
 }
 
 /// `openssl s_client -starttls mysql`: the subject of the first certificate, the count of
@@ -190,7 +206,7 @@ fn s_client(addr: &str, extra: &[&str]) -> (String, usize, bool) {
 
 #[test]
 fn openssl_sees_psprobe_in_terminate_and_the_server_in_passthrough() {
-    let db = server(Version::V10_11);
+    let db = server(Flavor::MariaDb1011);
     let (terminate, _s1) = probe(&db.addr(), &[]);
     let (subject, certs, _) = s_client(terminate.proxy_addr(), &[]);
     assert!(subject.contains("psprobe"), "{subject}");
@@ -222,8 +238,8 @@ fn openssl_sees_psprobe_in_terminate_and_the_server_in_passthrough() {
     assert!(s.get("psprobe_unobserved_bytes_total", &[]) > 0.0);
 }
 
-fn secure_transport_required(v: Version) {
-    let db = TlsServer::start(v, &["--require-secure-transport=ON"]);
+fn secure_transport_required(v: Flavor) {
+    let db = start(v, &["--require-secure-transport=ON"]);
     let (probe, _state) = probe(&db.addr(), &[]);
     let out = mariadb_ok(
         probe.proxy_addr(),
@@ -267,17 +283,22 @@ fn probe_required(addr: &str) -> (Probe, tempfile::TempDir) {
 
 #[test]
 fn secure_transport_required_10_11() {
-    secure_transport_required(Version::V10_11);
+    secure_transport_required(Flavor::MariaDb1011);
 }
 
 #[test]
 fn secure_transport_required_11_8() {
-    secure_transport_required(Version::V11_8);
+    secure_transport_required(Flavor::MariaDb118);
+}
+
+#[test]
+fn secure_transport_required_mysql_9_7() {
+    secure_transport_required(Flavor::MySql97);
 }
 
 #[test]
 fn server_tls_disabled_terminates_onto_a_plain_leg() {
-    let db = server(Version::V10_11);
+    let db = server(Flavor::MariaDb1011);
     let (probe, _state) = probe(&db.addr(), &["--server-tls", "disabled"]);
     let out = mariadb_ok(
         probe.proxy_addr(),
@@ -333,7 +354,7 @@ fn closed_by_peer(s: &mut TcpStream) -> bool {
 
 #[test]
 fn bad_tls_input_is_counted_logged_and_closed_without_disturbing_others() {
-    let db = server(Version::V10_11);
+    let db = server(Flavor::MariaDb1011);
     let (probe, _state) = probe(&db.addr(), &["--tls-handshake-timeout", "1s"]);
     let addr = probe.proxy_addr().to_string();
 
@@ -383,7 +404,7 @@ fn bad_tls_input_is_counted_logged_and_closed_without_disturbing_others() {
 
 #[test]
 fn sighup_reloads_the_certificate_and_keeps_connections() {
-    let db = server(Version::V10_11);
+    let db = server(Flavor::MariaDb1011);
     let dir = tempfile::tempdir().expect("tempdir");
     let first = Certs::make(
         &dir.path().join("a"),
@@ -474,7 +495,7 @@ fn sighup_reloads_the_certificate_and_keeps_connections() {
     assert!(issuer(&addr).contains("second CA"));
 }
 
-fn ed25519_plain_and_tls(v: Version) {
+fn ed25519_plain_and_tls(v: Flavor) {
     let db = server(v);
     db.sql(
         "INSTALL SONAME 'auth_ed25519'; \
@@ -519,14 +540,15 @@ fn ed25519_plain_and_tls(v: Version) {
     assert_eq!(s.get("psprobe_auth_failures_total", &[]), 0.0);
 }
 
+/// MariaDB's own plugin (MySQL has none by that name).
 #[test]
 fn ed25519_plain_and_tls_10_11() {
-    ed25519_plain_and_tls(Version::V10_11);
+    ed25519_plain_and_tls(Flavor::MariaDb1011);
 }
 
 #[test]
 fn ed25519_plain_and_tls_11_8() {
-    ed25519_plain_and_tls(Version::V11_8);
+    ed25519_plain_and_tls(Flavor::MariaDb118);
 }
 
 /// MDEV-31855: 11.4+ clients verify the server by default. Without a CA they accept a
@@ -535,13 +557,11 @@ fn ed25519_plain_and_tls_11_8() {
 /// all this for localhost / 127.0.0.1, so the check shows on another loopback address.
 #[test]
 fn mariadb_11_8_client_needs_psprobe_ca_or_no_verification() {
-    let db = TlsServer::start(Version::V11_8, &["--bind-address=127.0.0.1,127.0.0.2"]);
-    let TlsServer::Chroot(chroot) = &db else {
-        unreachable!("11.8 runs in the chroot")
-    };
+    let db = start(Flavor::MariaDb118, &["--bind-address=127.0.0.1,127.0.0.2"]);
+    let chroot = &db;
     let port = db.addr().rsplit_once(':').expect("port").1.to_string();
     // Directly, the fingerprint check passes with no CA at all.
-    let direct = chroot.client_11_8(&format!("127.0.0.2:{port}"), &["-e", "status"]);
+    let direct = chroot.client(&format!("127.0.0.2:{port}"), &["-e", "status"]);
     assert!(direct.status.success(), "{}", text(&direct));
     assert!(text(&direct).contains("cert is OK"), "{}", text(&direct));
 
@@ -553,7 +573,7 @@ fn mariadb_11_8_client_needs_psprobe_ca_or_no_verification() {
         &[],
     );
     let addr = other.proxy_addr().to_string();
-    let default = chroot.client_11_8(&addr, &["-e", "SELECT 1"]);
+    let default = chroot.client(&addr, &["-e", "SELECT 1"]);
     assert!(
         !default.status.success(),
         "11.8 client accepted psprobe unverified"
@@ -561,10 +581,10 @@ fn mariadb_11_8_client_needs_psprobe_ca_or_no_verification() {
     assert!(text(&default).contains("NOT trusted"), "{}", text(&default));
 
     let ca = chroot.copy_in(Path::new(&psprobe_ca(&state)), "psprobe-ca.pem");
-    let with_ca = chroot.client_11_8(&addr, &[&format!("--ssl-ca={ca}"), "-e", "status"]);
+    let with_ca = chroot.client(&addr, &[&format!("--ssl-ca={ca}"), "-e", "status"]);
     assert!(with_ca.status.success(), "{}", text(&with_ca));
     assert!(text(&with_ca).contains("cert is OK"), "{}", text(&with_ca));
-    let no_verify = chroot.client_11_8(
+    let no_verify = chroot.client(
         &addr,
         &[
             "--disable-ssl-verify-server-cert",
@@ -575,7 +595,7 @@ fn mariadb_11_8_client_needs_psprobe_ca_or_no_verification() {
     assert!(no_verify.status.success(), "{}", text(&no_verify));
     // On 127.0.0.1 the same client does not check at all.
     let (local, _state) = probe(&db.addr(), &[]);
-    let out = chroot.client_11_8(local.proxy_addr(), &["-e", "SELECT 'local'"]);
+    let out = chroot.client(local.proxy_addr(), &["-e", "SELECT 'local'"]);
     assert!(out.status.success(), "{}", text(&out));
     let s = wait_for(&other, "observed", |s| {
         observed::commands(s)

@@ -1,6 +1,7 @@
 //! What psprobe's demo (`psprobe demo`, `psprobe experiment`), its integration tests and its
 //! benchmark share to drive real components: a free loopback port, whether this process runs
-//! as root (mariadbd then needs `--user=root`), a throwaway mariadbd's files and command lines,
+//! as root (mariadbd then needs `--user=root`), the servers tested on (MariaDB 10.11 and 11.8,
+//! MySQL 9.7) and what differs between them, a throwaway server's files and command lines,
 //! the `mariadb` CLI as root against a port, helper processes that die with their parent, and
 //! sysbench's connection arguments and final summary.
 //!
@@ -10,6 +11,7 @@
 #![deny(missing_docs)]
 
 pub mod child;
+pub mod flavor;
 pub mod mariadb;
 pub mod ports;
 pub mod server;

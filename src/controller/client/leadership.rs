@@ -77,6 +77,13 @@ fn sql_error(target: &str, what: &str, e: mysql_async::Error) -> ControllerError
                 message: s.message,
             }
         }
+        mysql_async::Error::Server(s) if code::ends_the_connection(s.code) => {
+            ControllerError::Connection {
+                target: target.to_string(),
+                action: what.to_string(),
+                reason: format!("MySQL error {}: {}", s.code, s.message),
+            }
+        }
         mysql_async::Error::Server(s) => ControllerError::Sql {
             target: target.to_string(),
             action: what.to_string(),

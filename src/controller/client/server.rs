@@ -29,6 +29,22 @@ pub(in crate::controller) mod code {
     pub(crate) const UNKNOWN_SYSTEM_VARIABLE: u16 = 1193;
     pub(crate) const SPECIFIC_ACCESS_DENIED: u16 = 1227;
     pub(crate) const ACCESS_DENIED_NO_PASSWORD: u16 = 1698;
+    /// ER_SERVER_SHUTDOWN: MySQL answers a statement so as it shuts down (MariaDB closes the
+    /// connection instead).
+    pub(crate) const SERVER_SHUTDOWN: u16 = 1053;
+    /// ER_CONNECTION_KILLED (MariaDB) and ER_SESSION_WAS_KILLED (MySQL): the connection was
+    /// ended under the statement.
+    pub(crate) const CONNECTION_KILLED: u16 = 1927;
+    pub(crate) const SESSION_WAS_KILLED: u16 = 3169;
+
+    /// The server ends the connection with this answer: a lost connection, not a failed
+    /// statement (the schedule waits for the server, as when the connection drops).
+    pub(crate) fn ends_the_connection(code: u16) -> bool {
+        matches!(
+            code,
+            SERVER_SHUTDOWN | CONNECTION_KILLED | SESSION_WAS_KILLED
+        )
+    }
 
     /// The account may log in but lacks a privilege on what it touched.
     pub(crate) fn is_missing_privilege(code: u16) -> bool {
@@ -546,6 +562,13 @@ impl Controller {
                     message: s.message,
                 }
             }
+            MyError::Server(s) if code::ends_the_connection(s.code) => {
+                ControllerError::Connection {
+                    target: self.target.clone(),
+                    action: what.into(),
+                    reason: format!("MySQL error {}: {}", s.code, s.message),
+                }
+            }
             MyError::Server(s) => ControllerError::Sql {
                 target: self.target.clone(),
                 action: what.into(),
@@ -577,6 +600,10 @@ fn login_error(e: MyError, target: &str, origin: &str) -> ControllerError {
                 origin: origin.into(),
             }
         }
+        MyError::Server(s) if code::ends_the_connection(s.code) => ControllerError::Unreachable {
+            target: target.into(),
+            reason: format!("MySQL error {}: {}", s.code, s.message),
+        },
         MyError::Server(s) => ControllerError::Sql {
             target: target.into(),
             action: "log in".into(),
@@ -628,11 +655,30 @@ mod tests {
         assert!(matches!(e, ControllerError::AccessDenied { .. }), "{e}");
         let e = login_error(server(1129), "u@h:1", "env");
         assert!(matches!(e, ControllerError::Sql { code: 1129, .. }), "{e}");
+        // MySQL shutting down answers a login with 1053: the server is going away, as refused.
+        let e = login_error(server(1053), "u@h:1", "env");
+        assert!(matches!(e, ControllerError::Unreachable { .. }), "{e}");
         let io = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
         let e = login_error(MyError::Io(io.into()), "u@h:1", "env").to_string();
         assert!(
             e.starts_with("cannot connect to u@h:1: connection refused"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_server_going_away_is_a_lost_connection_not_a_failed_statement() {
+        for code in [
+            code::SERVER_SHUTDOWN,
+            code::CONNECTION_KILLED,
+            code::SESSION_WAS_KILLED,
+        ] {
+            assert!(code::ends_the_connection(code), "{code}");
+        }
+        assert!(
+            !code::ends_the_connection(1317),
+            "a KILL QUERY leaves the connection"
+        );
+        assert!(!code::ends_the_connection(code::ACCESS_DENIED));
     }
 }

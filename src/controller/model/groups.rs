@@ -23,7 +23,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::pattern::Selection;
-use super::scenario::{InstrumentRule, Scenario, Settings, Source};
+use super::scenario::{always_enabled, InstrumentRule, Scenario, Settings, Source};
 use super::setup_tables::SetupState;
 use crate::controller::error::{ControllerError, Result};
 use crate::phase_log::group_names::{advice_name, point_name, valid_group_name};
@@ -62,6 +62,26 @@ impl Group {
                 .count(),
         )
     }
+}
+
+impl Group {
+    /// Of the server's instruments the group turns on, those that no UPDATE switches off (the
+    /// built-in memory/performance_schema/% ones): the group is never quite off where they are.
+    pub fn rows_always_on(&self, server: &SetupState) -> usize {
+        let instruments = selection(&self.instruments);
+        server
+            .instruments
+            .iter()
+            .filter(|i| instruments.matches(&i.name) && always_enabled(&i.name))
+            .count()
+    }
+}
+
+/// A server's rows that no group turns on (besides the consumers every group has).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Uncovered {
+    pub consumers: Vec<String>,
+    pub instruments: Vec<String>,
 }
 
 fn selection(patterns: &[String]) -> Selection {
@@ -188,6 +208,37 @@ impl Groups {
 
     pub fn find(&self, name: &str) -> Option<&Group> {
         self.groups.iter().find(|g| g.name == name)
+    }
+
+    /// The rows of `server` none of these groups turns on: what an attribution leaves off and
+    /// does not measure (MySQL 9.7's `idle` and `error` instruments and its
+    /// `events_statements_cpu` consumer, for the built-in groups).
+    pub fn uncovered(&self, server: &SetupState) -> Uncovered {
+        let consumers: Vec<String> = self
+            .groups
+            .iter()
+            .flat_map(|g| g.consumers.clone())
+            .collect();
+        let instruments: Vec<String> = self
+            .groups
+            .iter()
+            .flat_map(|g| g.instruments.clone())
+            .collect();
+        let (consumers, instruments) = (selection(&consumers), selection(&instruments));
+        Uncovered {
+            consumers: server
+                .consumers
+                .iter()
+                .map(|c| c.name.clone())
+                .filter(|n| !consumers.matches(n) && !ALWAYS_WITH_A_GROUP.contains(&n.as_str()))
+                .collect(),
+            instruments: server
+                .instruments
+                .iter()
+                .map(|i| i.name.clone())
+                .filter(|n| !instruments.matches(n))
+                .collect(),
+        }
     }
 
     /// The built-in groups' names (the default of `--attribute`).
@@ -393,6 +444,23 @@ mod tests {
         assert_eq!(g.find("statements").unwrap().rows_on(&s), (2, 1));
         assert_eq!(g.find("sync_waits").unwrap().rows_on(&s), (1, 1));
         assert_eq!(g.find("transactions").unwrap().rows_on(&s), (0, 0));
+    }
+
+    #[test]
+    fn rows_no_group_covers_and_rows_always_on_are_named() {
+        let mut s = server();
+        s.consumers.push(c("events_statements_cpu", false));
+        s.instruments.push(i("error", true, None));
+        s.instruments
+            .push(i("memory/performance_schema/mutex_instances", true, None));
+        let g = Groups::builtin();
+        let none = g.uncovered(&s);
+        assert_eq!(none.consumers, ["events_statements_cpu"]);
+        assert_eq!(none.instruments, ["idle", "error"]);
+        let memory = g.find("memory").unwrap();
+        assert_eq!(memory.rows_on(&s), (0, 2));
+        assert_eq!(memory.rows_always_on(&s), 1);
+        assert_eq!(g.find("statements").unwrap().rows_always_on(&s), 0);
     }
 
     #[test]

@@ -357,6 +357,13 @@ impl Scenario {
     }
 }
 
+/// Whether an UPDATE leaves instrument `name` enabled whatever it sets: the built-in
+/// `memory/performance_schema/%` instruments (MySQL 5.7+, MariaDB 10.5+).
+pub fn always_enabled(name: &str) -> bool {
+    name.to_ascii_lowercase()
+        .starts_with("memory/performance_schema/")
+}
+
 /// The cells an UPDATE cannot change keep their value from before:
 /// - `memory/performance_schema/%` instruments are built in and always enabled (MySQL 5.7+,
 ///   MariaDB 10.5+);
@@ -364,7 +371,7 @@ impl Scenario {
 ///   updates, MySQL 8.0+ shows NULL. Any NULL TIMED stays NULL.
 fn fixed_cells_kept(before: &InstrumentRow, mut want: InstrumentRow) -> InstrumentRow {
     let lower = before.name.to_ascii_lowercase();
-    if lower.starts_with("memory/performance_schema/") {
+    if always_enabled(&before.name) {
         want.enabled = before.enabled;
     }
     if before.timed.is_none() || lower.starts_with("memory/") {

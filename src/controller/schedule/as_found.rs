@@ -18,8 +18,8 @@ use crate::controller::error::Result;
 use crate::controller::model::ownership::{Claim, Ledger, Origin};
 use crate::controller::model::setup_tables::SetupState;
 use crate::controller::model::snapshot::{RestartIntent, ServerIdentity, Snapshot};
-use crate::observe::SettingChange;
-use crate::phase_log::ClaimRecord;
+use crate::observe::ControllerHandle;
+use crate::phase_log::{ClaimRecord, PhaseLog};
 
 use super::mode::ServerMode;
 
@@ -106,7 +106,7 @@ impl AsFound {
 }
 
 /// A claim as the phase log records it.
-pub(crate) fn claim_record(claim: &Claim) -> ClaimRecord {
+fn claim_record(claim: &Claim) -> ClaimRecord {
     ClaimRecord::new(
         claim.seen_at_ms,
         claim.setting(),
@@ -116,15 +116,22 @@ pub(crate) fn claim_record(claim: &Claim) -> ClaimRecord {
     )
 }
 
-/// A claim as the admin's `setting_changes` table shows it.
-pub(crate) fn setting_change(claim: &Claim) -> SettingChange {
-    SettingChange {
-        setting: claim.setting(),
-        value: claim.value(),
-        psprobe_left: claim.psprobe_left.clone(),
-        origin: origin_name(claim).into(),
-        seen_at_ms: claim.seen_at_ms,
-    }
+/// A claim kept where it is read: the phase log (for the report) and the admin's
+/// `setting_changes` table with its counter.
+pub(crate) fn record_claim(
+    claim: &Claim,
+    observer: &ControllerHandle,
+    log: &mut PhaseLog,
+) -> Result<()> {
+    observer.setting_claimed(
+        claim.setting(),
+        claim.value(),
+        claim.psprobe_left.clone(),
+        origin_name(claim),
+        claim.seen_at_ms,
+    );
+    log.append(&claim_record(claim))?;
+    Ok(())
 }
 
 fn origin_name(claim: &Claim) -> &'static str {

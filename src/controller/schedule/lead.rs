@@ -18,7 +18,7 @@ use tokio::sync::watch;
 use crate::observe::ControllerHandle;
 use crate::stats::{ScenarioId, SlotState};
 
-use super::as_found::{claim_record, setting_change};
+use super::as_found::record_claim;
 use super::lead_server::LeadServer;
 use super::mode::{ServerMode, MAX_RESTART_FAILURES};
 use super::phase_tracker::{PhaseTracker, SlotStart};
@@ -241,8 +241,7 @@ impl<'a, S: LeadServer> Leader<'a, S> {
     /// server side, the log lines and the snapshot, is the server's [`LeadServer::switch`]).
     fn record_claims(&mut self, claims: &[Claim]) -> Result<()> {
         for claim in claims {
-            self.out.observer.setting_claimed(setting_change(claim));
-            self.out.log.append(&claim_record(claim))?;
+            record_claim(claim, self.out.observer, self.out.log)?;
         }
         Ok(())
     }

@@ -19,7 +19,7 @@ use super::settings::ControllerSettings;
 use crate::controller::client::leadership::{Leadership, LockHolder};
 use crate::controller::client::restart::restart_and_wait;
 use crate::controller::client::server::Controller;
-use crate::controller::error::{ControllerError, Result};
+use crate::controller::error::{ControllerError, NotRestored, Result};
 use crate::controller::model::phase_row::PhaseRow;
 use crate::controller::model::snapshot::{RestartIntent, Snapshot, OWN_OPTIONS};
 use crate::stats::Scenarios;
@@ -234,7 +234,7 @@ impl Restore<'_> {
             .as_ref()
             .map(|c| format!(" --config {}", c.display()))
             .unwrap_or_default();
-        ControllerError::NotRestored {
+        ControllerError::NotRestored(Box::new(NotRestored {
             target: self.s.dsn.redacted(),
             within,
             reason: reason.to_string(),
@@ -245,7 +245,7 @@ impl Restore<'_> {
                 "psprobe ps{config} restore --state-file {}",
                 self.found.state_file().display()
             ),
-        }
+        }))
     }
 }
 

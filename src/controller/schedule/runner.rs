@@ -17,7 +17,7 @@ use crate::observe::ControllerHandle;
 use crate::stats::since_switch::BIN_MS;
 use crate::stats::NO_SCENARIO;
 
-use super::as_found::{claim_record, log_claims, setting_change, AsFound};
+use super::as_found::{log_claims, record_claim, AsFound};
 use super::follow::Follower;
 use super::lead::{Leader, Out};
 use super::lead_server::{lost_to, LiveServer};
@@ -411,8 +411,7 @@ impl<'a> Runner<'a> {
         );
         log_claims(&claims);
         for claim in &claims {
-            self.observer.setting_claimed(setting_change(claim));
-            self.log.append(&claim_record(claim))?;
+            record_claim(claim, self.observer, self.log)?;
         }
         found.save(&mut self.lead).await?;
         Ok(Ok(()))
@@ -708,7 +707,7 @@ impl<'a> Runner<'a> {
                 let_go(self.lead, self.ctl).await;
                 // What the server was left with comes first: it is what a stop must say.
                 match (self.led, self.restored) {
-                    (_, Err(e @ ControllerError::NotRestored { .. })) => Err(e),
+                    (_, Err(e @ ControllerError::NotRestored(_))) => Err(e),
                     (led, restored) => led.map(|_| ()).and(restored),
                 }
             }

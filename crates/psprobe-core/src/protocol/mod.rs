@@ -17,7 +17,7 @@ pub(crate) mod frame;
 pub(crate) mod handshake;
 pub(crate) mod response;
 
-pub use auth::{cleartext_plugin, server_asks_for_cleartext};
+pub use auth::{cleartext_plugin, server_asks_for_cleartext, server_asks_for_rsa};
 pub use capabilities::{Capabilities, CLIENT_DEPRECATE_EOF, CLIENT_SSL};
 pub use command::{binary_value, execute_header, query_text, statement_id};
 pub use command::{CommandKind, ResponseShape};

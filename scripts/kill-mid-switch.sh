@@ -9,4 +9,4 @@ kills="${1:-200}"
 filter="${2:-}"
 PSPROBE_KILLS="$kills" cargo test --release --locked --workspace --features psprobe/fuzzing \
   --test kill_mid_switch -- --nocapture --test-threads=1 $filter 2>&1 |
-  grep -E "^kill mid-switch|panicked|^test result"
+  grep -E "kill mid-switch on|panicked|^test result"

@@ -28,12 +28,32 @@ fi
 # The tests run two more servers beside the host's MariaDB 10.11 (MariaDB 11.8 from Debian 13,
 # MySQL 9 from Debian sid) and real Python and Node drivers; all of it lives under target/, made
 # once and reused.
+#
+# The three Debian trees take minutes to debootstrap and do not depend on the checkout, so they
+# are kept once per machine in $PSPROBE_TREE_CACHE (default /var/cache/psprobe) and target/
+# links to them: another clone on the same machine (CI's) finds them made.
+cache="${PSPROBE_TREE_CACHE:-/var/cache/psprobe}"
+trees=(trixie-mariadb sid-mysql bookworm-chroot)
+if mkdir -p target "$cache" 2>/dev/null && [ -w "$cache" ]; then
+  for t in "${trees[@]}"; do
+    [ -e "target/$t" ] || [ ! -d "$cache/$t" ] || ln -s "$cache/$t" "target/$t"
+  done
+else
+  cache=""
+fi
 scripts/setup-trixie-mariadb.sh
 scripts/setup-sid-mysql.sh
 scripts/setup-clients.sh
 # The Debian package is installed into a Debian 12 chroot, and the image is built on a Debian 12
 # base imported into podman: both made once (target/bookworm-chroot, the podman image).
 scripts/setup-bookworm-chroot.sh
+if [ -n "$cache" ]; then
+  for t in "${trees[@]}"; do
+    if [ -d "target/$t" ] && [ ! -L "target/$t" ] && [ ! -e "$cache/$t" ]; then
+      mv "target/$t" "$cache/$t" && ln -s "$cache/$t" "target/$t"
+    fi
+  done
+fi
 scripts/image.sh --base-only
 
 if ! command -v cargo >/dev/null 2>&1; then

@@ -13,7 +13,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::cli::{self, PASSWORD};
-use common::controller::{flags, poll, start_controller, terminate, DSN_ENV, SETUP_DUMP};
+use common::controller::{
+    assert_setup_eq, flags, poll, start_controller, terminate, DSN_ENV, SETUP_DUMP,
+};
 use common::probe::Probe;
 use common::server::{Flavor, Options, Server};
 use common::sysbench::Restarting;
@@ -64,20 +66,6 @@ fn with_dba(dump: &str) -> String {
         out.push('\n');
     }
     out
-}
-
-#[track_caller]
-fn assert_same(now: &str, want: &str, when: &str) {
-    let diff: Vec<_> = want
-        .lines()
-        .zip(now.lines())
-        .filter(|(a, b)| a != b)
-        .take(5)
-        .collect();
-    assert!(
-        now.trim_end() == want.trim_end(),
-        "{when}: (expected, found): {diff:?}"
-    );
 }
 
 /// The server's own CLI running `sql` against it in the background.
@@ -190,7 +178,7 @@ fn a_dbas_runtime_change_is_kept_named_and_never_reverted(flavor: Flavor) {
     );
     load.finish();
     terminate(&mut probe);
-    assert_same(&db.sql(SETUP_DUMP), &with_dba(&found), "after the stop");
+    assert_setup_eq(&db.sql(SETUP_DUMP), &with_dba(&found), "after the stop");
 
     let stderr = probe.stderr_text();
     for row in [
@@ -272,7 +260,7 @@ fn a_dbas_restart_with_a_new_option_is_the_new_as_found(flavor: Flavor) {
         std::thread::sleep(Duration::from_millis(100)); // sampling interval
     }
     terminate(&mut probe);
-    assert_same(&db.sql(SETUP_DUMP), &restarted, "after the stop");
+    assert_setup_eq(&db.sql(SETUP_DUMP), &restarted, "after the stop");
     let stderr = probe.stderr_text();
     assert!(!stderr.contains("another psprobe"), "{stderr}");
     let claims = records(dir.path(), "claim");
@@ -335,7 +323,7 @@ fn a_stop_during_a_server_stall_says_what_it_left_and_exits_3(flavor: Flavor) {
     let args: Vec<&str> = command.split_whitespace().skip(2).collect();
     let out = common::controller::ps(&db, &args);
     assert!(out.status.success(), "{command}: {out:?}");
-    assert_same(&db.sql(SETUP_DUMP), &found, "after the suggested command");
+    assert_setup_eq(&db.sql(SETUP_DUMP), &found, "after the suggested command");
 }
 
 /// A stalled server (SIGSTOP for 5 s) and a global read lock (5 s) with one psprobe: used to
@@ -374,7 +362,7 @@ fn a_stall_and_a_global_read_lock_are_pauses_not_takeovers(flavor: Flavor) {
         0.0
     );
     terminate(&mut probe);
-    assert_same(&db.sql(SETUP_DUMP), &found, "after the stop");
+    assert_setup_eq(&db.sql(SETUP_DUMP), &found, "after the stop");
     let stderr = probe.stderr_text();
     assert!(!stderr.contains("another psprobe"), "{stderr}");
     assert!(!stderr.contains("controller stopped"), "{stderr}");
@@ -578,5 +566,5 @@ fn the_end_of_run_restore_stalls_clients_no_more_than_a_switch(flavor: Flavor) {
          {direct_restore} ms)"
     );
     terminate(&mut probe);
-    assert_same(&db.sql(SETUP_DUMP), &found, "after the stop");
+    assert_setup_eq(&db.sql(SETUP_DUMP), &found, "after the stop");
 }

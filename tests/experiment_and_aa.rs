@@ -559,3 +559,75 @@ fn experiment_killed_in_its_second_run_resumes_there() {
     .expect("study.json parses");
     assert!(state["server_dir"].is_null(), "{state}");
 }
+
+/// `psprobe experiment --server` on MySQL 9.7 (the Debian sid tree, run with chroot): the
+/// study's throwaway server is MySQL, the tables are filled, and the server is gone afterwards
+/// (issue 33, item 5). A `--server` that cannot serve is one line before anything starts.
+#[test]
+fn experiment_runs_on_mysql_and_a_bad_server_is_one_line() {
+    let tree = common::server::Flavor::MySql97
+        .tree(std::path::Path::new(env!("CARGO_MANIFEST_DIR")))
+        .expect("MySQL runs in a tree");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let md = dir.path().join("mysql.md");
+    let out = psprobe(&[
+        "experiment",
+        "--server",
+        tree.to_str().unwrap(),
+        "--workloads",
+        "oltp_read_only",
+        "--threads",
+        "2",
+        "--scenarios",
+        "pfson_conoff_insoff,pfson_conon_inson",
+        "--duration",
+        "12s",
+        "-o",
+        md.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("starting a throwaway MySQL server") && stdout.contains("Ver 9."),
+        "{stdout}"
+    );
+    let json: Vec<serde_json::Value> = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("mysql.cells.json")).expect("cells.json"),
+    )
+    .expect("cells.json parses");
+    assert_eq!(json.len(), 2, "{json:?}");
+    assert!(
+        json.iter().all(|c| c["qps"].as_f64().unwrap() > 0.0),
+        "{json:?}"
+    );
+    // The throwaway's folder was in the tree's /tmp: it is gone, and no server runs on it (its
+    // command line names the folder as seen inside the tree).
+    let data = stdout
+        .lines()
+        .find_map(|l| l.split("(data in ").nth(1))
+        .map(|d| std::path::PathBuf::from(d.trim_end_matches(')')))
+        .unwrap_or_else(|| panic!("no data folder in {stdout}"));
+    let tree = std::fs::canonicalize(&tree).expect("the tree");
+    let seen = std::path::Path::new("/").join(data.strip_prefix(&tree).expect("inside the tree"));
+    assert!(!data.exists(), "{} left", data.display());
+    assert!(
+        !process_in(&seen.display().to_string()),
+        "a server was left"
+    );
+
+    for (server, said) in [
+        ("postgres", "--server postgres: not mariadb, mysql"),
+        ("/bin/echo", "/bin/echo is not a MySQL or MariaDB server"),
+    ] {
+        let out = psprobe(&["experiment", "--server", server, "-o", md.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{err}");
+        let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "{err}");
+        assert!(lines[0].contains(said), "{err}");
+    }
+}

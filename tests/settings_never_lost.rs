@@ -154,17 +154,7 @@ fn wait_published(db: &MariaDb, probe: &Probe) {
 
 #[track_caller]
 fn assert_tables(db: &MariaDb, want: &str, when: &str) {
-    let now = setup_dump(db);
-    let diff: Vec<_> = want
-        .lines()
-        .zip(now.lines())
-        .filter(|(a, b)| a != b)
-        .take(5)
-        .collect();
-    assert!(
-        now == want,
-        "{when}: the setup tables are not as expected; (expected, found): {diff:?}"
-    );
+    common::controller::assert_setup_eq(&setup_dump(db), want, when);
 }
 
 /// The command between backquotes after `to` in a refusal (`... to keep the live settings run

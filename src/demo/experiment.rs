@@ -372,6 +372,12 @@ fn start_server(
         choice.version
     );
     let server = throwaway::Throwaway::start(choice)?;
+    println!(
+        "experiment: {} on {} (data in {})",
+        server.name(),
+        server.addr(),
+        server.dir().display()
+    );
     study.server(Some(server.dir()))?;
     check_server_takes(&server, levels)?;
     sysbench::prepare(&server.addr(), tables)?;

@@ -52,7 +52,10 @@ impl ServerChoice {
                 (Some(Kind::MySql), None, HOST_MYSQLD.to_string())
             }
             path if Path::new(path).is_dir() => {
-                let tree = PathBuf::from(path);
+                // Absolute and canonical: the throwaway's files are named below it, and their
+                // paths inside the tree are what follows it.
+                let tree = std::fs::canonicalize(path)
+                    .map_err(|e| anyhow::anyhow!("--server {path}: {e}"))?;
                 let found = [(Kind::MySql, HOST_MYSQLD), (Kind::MariaDb, HOST_MARIADBD)]
                     .into_iter()
                     .find(|(_, p)| tree.join(p.trim_start_matches('/')).exists());

@@ -13,6 +13,7 @@ use psprobe_harness::mariadb::root_cli_args;
 use psprobe_harness::server::{ping_args, shell_quote, Layout, ADMIN};
 
 use super::server_choice::{Kind, ServerChoice};
+use crate::controller::model::version::buffer_pool_still_loading;
 
 pub const USER: &str = "psprobe_demo";
 pub const PASSWORD: &str = "psprobe-demo";
@@ -190,7 +191,7 @@ impl Throwaway {
         while Instant::now() < deadline {
             let status = self.sql("SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_load_status'")?;
             let value = status.split('\t').nth(1).unwrap_or("").trim().to_string();
-            if !(value.starts_with("Loading") || value.starts_with("Loaded ")) {
+            if !buffer_pool_still_loading(&value) {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(100));

@@ -98,3 +98,19 @@ pub fn ps(db: &Server, args: &[&str]) -> Output {
         .env_remove("RUST_LOG");
     run_with_timeout(cmd, None, Duration::from_secs(60))
 }
+
+/// Panics unless `now` equals `want` (two [`SETUP_DUMP`] outputs), naming `when` and the first
+/// rows that differ as (expected, found).
+#[track_caller]
+pub fn assert_setup_eq(now: &str, want: &str, when: &str) {
+    let diff: Vec<_> = want
+        .lines()
+        .zip(now.lines())
+        .filter(|(a, b)| a != b)
+        .take(5)
+        .collect();
+    assert!(
+        now.trim_end() == want.trim_end(),
+        "{when}: the setup tables are not as expected; (expected, found): {diff:?}"
+    );
+}

@@ -252,6 +252,8 @@ pub async fn wait_ready(
     let deadline = started + timeout;
     let mut said = started;
     loop {
+        // A loading buffer pool is looked at more often than a server that does not answer.
+        let mut pause = Duration::from_millis(250);
         let last = match super::server::Controller::connect(dsn).await {
             // Still the old server (a restart command that returns before it stops it): wait.
             Ok(ctl)
@@ -266,10 +268,11 @@ pub async fn wait_ready(
             }
             Ok(mut ctl) if ctl.info().performance_schema.unwrap_or(false) == performance_schema => {
                 match ctl.buffer_pool_loading().await {
+                    // Waited for like a server not back yet: the same bound and progress lines.
                     Ok(Some(status)) if tokio::time::Instant::now() < deadline => {
                         tracing::debug!("waiting for the buffer pool load: {status}");
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                        continue;
+                        pause = Duration::from_millis(100);
+                        format!("it is loading its buffer pool back: {status}")
                     }
                     _ => return Ok(ctl),
                 }
@@ -301,6 +304,6 @@ pub async fn wait_ready(
                 started.elapsed()
             );
         }
-        tokio::time::sleep(Duration::from_millis(250)).await;
+        tokio::time::sleep(pause).await;
     }
 }

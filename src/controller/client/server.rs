@@ -440,7 +440,7 @@ impl Controller {
             .into_iter()
             .next()
             .map(|(_, v)| v)
-            .filter(|v| v.starts_with("Loading") || v.starts_with("Loaded ")))
+            .filter(|v| crate::controller::model::version::buffer_pool_still_loading(v)))
     }
 
     /// Close the connection politely (the server logs no aborted connection).

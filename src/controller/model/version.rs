@@ -113,8 +113,30 @@ impl fmt::Display for Series {
     }
 }
 
+/// Whether `Innodb_buffer_pool_load_status` says the server is still loading its buffer pool
+/// back after a start (MariaDB and MySQL: `Loading buffer pool(s) from ...`, `Loaded N/M
+/// pages`). MySQL with the load at startup off says `Loading of buffer pool not started`: that
+/// is no load to wait for (waiting on it ran into --restart-timeout).
+pub fn buffer_pool_still_loading(status: &str) -> bool {
+    (status.starts_with("Loading") && !status.contains("not started"))
+        || status.starts_with("Loaded ")
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_load_not_started_is_no_load_to_wait_for() {
+        use super::buffer_pool_still_loading as loading;
+        assert!(loading(
+            "Loading buffer pool(s) from /var/lib/mysql/ib_buffer_pool"
+        ));
+        assert!(loading("Loaded 1024/8192 pages"));
+        assert!(!loading("Loading of buffer pool not started"));
+        assert!(!loading("Buffer pool(s) load completed at 261206 15:28:16"));
+        assert!(!loading("Buffer pool(s) load aborted on demand"));
+        assert!(!loading(""));
+    }
+
     use super::*;
 
     fn v(version: &str, comment: &str) -> ServerVersion {

@@ -6,21 +6,23 @@
 //! - the restart path's A/A: pfson_conoff_insoff against its own startup twin, both entered by
 //!   restart, holds 0 in its 99% interval (a second run with another seed decides a miss, as in
 //!   aa_real_traffic.rs), every restart is timed and the settle time comes from the profile;
-//! - planned restarts log an info line each and no WARN.
+//! - planned restarts log an info line each and no WARN;
+//! - a restart past --restart-timeout is stopped with its process group and one that exits 0
+//!   with the server down is said while psprobe waits, on every server (MySQL 9.7 too).
 //!
 //! Kept apart: each runs a minute or two of restarts under load.
 
 mod common;
 
 use common::controller::{flags, poll, setup_dump, start_controller};
-use common::mariadb::MariaDb;
 use common::restart::{restart_script_with, Faults, Reaper};
+use common::server::{Flavor, Options, Server};
 use common::sysbench::{self, Restarting};
 
 const TABLES: [&str; 2] = ["--tables=2", "--table-size=2000"];
 
-fn prepared() -> MariaDb {
-    let db = MariaDb::start_default();
+fn prepared_on(flavor: Flavor) -> Server {
+    let db = Server::start(flavor, Options::default());
     sysbench::run(&db.addr(), "oltp_read_only", "prepare", &TABLES);
     db
 }
@@ -47,7 +49,7 @@ fn report(log: &std::path::Path, args: &[&str]) -> (serde_json::Value, String) {
 
 /// Runs `spec` (a slow schedule) with the restart hook under load until the controller is
 /// done; returns psprobe's stderr.
-fn run_slow(db: &MariaDb, dir: &std::path::Path, spec: &str, faults: Faults) -> String {
+fn run_slow(db: &Server, dir: &std::path::Path, spec: &str, faults: Faults) -> String {
     let hook = restart_script_with(db, dir, faults);
     let mut args = flags(spec, dir);
     args.extend([
@@ -75,7 +77,7 @@ fn run_slow(db: &MariaDb, dir: &std::path::Path, spec: &str, faults: Faults) -> 
 
 #[test]
 fn failed_hung_and_wrong_restarts_are_left_out_named_and_the_settings_end_as_found() {
-    let db = prepared();
+    let db = prepared_on(Flavor::MariaDb1011);
     let dir = tempfile::tempdir().unwrap();
     let _reaper = Reaper(dir.path().to_path_buf());
     let before = setup_dump(&db);
@@ -115,15 +117,16 @@ fn failed_hung_and_wrong_restarts_are_left_out_named_and_the_settings_end_as_fou
     });
 }
 
+crate::per_flavor!(a_restart_past_its_timeout_is_stopped_with_its_group_and_a_silent_one_is_said);
+
 /// The case 3: a restart command past --restart-timeout used to be left running, and
 /// brought the server back with performance_schema OFF a minute later, after psprobe had moved
 /// on. Now it is stopped with its process group (nothing it would have started comes up), the
 /// server's state is established before anything else, and the settings end as found. And a
 /// command that exits 0 with the server down is said while psprobe waits, not after 120 s of
 /// silence.
-#[test]
-fn a_restart_past_its_timeout_is_stopped_with_its_group_and_a_silent_one_is_said() {
-    let db = prepared();
+fn a_restart_past_its_timeout_is_stopped_with_its_group_and_a_silent_one_is_said(flavor: Flavor) {
+    let db = prepared_on(flavor);
     let dir = tempfile::tempdir().unwrap();
     let _reaper = Reaper(dir.path().to_path_buf());
     let before = setup_dump(&db);
@@ -172,7 +175,7 @@ fn a_restart_past_its_timeout_is_stopped_with_its_group_and_a_silent_one_is_said
 
 #[test]
 fn the_restart_path_a_a_holds_zero_and_planned_restarts_do_not_warn() {
-    let db = prepared();
+    let db = prepared_on(Flavor::MariaDb1011);
     let before = setup_dump(&db);
     let mut seen = Vec::new();
     // The hook's servers live until the last check below: reaping them at the

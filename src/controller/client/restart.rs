@@ -18,6 +18,10 @@ use crate::controller::error::{ControllerError, Result};
 const KILL_GRACE: Duration = Duration::from_secs(2);
 /// A line while a restart takes long, at most this often.
 const PROGRESS_EVERY: Duration = Duration::from_secs(10);
+/// The first line when the command finished and the server is not back: soon, so that a
+/// command that exits 0 with the server down is said while psprobe waits (what is left of
+/// --restart-timeout after a slow stop can be shorter than PROGRESS_EVERY).
+const FIRST_NOT_BACK: Duration = Duration::from_secs(5);
 
 pub async fn restart_server(
     command: &str,
@@ -250,7 +254,7 @@ pub async fn wait_ready(
 ) -> Result<super::server::Controller> {
     let started = tokio::time::Instant::now();
     let deadline = started + timeout;
-    let mut said = started;
+    let mut say_at = started + FIRST_NOT_BACK;
     loop {
         // A loading buffer pool is looked at more often than a server that does not answer.
         let mut pause = Duration::from_millis(250);
@@ -296,8 +300,8 @@ pub async fn wait_ready(
                 reason: format!("the server was not back within {timeout:?}: {last}"),
             });
         }
-        if said.elapsed() >= PROGRESS_EVERY {
-            said = tokio::time::Instant::now();
+        if tokio::time::Instant::now() >= say_at {
+            say_at = tokio::time::Instant::now() + PROGRESS_EVERY;
             tracing::warn!(
                 "the restart command finished {:.0?} ago and the server is not back yet ({last}); \
                  waiting up to --restart-timeout ({timeout:?})",

@@ -66,6 +66,22 @@ fn digest_cli(args: &[&str], stdin: Option<&[u8]>) -> Vec<(String, String)> {
         .collect()
 }
 
+/// [`admin_digests`] once it holds still: psprobe records a command just after it relays the
+/// last packet of its answer, so the driver's own statements on connect may be counted a moment
+/// after the driver has its connection (they would land in the next statement's delta).
+async fn settled_digests(admin: &mut Conn) -> BTreeMap<String, (u64, String)> {
+    let mut last = admin_digests(admin).await;
+    for _ in 0..100 {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await; // poll interval
+        let now = admin_digests(admin).await;
+        if now == last {
+            return now;
+        }
+        last = now;
+    }
+    panic!("the admin's digests kept changing for 2 s with no client running");
+}
+
 /// digest -> (count, digest_text) from the admin interface.
 async fn admin_digests(admin: &mut Conn) -> BTreeMap<String, (u64, String)> {
     let rows: Vec<(String, u64, String)> = admin
@@ -101,7 +117,7 @@ fn through_proxy(
                 .into();
         let mut recorded: BTreeMap<String, (u64, String)> = BTreeMap::new();
         let mut conn = Conn::new(opts.clone()).await.expect("connect");
-        let mut before = admin_digests(&mut admin).await;
+        let mut before = settled_digests(&mut admin).await;
         for sql in statements {
             let result = conn.query_drop(sql.as_str()).await;
             if result.is_err() && conn.ping().await.is_err() {
@@ -109,7 +125,7 @@ fn through_proxy(
                 let after = admin_digests(&mut admin).await;
                 add_delta(&mut recorded, &before, &after);
                 conn = Conn::new(opts.clone()).await.expect("reconnect");
-                before = admin_digests(&mut admin).await;
+                before = settled_digests(&mut admin).await;
             }
         }
         let after = admin_digests(&mut admin).await;

@@ -1,21 +1,34 @@
 #!/usr/bin/env bash
 # What each performance_schema instrument group costs, measured together, and how precisely:
 # a benchmark, not a test (docs/attribution.md holds the last figures). On a throwaway
-# mariadbd, sysbench oltp_read_only at 8 threads through psprobe while `psprobe proxy
-# --attribute` runs every built-in group's design for DURATION, then confirms the advice for a
-# 2% budget; then a direct fast A/B of the costliest group alone against nothing instrumented
-# (a scenario of its own), to set beside the design's prediction for it.
+# server (MariaDB 10.11, or 11.8 or MySQL 9.7 from their Debian trees), sysbench oltp_read_only
+# at 8 threads through psprobe while `psprobe proxy --attribute` runs every built-in group's
+# design for DURATION, then confirms the advice for a 2% budget; then a direct fast A/B of the
+# costliest group alone against nothing instrumented (a scenario of its own), to set beside the
+# design's prediction for it.
 #
-#   scripts/attribution.sh [DURATION] [CONFIRM] [DIRECT]   defaults: 600s 180s 300s
+#   scripts/attribution.sh [DURATION] [CONFIRM] [DIRECT] [10.11|11.8|9.7]
+#                                        defaults: 600s 180s 300s 10.11
+#   ATTRIBUTION_GROUPS=a,b,...   the groups of the design (default: every built-in group);
+#   ATTRIBUTION_CONFIG=FILE      a config file with `[[group]]` tables of your own (an A/A
+#                                group whose instruments never fire, for example)
 #
-# Figures to stdout and target/attribution/ (phase logs, reports, the summary).
+# Figures to stdout and target/attribution[-VERSION]/ (phase logs, reports, the summary).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration=${1:-600s}
 confirm=${2:-180s}
 direct=${3:-300s}
-out=target/attribution
-mkdir -p "$out"
+db_flavor=${4:-10.11}
+case "$db_flavor" in
+10.11) out=target/attribution; parent=/tmp ;;
+11.8) out=target/attribution-11.8; parent="$(pwd)/target/trixie-mariadb/tmp"
+  [ -x target/trixie-mariadb/usr/sbin/mariadbd ] || scripts/setup-trixie-mariadb.sh ;;
+9.7) out=target/attribution-9.7; parent="$(pwd)/target/sid-mysql/tmp"
+  [ -x target/sid-mysql/usr/sbin/mysqld ] || scripts/setup-sid-mysql.sh ;;
+*) echo "usage: $0 [DURATION] [CONFIRM] [DIRECT] [10.11|11.8|9.7]" >&2; exit 2 ;;
+esac
+mkdir -p "$out" "$parent"
 # psprobe appends to a phase log: a previous run's records would be analysed with this one's.
 rm -f "$out"/*.phases.jsonl
 bin=${PSPROBE_BIN:-target/release/psprobe} # a copy keeps a long run safe from rebuilds
@@ -24,7 +37,7 @@ bench=${PSPROBE_BENCH_BIN:-target/release/psprobe-bench}
 db_user=psprobe
 db_pass=psprobe-bench
 source scripts/bench/processes.sh
-work_dir psprobe-attribution
+work_dir psprobe-attribution "$parent"
 start_mariadb --performance-schema=ON --innodb-buffer-pool-size=256M --max-connections=2000
 dsn="mysql://$db_user:$db_pass@127.0.0.1:$db_port/"
 sb=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-user="$db_user" --mysql-password="$db_pass"
@@ -74,7 +87,9 @@ run() {
 
 load=$(($(seconds "$duration") + $(seconds "$confirm") + 120))
 echo "attribution: every built-in group, $duration, then the advice for 2% confirmed for $confirm"
-run design "$load" --attribute --duration "$duration" --budget 2 --confirm "$confirm" --seed 19
+design_opts=(--attribute ${ATTRIBUTION_GROUPS:-})
+[ -z "${ATTRIBUTION_CONFIG:-}" ] || design_opts+=(--config "$ATTRIBUTION_CONFIG")
+run design "$load" "${design_opts[@]}" --duration "$duration" --budget 2 --confirm "$confirm" --seed 19
 "$bin" report "$out/design.phases.jsonl" -o "$out/design.md"
 "$bin" report "$out/design.phases.jsonl" -o "$out/design.html"
 "$bin" report "$out/design.phases.jsonl" --format json >"$out/design.json"

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # What turning performance_schema ON costs (pfson_conoff_insoff against pfsoff), through
 # restarts: a benchmark, not a test (docs/measurement.md and docs/seed-study.md hold the last
-# figures). On a throwaway mariadbd (Debian 12's 10.11, or 11.8 from the Debian 13 tree
-# scripts/setup.sh unpacks), sysbench oltp_read_only at 8 threads through psprobe (started
+# figures). On a throwaway server (MariaDB: Debian 12's 10.11, or 11.8 from the Debian 13 tree
+# scripts/setup.sh unpacks; MySQL 9.7 from the sid tree of scripts/setup-sid-mysql.sh), sysbench oltp_read_only at 8 threads through psprobe (started
 # again after every restart: sysbench 1.0.20 cannot reconnect), psprobe running the slow
 # pairs for DURATION; then, on the same server in the same hour, a direct sequential A/B
 # without psprobe (restart OFF, sysbench; restart ON with everything off, sysbench; each
 # repetition in random order) to set beside it.
 #
-#   scripts/pfsoff.sh [DURATION] [REPETITIONS] [10.11|11.8]   defaults: 600s 6 10.11
+#   scripts/pfsoff.sh [DURATION] [REPETITIONS] [10.11|11.8|9.7]   defaults: 600s 6 10.11
 #   PFSOFF_SCENARIOS=A,B,...   what psprobe schedules (default pfsoff,pfson_conoff_insoff);
 #                              NAME@startup scenarios get their options through {opts}. The
 #                              direct A/B compares B against A when there are two, each of
@@ -29,10 +29,12 @@ rm -f "$out"/*.phases.jsonl
 bin=${PSPROBE_BIN:-target/release/psprobe} # a copy keeps a long run safe from rebuilds
 bench=${PSPROBE_BENCH_BIN:-target/release/psprobe-bench}
 [ -x "$bin" ] && [ -x "$bench" ] || cargo build --release --locked --bins
+product=MariaDB
 case "$version" in
 10.11) root="" ;;
 11.8) root="$(pwd)/target/trixie-mariadb"; [ -x "$root/usr/sbin/mariadbd" ] || scripts/setup-trixie-mariadb.sh ;;
-*) echo "usage: $0 [DURATION] [REPETITIONS] [10.11|11.8]" >&2; exit 2 ;;
+9.7) product=MySQL; root="$(pwd)/target/sid-mysql"; [ -x "$root/usr/sbin/mysqld" ] || scripts/setup-sid-mysql.sh ;;
+*) echo "usage: $0 [DURATION] [REPETITIONS] [10.11|11.8|9.7]" >&2; exit 2 ;;
 esac
 
 # The server's files: inside the Debian 13 tree for 11.8 (run there with chroot).
@@ -58,9 +60,24 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 port=$("$bench" free-port)
-run_in mariadb-install-db --no-defaults --datadir="$inside/data" --user=root \
-  --auth-root-authentication-method=normal --skip-test-db --innodb-log-file-size=48M \
-  ${root:+--force} >"$out/install.log" 2>&1 # --force: the Debian 13 tree has no resolver for the host name
+# The server's own options beside the common ones (the same as the tests' servers: the harness's
+# Flavor): MySQL's root is 'root'@'localhost', which a TCP client from 127.0.0.1 matches only
+# through name resolution; Debian's mysqld needs its secure-file-priv folder; no X protocol; no
+# buffer pool dump and load (a restart costs less, docs/servers.md).
+if [ "$product" = MySQL ]; then
+  mkdir -p "$work/files"
+  program=/usr/sbin/mysqld
+  own_opts="--innodb-redo-log-capacity=32M --mysqlx=OFF --secure-file-priv=$inside/files --innodb-buffer-pool-dump-at-shutdown=OFF --innodb-buffer-pool-load-at-startup=OFF"
+  run_in "$program" --no-defaults --initialize-insecure --datadir="$inside/data" --user=root \
+    --innodb-redo-log-capacity=32M --log-error="$inside/install.log" >"$out/install.log" 2>&1 ||
+    { cat "$work/install.log" >&2; exit 1; }
+else
+  program=/usr/sbin/mariadbd
+  own_opts="--innodb-log-file-size=48M --skip-name-resolve"
+  run_in mariadb-install-db --no-defaults --datadir="$inside/data" --user=root \
+    --auth-root-authentication-method=normal --skip-test-db --innodb-log-file-size=48M \
+    ${root:+--force} >"$out/install.log" 2>&1 # --force: the Debian 13 tree has no resolver for the host name
+fi
 # The control script: what an operator's restart command does, fast (see docs/measurement.md):
 # SIGTERM (a fast shutdown that dumps the buffer pool), wait, start (the dump loads back),
 # wait until it answers. `server.sh restart ON|OFF [MARIADBD OPTION...]`.
@@ -76,17 +93,17 @@ stop() {
 }
 start() {
   pfs=\$1; shift
-  ${root:+chroot $root} setsid /usr/sbin/mariadbd --no-defaults --datadir=$inside/data --port=$port \
+  ${root:+chroot $root} setsid $program --no-defaults --datadir=$inside/data --port=$port \
     --bind-address=127.0.0.1 --socket=$inside/mysqld.sock --pid-file=$inside/mariadbd.pid \
-    --log-error=$inside/error.log --skip-log-bin --user=root --skip-name-resolve \
-    --innodb-log-file-size=48M --innodb-buffer-pool-size=256M --max-connections=2000 \
+    --log-error=$inside/error.log --skip-log-bin --user=root $own_opts \
+    --innodb-buffer-pool-size=256M --max-connections=2000 \
     --performance-schema="\$pfs" "\$@" </dev/null >>$work/console.log 2>&1 &
   i=0
   while [ \$i -lt 600 ]; do
     mariadb-admin --no-defaults --protocol=TCP -h127.0.0.1 -P$port -uroot --connect-timeout=1 ping >/dev/null 2>&1 && return 0
     i=\$((i+1)); sleep 0.05
   done
-  echo "mariadbd did not start; see $work/error.log" >&2; return 1
+  echo "$program did not start; see $work/error.log" >&2; return 1
 }
 case "\$1" in
   restart) shift; echo "\$*" >>$work/restart-args; stop; start "\$@" ;;
@@ -103,7 +120,7 @@ sb=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-user="$user" --mysql-passwo
   --mysql-db=sbtest --tables=4 --table-size=10000)
 sysbench oltp_read_only "${sb[@]}" --mysql-port="$port" prepare >"$out/prepare.txt"
 server_version=$(mariadb --no-defaults --protocol=TCP -h127.0.0.1 -P"$port" -uroot -N -e "SELECT VERSION()")
-echo "pfsoff: MariaDB $server_version; psprobe's slow pairs for $duration, then $reps direct repetitions"
+echo "pfsoff: $product $server_version; psprobe's slow pairs for $duration, then $reps direct repetitions"
 
 # sysbench through HOST:PORT again and again (a restart ends each run) until killed.
 load_loop() {
@@ -180,7 +197,7 @@ for rep in $(seq 1 "$reps"); do
   done
 done
 
-python3 - "$out" "$server_version" <<'EOF' | tee "$out/summary.txt"
+python3 - "$out" "$product $server_version" <<'EOF' | tee "$out/summary.txt"
 import json, math, statistics, sys
 out, version = sys.argv[1], sys.argv[2]
 r = json.load(open(f"{out}/pfsoff.json"))["analysis"]
@@ -190,7 +207,11 @@ for x in slow["estimates"]:
     if x["metric"] != "throughput":
         continue
     e = e or x
-    print(f"MariaDB {version}: psprobe, {x['n_blocks']} slow pairs: {x['scenario']} vs "
+    if x["ci_low"] is None:  # too few pairs for an interval
+        print(f"{version}: psprobe, {x['n_blocks']} slow pairs: {x['scenario']} vs "
+              f"{slow['baseline']} {x['ratio']*100:+.2f}%, too few pairs for an interval")
+        continue
+    print(f"{version}: psprobe, {x['n_blocks']} slow pairs: {x['scenario']} vs "
           f"{slow['baseline']} {x['ratio']*100:+.2f}% ({x['ci_low']*100:+.2f}..{x['ci_high']*100:+.2f}), "
           f"half-width {(x['ci_high']-x['ci_low'])*50:.2f} points")
 p = r.get("restarts")
@@ -210,6 +231,6 @@ if len(d) >= 2:
     t975 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23}.get(len(d) - 1, 2.0)
     m, se = mean(d), stdev(d) / math.sqrt(len(d))
     lo, hi = math.expm1(m - t975 * se), math.expm1(m + t975 * se)
-    agree = lo <= e["ci_high"] and e["ci_low"] <= hi
+    agree = e["ci_low"] is not None and lo <= e["ci_high"] and e["ci_low"] <= hi
     print(f"direct sequential A/B, {len(d)} repetitions: {math.expm1(m)*100:+.2f}% ({lo*100:+.2f}..{hi*100:+.2f}): {'agree' if agree else 'DISAGREE'}")
 EOF

@@ -569,7 +569,8 @@ fn experiment_runs_on_mysql_and_a_bad_server_is_one_line() {
         .tree(std::path::Path::new(env!("CARGO_MANIFEST_DIR")))
         .expect("MySQL runs in a tree");
     let dir = tempfile::tempdir().expect("tempdir");
-    let md = dir.path().join("mysql.md");
+    // A dot in the report's stem stays in its neighbours' names (study-9.7.html, not study-9.html).
+    let md = dir.path().join("mysql-9.7.md");
     let out = psprobe(&[
         "experiment",
         "--server",
@@ -596,10 +597,14 @@ fn experiment_runs_on_mysql_and_a_bad_server_is_one_line() {
         "{stdout}"
     );
     let json: Vec<serde_json::Value> = serde_json::from_str(
-        &std::fs::read_to_string(dir.path().join("mysql.cells.json")).expect("cells.json"),
+        &std::fs::read_to_string(dir.path().join("mysql-9.7.cells.json")).expect("cells.json"),
     )
     .expect("cells.json parses");
     assert_eq!(json.len(), 2, "{json:?}");
+    assert!(
+        dir.path().join("mysql-9.7.html").exists(),
+        "the page beside it"
+    );
     assert!(
         json.iter().all(|c| c["qps"].as_f64().unwrap() > 0.0),
         "{json:?}"

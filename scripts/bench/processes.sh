@@ -1,17 +1,18 @@
 # Sourced by scripts/bench.sh and scripts/bench_admin.sh: a throwaway work directory, the
 # processes a run starts (append their pids to `pids`), and one cleanup that stops them and
 # removes the directory however the script ends. Needs `bench` (the psprobe-bench binary).
-#   work_dir PREFIX       sets `work` to a new directory /tmp/PREFIX-XXXXXX
-#   start_mariadb OPT...  starts the throwaway mariadbd (psprobe-bench mariadb, account
-#                         $db_user/$db_pass, database sbtest) with more mariadbd options; sets
-#                         db_port and db_pid
+#   work_dir PREFIX [PARENT]  sets `work` to a new directory PARENT/PREFIX-XXXXXX (PARENT:
+#                         /tmp; a server run in a Debian tree needs its files inside the tree)
+#   start_mariadb OPT...  starts the throwaway server (psprobe-bench mariadb, account
+#                         $db_user/$db_pass, database sbtest; MariaDB 10.11 unless db_flavor
+#                         is 11.8 or 9.7) with more server options; sets db_port and db_pid
 #   write_haproxy_cfg MAXCONN PORT   writes and checks $haproxy_cfg (default
 #                         $work/haproxy.cfg): HAProxy in TCP mode in front of the mariadbd
 #   start_haproxy MAXCONN starts it on a free port once it answers; sets ha_port and ha_pid
 #                         (the caller defines `say`)
 #   wait_serving PORT PID LOG NAME SECONDS   until the server answers through PORT
 pids=()
-work_dir() { work="$(mktemp -d "/tmp/$1-XXXXXX")"; }
+work_dir() { work="$(mktemp -d "${2:-/tmp}/$1-XXXXXX")"; }
 cleanup() {
   local status=$?
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
@@ -29,7 +30,8 @@ trap 'exit 143' TERM
 
 start_mariadb() {
   local started
-  started="$("$bench" mariadb --dir "$work/db" --user "$db_user" --password "$db_pass" -- "$@")" ||
+  started="$("$bench" mariadb --flavor "${db_flavor:-10.11}" --dir "$work/db" --user "$db_user" \
+    --password "$db_pass" -- "$@")" ||
     exit 1
   read -r db_port db_pid <<<"$started"
   pids+=("$db_pid")

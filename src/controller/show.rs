@@ -91,8 +91,8 @@ pub fn groups(groups: &Groups, sql: bool, server: Option<&SetupState>) -> String
             let _ = writeln!(
                 out,
                 "    on this server: {instruments} instrument(s){fixed}, {consumers} consumer(s){}",
-                if (consumers, instruments) == (0, 0) {
-                    ": none of its rows; an attribution leaves it out"
+                if g.missing_on(state) {
+                    ": not this server's; an attribution leaves it out"
                 } else {
                     ""
                 }
@@ -289,11 +289,13 @@ mod tests {
             consumers: vec![
                 c("global_instrumentation", true),
                 c("events_statements_cpu", false),
+                c("events_brand_new", false),
             ],
             instruments: vec![
                 i("memory/performance_schema/d", true, None),
                 i("memory/sql/THD", true, None),
                 i("error", true, None),
+                i("brand_new/class", true, None),
             ],
         };
         let text = groups(&Groups::builtin(), false, Some(&state));
@@ -309,7 +311,7 @@ mod tests {
         assert!(
             text.ends_with(
                 "in no group on this server (an attribution leaves them off): 1 instrument(s): \
-                 error; 1 consumer(s): events_statements_cpu\n"
+                 brand_new/class; 1 consumer(s): events_brand_new\n"
             ),
             "{text}"
         );

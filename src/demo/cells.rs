@@ -90,12 +90,21 @@ pub fn csv(rows: &[CellRow]) -> String {
     out
 }
 
+/// `STEM.SUFFIX`: a file of the study beside its report. (`Path::with_extension` would take a
+/// dot in the stem for an extension: `-o study-9.7.md` wrote `study-9.html`.)
+pub fn beside(stem: &Path, suffix: &str) -> std::path::PathBuf {
+    let mut name = stem.as_os_str().to_owned();
+    name.push(".");
+    name.push(suffix);
+    name.into()
+}
+
 /// Writes `STEM.cells.csv` and `STEM.cells.json` (each through a temporary file, so a study
 /// killed while writing leaves the previous complete version).
 pub fn write(stem: &Path, rows: &[CellRow]) -> anyhow::Result<()> {
     let json = serde_json::to_string_pretty(rows).context("cannot encode the cells")?;
-    replace_file(&stem.with_extension("cells.csv"), &csv(rows))?;
-    replace_file(&stem.with_extension("cells.json"), &(json + "\n"))
+    replace_file(&beside(stem, "cells.csv"), &csv(rows))?;
+    replace_file(&beside(stem, "cells.json"), &(json + "\n"))
 }
 
 /// Writes `text` to `path` through a temporary file beside it, so that a process killed
@@ -149,19 +158,28 @@ mod tests {
     }
 
     #[test]
+    fn a_dot_in_the_stem_is_kept() {
+        let stem = Path::new("/d/study-9.7");
+        assert_eq!(beside(stem, "html"), Path::new("/d/study-9.7.html"));
+        assert_eq!(
+            beside(stem, "cells.csv"),
+            Path::new("/d/study-9.7.cells.csv")
+        );
+    }
+
+    #[test]
     fn written_files_read_back() {
         let dir = tempfile::tempdir().unwrap();
-        let stem = dir.path().join("study");
+        let stem = dir.path().join("study-9.7");
         let rows = vec![row("pfson_conon_inson", Some((1.0, -1.0, 3.0)))];
         write(&stem, &rows).unwrap();
-        let json: Vec<serde_json::Value> = serde_json::from_str(
-            &std::fs::read_to_string(stem.with_extension("cells.json")).unwrap(),
-        )
-        .unwrap();
+        let json: Vec<serde_json::Value> =
+            serde_json::from_str(&std::fs::read_to_string(beside(&stem, "cells.json")).unwrap())
+                .unwrap();
         assert_eq!(json.len(), 1);
         assert_eq!(json[0]["scenario"], "pfson_conon_inson");
         assert_eq!(json[0]["significant"], false);
-        let csv = std::fs::read_to_string(stem.with_extension("cells.csv")).unwrap();
+        let csv = std::fs::read_to_string(beside(&stem, "cells.csv")).unwrap();
         assert_eq!(csv.lines().count(), 2);
         let names: Vec<String> = std::fs::read_dir(dir.path())
             .unwrap()

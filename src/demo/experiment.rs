@@ -330,15 +330,15 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
     study.server(None)?;
     super::study_tables::direct_section(&mut doc, study.direct());
     std::fs::write(&output, &doc).with_context(|| format!("cannot write {}", output.display()))?;
-    let html = stem.with_extension("html");
+    let html = super::cells::beside(&stem, "html");
     super::cells::replace_file(&html, &super::study_html::page(&doc, &charts))?;
     println!("\n{doc}");
     println!(
         "report: {}, {} (every cell: {}, {})",
         output.display(),
         html.display(),
-        stem.with_extension("cells.csv").display(),
-        stem.with_extension("cells.json").display()
+        super::cells::beside(&stem, "cells.csv").display(),
+        super::cells::beside(&stem, "cells.json").display()
     );
     Ok(())
 }

@@ -63,7 +63,7 @@ pub struct Study {
 impl Study {
     /// Starts the study at `stem`, or with `resume` goes on with the one there.
     pub fn begin(stem: &Path, plan: StudyPlan, resume: bool) -> anyhow::Result<Self> {
-        let path = stem.with_extension("study.json");
+        let path = super::cells::beside(stem, "study.json");
         let exists = path.exists();
         if !resume {
             if exists {
@@ -108,7 +108,7 @@ impl Study {
         if let Some(dir) = file.server_dir.take() {
             stop_left_server(&dir);
         }
-        let cells = stem.with_extension("cells.json");
+        let cells = super::cells::beside(stem, "cells.json");
         let done: Vec<CellRow> = match std::fs::read_to_string(&cells) {
             Ok(text) => serde_json::from_str(&text).with_context(|| {
                 format!("{} is damaged; start the study again", cells.display())

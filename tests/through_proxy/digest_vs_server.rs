@@ -5,7 +5,9 @@
 //! server's fastest execution of it, and the total time at least most of the server's. With
 //! three probes in front of the server, their counts summed per shape equal the server's. On
 //! MariaDB 10.11, 11.8 and MySQL 9.7 (MySQL quotes every identifier and writes `VALUES (...)`;
-//! the comparison reads past both).
+//! the comparison reads past both). On MySQL the binary protocol too: 9.7 lists a prepared
+//! statement's executions as `EXECUTE <its text>` (and its prepare and close as `PREPARE ...`
+//! and `DEALLOCATE ...`, which psprobe does not count as statements).
 
 use crate::common;
 
@@ -18,7 +20,8 @@ use common::sysbench;
 
 crate::per_flavor!(
     text_protocol_digests_match_the_server,
-    three_probes_summed_match_the_server
+    three_probes_summed_match_the_server,
+    binary_protocol_digests_beside_the_servers
 );
 
 struct Shape {
@@ -28,15 +31,35 @@ struct Shape {
     min_seconds: f64,
 }
 
+/// MySQL's digest texts of the binary protocol's commands: an execution is `EXECUTE <text>`,
+/// a prepare `PREPARE <text>` and a close `DEALLOCATE <text>`.
+const PREPARED_WORDS: [&str; 2] = ["PREPARE ", "DEALLOCATE "];
+const EXECUTE_WORD: &str = "EXECUTE ";
+
+/// The server's statements per shape: text-protocol statements and (MySQL) prepared
+/// statements' executions, read as their statement's text; prepares and closes are left out
+/// (psprobe counts statements, not preparations) and counted in `prepared`.
 fn server_digests(db: &Server) -> BTreeMap<String, Shape> {
+    server_digests_and_prepares(db).0
+}
+
+fn server_digests_and_prepares(db: &Server) -> (BTreeMap<String, Shape>, u64) {
     let rows = db.sql(
         "SELECT DIGEST_TEXT, COUNT_STAR, AVG_TIMER_WAIT, MIN_TIMER_WAIT FROM performance_schema.events_statements_summary_by_digest \
          WHERE SCHEMA_NAME = 'psprobe_test' AND DIGEST_TEXT IS NOT NULL",
     );
-    rows.lines()
+    let mut prepares = 0;
+    let shapes = rows
+        .lines()
+        .filter(|line| {
+            let other = PREPARED_WORDS.iter().any(|w| line.starts_with(w));
+            prepares += u64::from(other);
+            !other
+        })
         .map(|line| {
             let mut f = line.split('\t');
             let text = f.next().expect("digest text");
+            let text = text.strip_prefix(EXECUTE_WORD).unwrap_or(text);
             let count = f.next().and_then(|c| c.parse().ok()).expect("COUNT_STAR");
             let avg_ps: f64 = f
                 .next()
@@ -55,7 +78,8 @@ fn server_digests(db: &Server) -> BTreeMap<String, Shape> {
                 },
             )
         })
-        .collect()
+        .collect();
+    (shapes, prepares)
 }
 
 fn probe_digests(probe: &Probe) -> BTreeMap<String, Shape> {
@@ -102,13 +126,21 @@ fn run(flavor: Flavor, ps_mode: &str) {
     let summary = sysbench::run(probe.proxy_addr(), "oltp_read_write", "run", &opts);
     assert_eq!(summary.ignored_errors, 0, "{}", summary.text);
 
-    let server = server_digests(&db);
+    let (server, prepares) = server_digests_and_prepares(&db);
     let lost = db.sql("SHOW GLOBAL STATUS LIKE 'Performance_schema_digest_lost'");
     assert_eq!(
         lost.trim(),
         "Performance_schema_digest_lost\t0",
         "the server dropped digests"
     );
+    if ps_mode == "auto" {
+        // sysbench prepared its statements once, on its one connection: every shape it ran as
+        // a prepared statement has a PREPARE row (BEGIN is run as text).
+        assert!(
+            prepares >= 10,
+            "MySQL lists prepares apart from executions: {prepares}"
+        );
+    }
     let probe = probe_digests(&probe);
     assert!(
         server.len() >= 10,
@@ -157,6 +189,40 @@ fn run(flavor: Flavor, ps_mode: &str) {
 /// against (their counts are checked against sysbench in tests/sysbench_counts.rs).
 fn text_protocol_digests_match_the_server(flavor: Flavor) {
     run(flavor, "disable");
+}
+
+/// The binary protocol (sysbench's prepared statements): MySQL's `EXECUTE <text>` rows hold
+/// exactly psprobe's counts per shape. MariaDB (10.11 and 11.8) records no digest for the
+/// binary protocol at all, not even its prepares: its table stays empty while psprobe counts
+/// every statement (so does tests/sysbench_counts.rs).
+fn binary_protocol_digests_beside_the_servers(flavor: Flavor) {
+    if flavor.is_mysql() {
+        run(flavor, "auto");
+        return;
+    }
+    let db = Server::start(flavor, Options::default());
+    let tables = ["--tables=1", "--table-size=2000"];
+    sysbench::run(&db.addr(), "oltp_read_write", "prepare", &tables);
+    let probe = Probe::start(&db.addr(), &[]);
+    db.sql("TRUNCATE TABLE performance_schema.events_statements_summary_by_digest");
+    let mut opts = vec![
+        "--threads=1",
+        "--events=50",
+        "--time=0",
+        "--db-ps-mode=auto",
+    ];
+    opts.extend(tables);
+    let summary = sysbench::run(probe.proxy_addr(), "oltp_read_write", "run", &opts);
+    assert_eq!(summary.ignored_errors, 0, "{}", summary.text);
+    let (server, prepares) = server_digests_and_prepares(&db);
+    assert!(
+        server.is_empty() && prepares == 0,
+        "{} lists no binary-protocol digest: {:?}",
+        db.name(),
+        server.keys()
+    );
+    let counted: u64 = probe_digests(&probe).values().map(|s| s.count).sum();
+    assert_eq!(counted, summary.total, "psprobe counted every statement");
 }
 
 /// A fleet: three psprobes in front of one server, each carrying its own share of the load.

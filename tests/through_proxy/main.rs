@@ -34,6 +34,7 @@ mod auth_through_proxy;
 mod cli_through_proxy;
 mod client_matrix;
 mod compression_through_proxy;
+mod digest_corpus_vs_server;
 mod digest_vs_server;
 mod endpoint_abuse;
 mod failure_modes;

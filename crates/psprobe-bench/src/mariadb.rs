@@ -1,27 +1,52 @@
 //! `mariadb`: the benchmark's throwaway server, started from the harness's layout and command
 //! line (the same files and options as the tests' and the demo's servers): performance_schema
 //! OFF (the proxies are measured, not the server's instrumentation), no binary log, no name
-//! resolution, a 48 MiB redo log; the caller's options come last and win. Prints `PORT PID` and
-//! leaves the server running: the calling script stops it by its pid.
+//! resolution on MariaDB, a small redo log; the caller's options come last and win. `--flavor`
+//! picks the server (the host's MariaDB 10.11, or 11.8 or MySQL 9.7 from their Debian trees,
+//! run with chroot: `--dir` must then be inside the tree). Prints `PORT PID` and leaves the
+//! server running: the calling script stops it by its pid.
 
 use std::fs::File;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use psprobe_harness::mariadb::{root_cli_args, MARIADBD};
+use psprobe_harness::flavor::Flavor;
+use psprobe_harness::mariadb::root_cli_args;
 use psprobe_harness::server::{ping_args, Layout, ADMIN};
 
-/// Redo log size for the installer and the server alike (the first start need not resize it).
-const LOG_FILE_SIZE: &str = "--innodb-log-file-size=48M";
 /// How long a fresh server may take to answer.
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// `--flavor`: the servers the tests run.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum FlavorArg {
+    /// The host's mariadbd (Debian 12's MariaDB 10.11).
+    #[value(name = "10.11")]
+    MariaDb1011,
+    /// MariaDB 11.8 from target/trixie-mariadb (scripts/setup-trixie-mariadb.sh).
+    #[value(name = "11.8")]
+    MariaDb118,
+    /// MySQL 9.7 from target/sid-mysql (scripts/setup-sid-mysql.sh).
+    #[value(name = "9.7")]
+    MySql97,
+}
+
+impl FlavorArg {
+    fn flavor(self) -> Flavor {
+        match self {
+            FlavorArg::MariaDb1011 => Flavor::MariaDb1011,
+            FlavorArg::MariaDb118 => Flavor::MariaDb118,
+            FlavorArg::MySql97 => Flavor::MySql97,
+        }
+    }
+}
 
 #[derive(clap::Args)]
 pub struct Args {
     /// Directory for the server's files (created; its datadir is DIR/data, its log
-    /// DIR/error.log).
+    /// DIR/error.log). Inside the server's tree for 11.8 and 9.7.
     #[arg(long, value_name = "DIR")]
     pub dir: PathBuf,
     /// Account created with every privilege (the benchmark's clients use it).
@@ -30,26 +55,63 @@ pub struct Args {
     /// Its password.
     #[arg(long, default_value = "bench")]
     pub password: String,
-    /// More mariadbd options (sizing, TLS), after `--`.
-    #[arg(last = true, value_name = "MARIADBD_OPTION")]
+    /// Which server.
+    #[arg(long, value_enum, default_value = "10.11")]
+    pub flavor: FlavorArg,
+    /// More server options (sizing, TLS), after `--`.
+    #[arg(last = true, value_name = "SERVER_OPTION")]
     pub options: Vec<String>,
+}
+
+/// The server's tree (`None`: the host's) and the layout as the server sees it (its paths
+/// inside the tree).
+fn placed(flavor: Flavor, dir: &Path) -> Result<(Option<PathBuf>, Layout)> {
+    let Some(tree) = flavor.tree(Path::new(".")) else {
+        return Ok((None, Layout::new(dir)));
+    };
+    if let Some(why) = flavor.tree_problem(&tree) {
+        bail!("{why}");
+    }
+    let tree = tree
+        .canonicalize()
+        .with_context(|| format!("cannot resolve {}", tree.display()))?;
+    let dir = dir
+        .canonicalize()
+        .with_context(|| format!("cannot resolve {}", dir.display()))?;
+    let inside = dir.strip_prefix(&tree).map_err(|_| {
+        anyhow::anyhow!(
+            "--dir {} is outside {} ({} runs there with chroot): give a folder inside it",
+            dir.display(),
+            tree.display(),
+            flavor.name()
+        )
+    })?;
+    Ok((Some(tree), Layout::new(Path::new("/").join(inside))))
 }
 
 pub fn run(args: &Args) -> Result<()> {
     let layout = Layout::new(&args.dir);
-    std::fs::create_dir_all(layout.root())
-        .with_context(|| format!("cannot create {}", layout.root().display()))?;
-    install(&layout)?;
+    std::fs::create_dir_all(layout.tmpdir())
+        .with_context(|| format!("cannot create {}", layout.tmpdir().display()))?;
+    let flavor = args.flavor.flavor();
+    let (tree, seen) = placed(flavor, &args.dir)?;
+    install(flavor, tree.as_deref(), &layout, &seen)?;
     let port = psprobe_harness::ports::free_port().context("no free port on 127.0.0.1")?;
     let console = File::create(layout.console_log())
         .with_context(|| format!("cannot create {}", layout.console_log().display()))?;
-    let mut server = Command::new(MARIADBD)
-        .args(layout.mariadbd_args(port, "127.0.0.1"))
-        .args([
-            "--performance-schema=OFF",
-            "--skip-name-resolve",
-            LOG_FILE_SIZE,
-        ])
+    let program = flavor.server_program();
+    let mut own = vec![
+        "--performance-schema=OFF".to_string(),
+        flavor.redo_log_option().to_string(),
+    ];
+    if !flavor.is_mysql() {
+        // MySQL's root is 'root'@'localhost': a TCP client from 127.0.0.1 matches it only
+        // through name resolution.
+        own.push("--skip-name-resolve".into());
+    }
+    let mut server = Flavor::command_in(tree.as_deref(), program)
+        .args(flavor.server_args(&seen, port, "127.0.0.1"))
+        .args(&own)
         .args(&args.options)
         .stdin(Stdio::null())
         .stdout(
@@ -59,12 +121,12 @@ pub fn run(args: &Args) -> Result<()> {
         )
         .stderr(console)
         .spawn()
-        .with_context(|| format!("cannot start {MARIADBD}"))?;
+        .with_context(|| format!("cannot start {program}"))?;
     let deadline = Instant::now() + READY_TIMEOUT;
     while !answers(port) {
-        if let Some(status) = server.try_wait().context("cannot watch mariadbd")? {
+        if let Some(status) = server.try_wait().context("cannot watch the server")? {
             bail!(
-                "mariadbd exited ({status}); the end of {}:\n{}",
+                "{program} exited ({status}); the end of {}:\n{}",
                 layout.error_log().display(),
                 tail(&layout.error_log())
             );
@@ -72,7 +134,7 @@ pub fn run(args: &Args) -> Result<()> {
         if Instant::now() >= deadline {
             let _ = server.kill();
             bail!(
-                "mariadbd did not answer within {READY_TIMEOUT:?}; see {}",
+                "{program} did not answer within {READY_TIMEOUT:?}; see {}",
                 layout.error_log().display()
             );
         }
@@ -100,18 +162,21 @@ pub fn run(args: &Args) -> Result<()> {
     Ok(())
 }
 
-fn install(layout: &Layout) -> Result<()> {
+/// The data directory, made by the flavor's own initializer (in its tree).
+fn install(flavor: Flavor, tree: Option<&Path>, layout: &Layout, seen: &Layout) -> Result<()> {
     let log = layout.root().join("install.log");
-    let out = layout
-        .install_db(&[LOG_FILE_SIZE])
-        .and_then(|mut cmd| cmd.output())
-        .context("cannot run mariadb-install-db (is mariadb-server installed?)")?;
+    let (program, args) = flavor.initialize_args(seen);
+    let out = Flavor::command_in(tree, &program)
+        .args(&args)
+        .output()
+        .with_context(|| format!("cannot run {program} (is {} installed?)", flavor.name()))?;
     let _ = std::fs::write(&log, [out.stdout.as_slice(), &out.stderr].concat());
     if !out.status.success() {
         bail!(
-            "mariadb-install-db failed ({}); see {}",
+            "{program} could not make the data directory ({}); see {} and {}",
             out.status,
-            log.display()
+            log.display(),
+            layout.root().join("init.log").display()
         );
     }
     Ok(())
@@ -131,4 +196,34 @@ fn tail(path: &std::path::Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(20)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tree_server_needs_its_folder_inside_the_tree() {
+        let tree = tempfile::tempdir().unwrap();
+        for program in ["usr/sbin/mysqld", "usr/bin/mysql"] {
+            let path = tree.path().join(program);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, "").unwrap();
+        }
+        // The only test of this crate that sets the variable.
+        std::env::set_var("PSPROBE_SID_ROOT", tree.path());
+        let inside = tree.path().join("tmp/bench");
+        std::fs::create_dir_all(&inside).unwrap();
+        let (root, seen) = placed(Flavor::MySql97, &inside).unwrap();
+        assert_eq!(root.unwrap(), tree.path().canonicalize().unwrap());
+        assert_eq!(seen.root(), Path::new("/tmp/bench"));
+        let outside = tempfile::tempdir().unwrap();
+        let why = placed(Flavor::MySql97, outside.path())
+            .unwrap_err()
+            .to_string();
+        assert!(why.contains("is outside") && !why.contains('\n'), "{why}");
+        let (root, seen) = placed(Flavor::MariaDb1011, outside.path()).unwrap();
+        assert!(root.is_none() && seen.root() == outside.path());
+        std::env::remove_var("PSPROBE_SID_ROOT");
+    }
 }

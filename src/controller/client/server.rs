@@ -552,35 +552,38 @@ impl Controller {
     }
 
     fn sql_error(&self, e: MyError, what: &str) -> ControllerError {
-        match e {
-            MyError::Server(s) if code::is_missing_privilege(s.code) => {
-                ControllerError::NoPrivilege {
-                    target: self.target.clone(),
-                    account: self.info.account.clone(),
-                    action: what.into(),
-                    code: s.code,
-                    message: s.message,
-                }
-            }
-            MyError::Server(s) if code::ends_the_connection(s.code) => {
-                ControllerError::Connection {
-                    target: self.target.clone(),
-                    action: what.into(),
-                    reason: format!("MySQL error {}: {}", s.code, s.message),
-                }
-            }
-            MyError::Server(s) => ControllerError::Sql {
-                target: self.target.clone(),
-                action: what.into(),
-                code: s.code,
-                message: s.message,
-            },
-            other => ControllerError::Connection {
-                target: self.target.clone(),
-                action: what.into(),
-                reason: client_error_text(&other),
-            },
-        }
+        statement_error(e, &self.target, &self.info.account, what)
+    }
+}
+
+/// A failed statement, as the controller acts on it: a missing privilege, a lost connection (the
+/// schedule waits for the server: MySQL answers 1053 as it shuts down, where MariaDB closes the
+/// connection), or the statement's own failure.
+fn statement_error(e: MyError, target: &str, account: &str, what: &str) -> ControllerError {
+    match e {
+        MyError::Server(s) if code::is_missing_privilege(s.code) => ControllerError::NoPrivilege {
+            target: target.to_string(),
+            account: account.to_string(),
+            action: what.into(),
+            code: s.code,
+            message: s.message,
+        },
+        MyError::Server(s) if code::ends_the_connection(s.code) => ControllerError::Connection {
+            target: target.to_string(),
+            action: what.into(),
+            reason: format!("MySQL error {}: {}", s.code, s.message),
+        },
+        MyError::Server(s) => ControllerError::Sql {
+            target: target.to_string(),
+            action: what.into(),
+            code: s.code,
+            message: s.message,
+        },
+        other => ControllerError::Connection {
+            target: target.to_string(),
+            action: what.into(),
+            reason: client_error_text(&other),
+        },
     }
 }
 
@@ -668,17 +671,34 @@ mod tests {
 
     #[test]
     fn a_server_going_away_is_a_lost_connection_not_a_failed_statement() {
+        let answer = |code: u16| {
+            let e = MyError::Server(mysql_async::ServerError {
+                code,
+                message: "said".into(),
+                state: "HY000".into(),
+            });
+            statement_error(e, "u@db:3306", "'u'@'%'", "apply a scenario")
+        };
         for code in [
             code::SERVER_SHUTDOWN,
             code::CONNECTION_KILLED,
             code::SESSION_WAS_KILLED,
         ] {
-            assert!(code::ends_the_connection(code), "{code}");
+            let e = answer(code);
+            assert!(
+                matches!(&e, ControllerError::Connection { reason, .. } if reason.contains(&code.to_string())),
+                "{code}: {e:?}"
+            );
         }
+        // A KILL QUERY leaves the connection: the statement failed, not the server.
         assert!(
-            !code::ends_the_connection(1317),
-            "a KILL QUERY leaves the connection"
+            matches!(answer(1317), ControllerError::Sql { code: 1317, .. }),
+            "{:?}",
+            answer(1317)
         );
-        assert!(!code::ends_the_connection(code::ACCESS_DENIED));
+        assert!(matches!(
+            answer(1142),
+            ControllerError::NoPrivilege { code: 1142, .. }
+        ));
     }
 }

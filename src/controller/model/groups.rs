@@ -65,6 +65,26 @@ impl Group {
 }
 
 impl Group {
+    /// Whether the server lacks the group: none of its consumers (when it names any) or none
+    /// of its instruments (when it names any). MariaDB has statement instruments but not
+    /// MySQL's CPU consumer: `statement_cpu` there would measure the statements alone under
+    /// another name.
+    pub fn missing_on(&self, server: &SetupState) -> bool {
+        self.missing_kind(server).is_some()
+    }
+
+    /// What the server lacks of the group, for messages: "consumers" or "instruments".
+    pub fn missing_kind(&self, server: &SetupState) -> Option<&'static str> {
+        let (consumers, instruments) = self.rows_on(server);
+        if !self.instruments.is_empty() && instruments == 0 {
+            Some("instruments")
+        } else if !self.consumers.is_empty() && consumers == 0 {
+            Some("consumers")
+        } else {
+            None
+        }
+    }
+
     /// Of the server's instruments the group turns on, those that no UPDATE switches off (the
     /// built-in memory/performance_schema/% ones): the group is never quite off where they are.
     pub fn rows_always_on(&self, server: &SetupState) -> usize {
@@ -178,6 +198,27 @@ impl Groups {
                         "events_transactions_history_long",
                     ],
                     &["transaction"],
+                ),
+                group(
+                    "idle",
+                    "sessions waiting for their next statement (the idle instrument's \
+                     events_waits_*)",
+                    &WAITS,
+                    &["idle"],
+                ),
+                // MySQL 8.0+ only: a server without these rows leaves the groups out.
+                group(
+                    "errors",
+                    "errors and warnings raised (events_errors_summary_* tables; MySQL)",
+                    &[],
+                    &["error"],
+                ),
+                group(
+                    "statement_cpu",
+                    "statement CPU time (the events_statements_cpu consumer: CPU_TIME in the \
+                     statement tables; MySQL)",
+                    &["events_statements_cpu"],
+                    &["statement/%"],
                 ),
             ],
         }
@@ -437,26 +478,45 @@ mod tests {
                 "table_io",
                 "metadata_locks",
                 "memory",
-                "transactions"
+                "transactions",
+                "idle",
+                "errors",
+                "statement_cpu"
             ]
         );
         let s = server();
         assert_eq!(g.find("statements").unwrap().rows_on(&s), (2, 1));
         assert_eq!(g.find("sync_waits").unwrap().rows_on(&s), (1, 1));
         assert_eq!(g.find("transactions").unwrap().rows_on(&s), (0, 0));
+        assert_eq!(g.find("idle").unwrap().rows_on(&s), (1, 1));
+        // MySQL's: this server (MariaDB's shape) has no row of them.
+        assert_eq!(g.find("errors").unwrap().rows_on(&s), (0, 0));
+        assert_eq!(g.find("statement_cpu").unwrap().rows_on(&s), (0, 1));
+        // A group is missing when either kind it names is absent.
+        assert!(g.find("statement_cpu").unwrap().missing_on(&s));
+        assert!(g.find("errors").unwrap().missing_on(&s));
+        assert!(g.find("transactions").unwrap().missing_on(&s));
+        assert!(
+            !g.find("memory").unwrap().missing_on(&s),
+            "no consumer named"
+        );
+        assert!(!g.find("statements").unwrap().missing_on(&s));
     }
 
     #[test]
     fn rows_no_group_covers_and_rows_always_on_are_named() {
         let mut s = server();
         s.consumers.push(c("events_statements_cpu", false));
+        s.consumers.push(c("events_brand_new", false));
         s.instruments.push(i("error", true, None));
+        s.instruments.push(i("brand_new/class", true, None));
         s.instruments
             .push(i("memory/performance_schema/mutex_instances", true, None));
         let g = Groups::builtin();
         let none = g.uncovered(&s);
-        assert_eq!(none.consumers, ["events_statements_cpu"]);
-        assert_eq!(none.instruments, ["idle", "error"]);
+        // MySQL 9.7's idle, error and CPU rows have groups; a class a later server adds does not.
+        assert_eq!(none.consumers, ["events_brand_new"]);
+        assert_eq!(none.instruments, ["brand_new/class"]);
         let memory = g.find("memory").unwrap();
         assert_eq!(memory.rows_on(&s), (0, 2));
         assert_eq!(memory.rows_always_on(&s), 1);

@@ -1,5 +1,5 @@
 //! An attribution run's plan: the groups asked for, fitted to the rows the server has (a group
-//! with none of its rows is reported and left out), the fractional factorial design over them
+//! the server lacks is reported and left out), the fractional factorial design over them
 //! (`analysis::design`), its points as scenarios, and the slot order's units: each design point
 //! next to its mirror, and [`BASE_PAIRS`] pairs of nothing instrumented next to global and
 //! thread instrumentation only (the base every configuration with a group pays, and so every
@@ -56,8 +56,8 @@ impl AttributionPlan {
     }
 }
 
-/// Fits the plan to the server's rows: leaves out (and says so) groups the server has no row
-/// of, refuses if a needed group is among them or none is left, and makes the design's
+/// Fits the plan to the server's rows: leaves out (and says so) groups the server lacks
+/// ([`Group::missing_on`]), refuses if a needed group is among them or none is left, and makes the design's
 /// scenarios the run's (the nothing-instrumented check first, then every point) with their
 /// slot units.
 pub fn fit(settings: &mut ControllerSettings, server: &SetupState) -> Result<Vec<String>> {
@@ -67,11 +67,11 @@ pub fn fit(settings: &mut ControllerSettings, server: &SetupState) -> Result<Vec
     let mut notes = Vec::new();
     let mut kept = Vec::new();
     for group in plan.groups.drain(..) {
-        if group.rows_on(server) == (0, 0) {
+        if let Some(kind) = group.missing_kind(server) {
             if plan.need.contains(&group.name) {
                 return Err(ControllerError::Groups {
                     reason: format!(
-                        "--need {}: this server has none of its rows ({}); it cannot be \
+                        "--need {}: this server has none of its {kind} ({}); it cannot be \
                          measured or recommended here",
                         group.name,
                         group
@@ -85,7 +85,7 @@ pub fn fit(settings: &mut ControllerSettings, server: &SetupState) -> Result<Vec
                 });
             }
             notes.push(format!(
-                "group {} left out: this server has none of its rows",
+                "group {} left out: this server has none of its {kind}",
                 group.name
             ));
         } else {
@@ -204,7 +204,7 @@ mod tests {
         let notes = fit(&mut s, &server()).unwrap();
         assert_eq!(
             notes,
-            ["group transactions left out: this server has none of its rows"]
+            ["group transactions left out: this server has none of its instruments"]
         );
         let plan = s.attribution.as_ref().unwrap();
         assert_eq!(plan.groups.len(), 4);
@@ -257,7 +257,7 @@ mod tests {
         let mut s = settings(&["statements", "transactions"], &["transactions"]);
         let e = fit(&mut s, &server()).unwrap_err().to_string();
         assert!(
-            e.contains("--need transactions") && e.contains("none of its rows"),
+            e.contains("--need transactions") && e.contains("none of its instruments"),
             "{e}"
         );
         let mut s = settings(&["transactions"], &[]);

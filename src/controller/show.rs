@@ -91,7 +91,7 @@ pub fn groups(groups: &Groups, sql: bool, server: Option<&SetupState>) -> String
             let _ = writeln!(
                 out,
                 "    on this server: {instruments} instrument(s){fixed}, {consumers} consumer(s){}",
-                if g.missing_on(state) {
+                if g.missing_kind(state).is_some() {
                     ": not this server's; an attribution leaves it out"
                 } else {
                     ""

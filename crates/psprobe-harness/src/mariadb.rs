@@ -1,8 +1,5 @@
 //! mariadbd and the `mariadb` CLI.
 
-/// The Debian package's server binary.
-pub const MARIADBD: &str = "/usr/sbin/mariadbd";
-
 /// Whether this process runs as root: mariadbd refuses to start as root without `--user=root`.
 pub fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")

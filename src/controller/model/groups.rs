@@ -65,15 +65,10 @@ impl Group {
 }
 
 impl Group {
-    /// Whether the server lacks the group: none of its consumers (when it names any) or none
-    /// of its instruments (when it names any). MariaDB has statement instruments but not
-    /// MySQL's CPU consumer: `statement_cpu` there would measure the statements alone under
-    /// another name.
-    pub fn missing_on(&self, server: &SetupState) -> bool {
-        self.missing_kind(server).is_some()
-    }
-
-    /// What the server lacks of the group, for messages: "consumers" or "instruments".
+    /// What the server lacks of the group, if it lacks it: "instruments" (none of those it
+    /// names) or "consumers" (none of those it names, when it names any). MariaDB has statement
+    /// instruments but not MySQL's CPU consumer: `statement_cpu` there would measure the
+    /// statements alone under another name.
     pub fn missing_kind(&self, server: &SetupState) -> Option<&'static str> {
         let (consumers, instruments) = self.rows_on(server);
         if !self.instruments.is_empty() && instruments == 0 {
@@ -493,14 +488,12 @@ mod tests {
         assert_eq!(g.find("errors").unwrap().rows_on(&s), (0, 0));
         assert_eq!(g.find("statement_cpu").unwrap().rows_on(&s), (0, 1));
         // A group is missing when either kind it names is absent.
-        assert!(g.find("statement_cpu").unwrap().missing_on(&s));
-        assert!(g.find("errors").unwrap().missing_on(&s));
-        assert!(g.find("transactions").unwrap().missing_on(&s));
-        assert!(
-            !g.find("memory").unwrap().missing_on(&s),
-            "no consumer named"
-        );
-        assert!(!g.find("statements").unwrap().missing_on(&s));
+        let missing = |name: &str| g.find(name).unwrap().missing_kind(&s);
+        assert_eq!(missing("statement_cpu"), Some("consumers"));
+        assert_eq!(missing("errors"), Some("instruments"));
+        assert_eq!(missing("transactions"), Some("instruments"));
+        assert_eq!(missing("memory"), None, "no consumer named");
+        assert_eq!(missing("statements"), None);
     }
 
     #[test]

@@ -57,7 +57,7 @@ impl AttributionPlan {
 }
 
 /// Fits the plan to the server's rows: leaves out (and says so) groups the server lacks
-/// ([`Group::missing_on`]), refuses if a needed group is among them or none is left, and makes the design's
+/// ([`Group::missing_kind`]), refuses if a needed group is among them or none is left, and makes the design's
 /// scenarios the run's (the nothing-instrumented check first, then every point) with their
 /// slot units.
 pub fn fit(settings: &mut ControllerSettings, server: &SetupState) -> Result<Vec<String>> {

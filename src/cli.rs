@@ -44,6 +44,10 @@ pub enum Command {
     /// The seed study automated: every workload x concurrency, scenarios cycled, one table
     /// per workload.
     Experiment(crate::demo::experiment::ExperimentArgs),
+    /// Scenarios entered by restart, measured as a duet: two throwaway servers with the same
+    /// data, loaded at once, restarted together into the two scenarios of each pair, the
+    /// roles swapped every phase (the host's noise hits both and cancels).
+    Duet(crate::demo::duet::DuetArgs),
     /// Print the fingerprint and digest id of statements (--query, stdin or files), computed
     /// as the proxy computes them.
     Digest(crate::digest_cli::DigestArgs),

@@ -20,6 +20,7 @@ fn main() -> ExitCode {
         Command::Report(args) => psprobe::report::run(&args),
         Command::Demo(args) => psprobe::demo::run(&args),
         Command::Experiment(args) => psprobe::demo::experiment::run(&args),
+        Command::Duet(args) => psprobe::demo::duet::run(&args),
         Command::Digest(args) => psprobe::digest_cli::run(&args),
     };
     finish(result)

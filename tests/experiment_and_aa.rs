@@ -440,12 +440,7 @@ impl Drop for LeftServer {
 
 /// True when some process's command line names `dir` (the left server's datadir is in it).
 fn process_in(dir: &str) -> bool {
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .any(|cmd| String::from_utf8_lossy(&cmd).contains(dir))
+    common::procfs::any_process_with(dir)
 }
 
 /// A study killed (SIGKILL) during its second run goes on there with `--resume`: the first

@@ -27,6 +27,7 @@ pub(crate) mod baseline;
 pub(crate) mod bootstrap;
 pub(crate) mod carryover;
 pub(crate) mod design;
+pub(crate) mod duet;
 pub(crate) mod estimate;
 pub(crate) mod kendall;
 pub(crate) mod mix;

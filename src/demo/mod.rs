@@ -11,6 +11,8 @@ pub mod budget;
 pub mod cells;
 mod compare;
 mod direct_check;
+pub mod duet;
+mod duet_report;
 pub mod experiment;
 pub mod published;
 pub mod server_choice;
@@ -134,46 +136,7 @@ pub fn run_schedule(
     who: &str,
 ) -> anyhow::Result<()> {
     let _ = std::fs::remove_file(&run.phase_log);
-    let mut catalog = run.catalog.clone();
-    for name in &run.scenarios {
-        catalog.resolve(name)?;
-    }
-    let phase = match plan.phase {
-        Some(p) => p,
-        None => crate::duration::parse_duration("phase", DEFAULT_PHASE)?,
-    };
-    let settings = ControllerSettings {
-        dsn: ControllerDsn::parse(&server.dsn(), "the throwaway server")?,
-        slow_reference: default_slow_reference(&catalog, &run.scenarios),
-        catalog,
-        scenarios: run.scenarios.clone(),
-        phase,
-        settle: plan.settle,
-        segment: Duration::from_secs(5),
-        restart_settle: plan.restart_settle,
-        restart_settle_auto: true,
-        slow_phase: plan.slow_phase,
-        slow_blocks: plan.slow_blocks,
-        slow_every: Duration::from_secs(120),
-        blocks: None,
-        duration: Some(plan.duration),
-        target_halfwidth: plan.target_halfwidth,
-        seed: plan.seed.unwrap_or(20261129),
-        state_file: server.dir().join("ps-snapshot.json"),
-        phase_log: run.phase_log.clone(),
-        restart_cmd: Some(server.restart_cmd()),
-        restart_timeout: Duration::from_secs(120),
-        stop_timeout: Duration::from_secs(30),
-        config_path: None,
-        upstream: server.addr(),
-        identity: format!("psprobe-{who}"),
-        on_phase: None,
-        // The throwaway server runs here; its pid file follows it across restarts.
-        mysqld_pid: Some(crate::controller::client::server_cpu::PidSource::File(
-            server.pid_file(),
-        )),
-        attribution: run.attribution.clone(),
-    };
+    let settings = controller_settings(server, plan, run, &run.phase_log, who)?;
     let nominal = plan.nominal();
     crate::runtime::block_on_multi_thread(async {
         let config = local_proxy_config(&server.addr());
@@ -214,6 +177,57 @@ pub fn run_schedule(
         load.stop();
         running.shutdown().await;
         anyhow::Ok(())
+    })
+}
+
+/// The controller's settings for `run` on `server` under `plan`, its phase log at `phase_log`.
+fn controller_settings(
+    server: &throwaway::Throwaway,
+    plan: &Plan,
+    run: &ScheduledRun,
+    phase_log: &std::path::Path,
+    who: &str,
+) -> anyhow::Result<ControllerSettings> {
+    let mut catalog = run.catalog.clone();
+    for name in &run.scenarios {
+        catalog.resolve(name)?;
+    }
+    let phase = match plan.phase {
+        Some(p) => p,
+        None => crate::duration::parse_duration("phase", DEFAULT_PHASE)?,
+    };
+    Ok(ControllerSettings {
+        dsn: ControllerDsn::parse(&server.dsn(), "the throwaway server")?,
+        slow_reference: default_slow_reference(&catalog, &run.scenarios),
+        catalog,
+        scenarios: run.scenarios.clone(),
+        phase,
+        settle: plan.settle,
+        segment: Duration::from_secs(5),
+        restart_settle: plan.restart_settle,
+        restart_settle_auto: true,
+        slow_phase: plan.slow_phase,
+        slow_blocks: plan.slow_blocks,
+        slow_every: Duration::from_secs(120),
+        blocks: None,
+        duration: Some(plan.duration),
+        target_halfwidth: plan.target_halfwidth,
+        seed: plan.seed.unwrap_or(20261129),
+        state_file: server.dir().join("ps-snapshot.json"),
+        phase_log: phase_log.to_path_buf(),
+        restart_cmd: Some(server.restart_cmd()),
+        restart_timeout: Duration::from_secs(120),
+        stop_timeout: Duration::from_secs(30),
+        config_path: None,
+        upstream: server.addr(),
+        identity: format!("psprobe-{who}"),
+        on_phase: None,
+        // The throwaway server runs here; its pid file follows it across restarts.
+        mysqld_pid: Some(crate::controller::client::server_cpu::PidSource::File(
+            server.pid_file(),
+        )),
+        attribution: run.attribution.clone(),
+        duet: None,
     })
 }
 

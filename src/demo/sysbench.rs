@@ -105,6 +105,19 @@ impl Load {
         time: Duration,
         output: &Path,
     ) -> anyhow::Result<Self> {
+        Self::start_pinned(addr, workload, tables, threads, time, output, None)
+    }
+
+    /// As [`Load::start_workload`], sysbench on `cpus` only (`taskset -c`) when given.
+    pub fn start_pinned(
+        addr: &str,
+        workload: &str,
+        tables: &Tables,
+        threads: u32,
+        time: Duration,
+        output: &Path,
+        cpus: Option<String>,
+    ) -> anyhow::Result<Self> {
         use std::sync::atomic::{AtomicBool, Ordering};
         use std::sync::{Arc, Mutex};
         let file = std::fs::File::create(output)
@@ -133,7 +146,15 @@ impl Load {
                 let (Ok(out), Ok(err)) = (file.try_clone(), file.try_clone()) else {
                     break;
                 };
-                let spawned = Command::new("sysbench")
+                let mut command = match &cpus {
+                    Some(cpus) => {
+                        let mut c = Command::new("taskset");
+                        c.args(["-c", cpus, "sysbench"]);
+                        c
+                    }
+                    None => Command::new("sysbench"),
+                };
+                let spawned = command
                     .args(&args)
                     .arg(format!("--time={}", left.as_secs().max(1)))
                     .arg("run")

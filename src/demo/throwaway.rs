@@ -38,7 +38,14 @@ pub struct Throwaway {
 /// command line is the harness's (the same files and options the tests' servers use), sized
 /// for the demo's load. `host` holds the files' paths on the host (the script's), `seen` the
 /// same as the server sees them (inside its tree).
-fn control_script(server: &ServerChoice, host: &Layout, seen: &Layout, port: u16) -> String {
+/// With `cpus`, the server runs on those CPUs only (`taskset -c`).
+fn control_script(
+    server: &ServerChoice,
+    host: &Layout,
+    seen: &Layout,
+    port: u16,
+    cpus: Option<&str>,
+) -> String {
     let q = |p: &Path| shell_quote(&p.display().to_string());
     let words = |args: Vec<String>| {
         args.iter()
@@ -46,10 +53,13 @@ fn control_script(server: &ServerChoice, host: &Layout, seen: &Layout, port: u16
             .collect::<Vec<_>>()
             .join(" ")
     };
-    let mut program: Vec<String> = match &server.tree {
-        Some(tree) => vec!["chroot".into(), tree.display().to_string()],
+    let mut program: Vec<String> = match cpus {
+        Some(cpus) => vec!["taskset".into(), "-c".into(), cpus.into()],
         None => Vec::new(),
     };
+    if let Some(tree) = &server.tree {
+        program.extend(["chroot".into(), tree.display().to_string()]);
+    }
     program.push(server.program.clone());
     let program = words(program);
     let mut args = server.flavor().server_args(seen, port, "127.0.0.1");
@@ -150,7 +160,7 @@ impl Throwaway {
             );
         }
         let script = dir.path().join("server.sh");
-        std::fs::write(&script, control_script(server, &layout, &seen, port))
+        std::fs::write(&script, control_script(server, &layout, &seen, port, None))
             .context("cannot write the control script")?;
         let me = Throwaway {
             dir,
@@ -163,6 +173,59 @@ impl Throwaway {
              GRANT ALL PRIVILEGES ON *.* TO '{USER}'@'%'; CREATE DATABASE {DATABASE};"
         ))?;
         Ok(me)
+    }
+
+    /// A second server with this one's data (a duet's other side): this one is stopped, its
+    /// data directory copied to a new temporary directory served on a new port, and both are
+    /// started with performance_schema ON.
+    pub fn twin(&self, server: &ServerChoice) -> anyhow::Result<Self> {
+        let dir = tempfile::Builder::new()
+            .prefix(DIR_PREFIX)
+            .tempdir_in(server.temp_parent())
+            .context("cannot create a temporary directory")?;
+        let port = psprobe_harness::ports::free_port().context("no free local port")?;
+        let (from, to) = (self.layout(), Layout::new(dir.path()));
+        self.control(&["stop"])?;
+        let copied = Command::new("cp")
+            .arg("-a")
+            .arg(from.datadir())
+            .arg(to.datadir())
+            .status()
+            .context("cannot run cp")?;
+        // This side serves again whatever the copy did.
+        self.control(&["start", "ON"])?;
+        if !copied.success() {
+            bail!(
+                "cannot copy {} to {}",
+                from.datadir().display(),
+                to.datadir().display()
+            );
+        }
+        std::fs::create_dir_all(to.tmpdir()).context("cannot create the server's tmp")?;
+        let seen = Layout::new(server.seen(dir.path()));
+        std::fs::write(
+            dir.path().join("server.sh"),
+            control_script(server, &to, &seen, port, None),
+        )
+        .context("cannot write the control script")?;
+        let twin = Throwaway {
+            dir,
+            port,
+            name: server.name(),
+        };
+        twin.control(&["start", "ON"])?;
+        Ok(twin)
+    }
+
+    /// From the next start on, the server runs on `cpus` only (a list `taskset -c` takes).
+    pub fn pin(&self, server: &ServerChoice, cpus: &str) -> anyhow::Result<()> {
+        let layout = self.layout();
+        let seen = Layout::new(server.seen(self.dir.path()));
+        std::fs::write(
+            self.script(),
+            control_script(server, &layout, &seen, self.port, Some(cpus)),
+        )
+        .context("cannot write the control script")
     }
 
     fn control(&self, args: &[&str]) -> anyhow::Result<()> {
@@ -259,6 +322,57 @@ impl Throwaway {
 impl Drop for Throwaway {
     fn drop(&mut self) {
         let _ = Command::new("sh").arg(self.script()).arg("stop").status();
+        // A restart cut short (psprobe stopped by a signal) may have started a server that has
+        // not written its pid file yet: it runs in a session of its own, so nothing else stops
+        // it. Found by the folder's unique name in its command line.
+        if let Some(name) = self.dir.path().file_name() {
+            stop_servers_in(&format!("/{}/", name.to_string_lossy()));
+        }
         // TempDir removes the data directory.
+    }
+}
+
+/// Stops every process whose command line holds `needle` (SIGTERM, then SIGKILL after 30 s)
+/// and waits until they are gone.
+fn stop_servers_in(needle: &str) {
+    let pids = |needle: &str| -> Vec<i32> {
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|&pid| pid != std::process::id() as i32)
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
+            })
+            .filter(|pid| {
+                // A zombie is gone already (its parent, init, reaps it).
+                !std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|s| {
+                    s.lines()
+                        .any(|l| l.starts_with("State:") && l.contains('Z'))
+                })
+            })
+            .collect()
+    };
+    let found = pids(needle);
+    if found.is_empty() {
+        return;
+    }
+    for &pid in &found {
+        // SAFETY: kill(2) with a pid read from /proc; a process gone meanwhile gives ESRCH.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+    }
+    let deadline = Instant::now() + std::time::Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if pids(needle).is_empty() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    for pid in pids(needle) {
+        // SAFETY: as above.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
     }
 }

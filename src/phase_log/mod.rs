@@ -97,6 +97,9 @@ pub struct RunRecord {
     /// An attribution run's plan (`--attribute`): its groups and design.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attribution: Option<AttributionRecord>,
+    /// A duet run's side ("a" or "b"): its partner's log holds the other server's phases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duet_side: Option<String>,
 }
 
 /// What an attribution run measures: the groups (what each turns on, so a report can print the

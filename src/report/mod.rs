@@ -210,6 +210,13 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
         .iter()
         .flat_map(|l| l.contents.runs.iter().cloned())
         .collect();
+    let sides: std::collections::BTreeSet<&str> =
+        runs.iter().filter_map(|r| r.duet_side.as_deref()).collect();
+    if sides.len() > 1 {
+        anyhow::bail!(
+            "these logs are both sides of a duet run (two servers), which cannot be merged as one server's phases: psprobe duet wrote their report beside them; psprobe report takes one side's log (its phases as sequential restart pairs)"
+        );
+    }
     let phases = merge::merge(logs)?;
     if let Some(p) = args.budget {
         if !(p > 0.0 && p <= 100.0) {

@@ -1,6 +1,17 @@
-//! What a process costs, from /proc: open descriptors, resident memory, CPU time.
+//! What a process costs, from /proc: open descriptors, resident memory, CPU time; whether a
+//! process with a given command line runs.
 
 use std::fs;
+
+/// Whether any process's command line holds `text` (NUL separates its arguments).
+pub fn any_process_with(text: &str) -> bool {
+    fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| fs::read(e.path().join("cmdline")).ok())
+        .any(|cmd| String::from_utf8_lossy(&cmd).contains(text))
+}
 
 /// Open file descriptors of `pid`.
 pub fn open_fds(pid: u32) -> usize {

@@ -280,6 +280,7 @@ impl ScheduleArgs {
             on_phase: None,
             mysqld_pid: self.mysqld_pid.map(PidSource::Fixed),
             attribution,
+            duet: None,
         }))
     }
 

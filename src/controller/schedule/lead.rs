@@ -19,6 +19,7 @@ use crate::observe::ControllerHandle;
 use crate::stats::{ScenarioId, SlotState};
 
 use super::as_found::record_claim;
+use super::duet::PartnerGone;
 use super::lead_server::LeadServer;
 use super::mode::{ServerMode, MAX_RESTART_FAILURES};
 use super::phase_tracker::{PhaseTracker, SlotStart};
@@ -84,6 +85,8 @@ pub(crate) struct Leader<'a, S: LeadServer> {
     pub started: Instant,
     /// The phase number the next slot takes (a confirmation goes on from there).
     pub next_phase: u64,
+    /// The duet's partner ended, so this side's run is over (done, not stopped).
+    duet_over: bool,
 }
 
 /// A stop was requested (the step did not complete).
@@ -111,6 +114,7 @@ impl<'a, S: LeadServer> Leader<'a, S> {
             last_fast: None,
             started: Instant::now(),
             next_phase,
+            duet_over: false,
         }
     }
 
@@ -165,6 +169,9 @@ impl<'a, S: LeadServer> Leader<'a, S> {
                 // Keep what the segment measured so far; the slot in progress counts for nothing.
                 self.out.tracker.abandon_slot();
                 self.end_segment()?;
+                if self.duet_over {
+                    return self.done();
+                }
                 return Ok(false);
             }
         }
@@ -518,6 +525,10 @@ impl<'a, S: LeadServer> Leader<'a, S> {
     ) -> Result<std::result::Result<(), Stopped>> {
         let name = self.s.scenarios[i].clone();
         let scenario = self.s.catalog.get(&name)?.clone();
+        // A duet's two restarts start together.
+        if let Err(stopped) = self.meet(2 * phase, Duration::ZERO).await {
+            return Ok(Err(stopped));
+        }
         self.server.ensure_lead().await?;
         let switched_at_ms = now_ms();
         self.unmeasured();
@@ -535,7 +546,12 @@ impl<'a, S: LeadServer> Leader<'a, S> {
         let timing = match self.restart(&into, &opts).await {
             Ok(timing) => timing,
             Err(ControllerError::Restart { reason }) => {
-                return self.restart_failed(i, (block, phase, switched_at_ms), reason);
+                let failed = self.restart_failed(i, (block, phase, switched_at_ms), reason);
+                // The partner goes on with the next phase's meeting, not this one's.
+                if let Err(stopped) = self.meet(2 * phase + 1, Duration::ZERO).await {
+                    return Ok(Err(stopped));
+                }
+                return failed;
             }
             Err(e) => return Err(e),
         };
@@ -559,14 +575,24 @@ impl<'a, S: LeadServer> Leader<'a, S> {
                 true
             }
         };
+        let side = self
+            .s
+            .duet
+            .as_ref()
+            .map_or(String::new(), |d| format!("duet side {}: ", d.side.label()));
         tracing::info!(
-            "restarted the server into {name} (slow pair {block}, performance_schema={}): {}",
+            "{side}restarted the server into {name} (slow pair {block}, performance_schema={}): {}",
             if scenario.wants_ps() { "ON" } else { "OFF" },
             timing.describe()
         );
+        // In a duet both windows open together once both servers are back, after the longer
+        // of the two sides' settle times.
+        let settle = match self.meet(2 * phase + 1, self.tuning.restart_settle).await {
+            Ok(settle) => settle,
+            Err(stopped) => return Ok(Err(stopped)),
+        };
         let t1 = Instant::now();
         self.publish_state(self.out.ids[i], SlotState::Settling, t1);
-        let settle = self.tuning.restart_settle;
         let measure = self.s.slow_phase.saturating_sub(settle);
         self.out.tracker.slot_started(&SlotStart {
             scenario: &name,
@@ -595,6 +621,27 @@ impl<'a, S: LeadServer> Leader<'a, S> {
         });
         self.out.tracker.slot_ended();
         Ok(done)
+    }
+
+    /// Meets the duet's partner at `step` (see [`super::duet::DuetSide::meet`]); at once with
+    /// `value` outside a duet. A partner that ended ends this side's run too (as done, not stopped).
+    async fn meet(&mut self, step: u64, value: Duration) -> std::result::Result<Duration, Stopped> {
+        let s = self.s;
+        let Some(duet) = &s.duet else {
+            return Ok(value);
+        };
+        let met = tokio::select! {
+            met = duet.meet(step, value) => met,
+            () = stopped(self.stop) => return Err(Stopped),
+        };
+        met.map_err(|PartnerGone| {
+            tracing::info!(
+                "the duet's side {} ends: its partner's run is over",
+                duet.side.label()
+            );
+            self.duet_over = true;
+            Stopped
+        })
     }
 
     /// Waits out a slow phase's settle time, then measures, sampling the statement rate every
@@ -637,6 +684,19 @@ impl<'a, S: LeadServer> Leader<'a, S> {
             if now >= end {
                 return (Ok(()), bins);
             }
+        }
+    }
+}
+
+/// Resolves once a stop is requested (at once if it was already).
+async fn stopped(stop: &mut watch::Receiver<bool>) {
+    loop {
+        if *stop.borrow_and_update() {
+            return;
+        }
+        if stop.changed().await.is_err() {
+            // The sender is gone: nobody can ask for a stop any more.
+            std::future::pending::<()>().await;
         }
     }
 }

@@ -9,6 +9,7 @@ pub mod args;
 pub(crate) mod as_found;
 pub mod attribution;
 pub(crate) mod confirm;
+pub mod duet;
 pub mod follow;
 pub(crate) mod follow_server;
 pub mod lead;

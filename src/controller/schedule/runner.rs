@@ -466,6 +466,17 @@ impl<'a> Runner<'a> {
         beat: &Heartbeat,
     ) -> Result<bool> {
         let s = self.s;
+        if let Some(duet) = &s.duet {
+            if !duet.first_lead() {
+                tracing::warn!(
+                    "duet side {}: the run was interrupted and is not resumed (its phases would be out of step with the other side's); what was measured stands",
+                    duet.side.label()
+                );
+                return Ok(true);
+            }
+        }
+        // However this lead ends, a duet's partner stops waiting for this side.
+        let _leave = super::duet::LeaveOnDrop(s.duet.as_ref());
         let Some(found) = self.found.as_mut() else {
             return Ok(false);
         };
@@ -856,6 +867,7 @@ fn write_run_record(log: &mut PhaseLog, s: &ControllerSettings, role: &str) -> R
             need: a.need.clone(),
             confirm_ms: a.confirm.map(|d| d.as_millis() as u64),
         }),
+        duet_side: s.duet.as_ref().map(|d| d.side.label().to_string()),
     };
     Ok(log.append(&record)?)
 }

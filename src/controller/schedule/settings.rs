@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::attribution::AttributionPlan;
+use super::duet::{DuetSide, Side};
 use super::timeline::TimelineConfig;
 use crate::controller::client::dsn::ControllerDsn;
 use crate::controller::client::server_cpu::PidSource;
@@ -63,6 +64,9 @@ pub struct ControllerSettings {
     /// `--attribute`: the groups to measure together in a factorial design (then `scenarios`
     /// are the design's points, once fitted to the server).
     pub attribution: Option<AttributionPlan>,
+    /// One side of a duet run (every scenario entered by restart, at the same moments as the
+    /// partner's server, the roles mirrored); `None`: a run of its own.
+    pub duet: Option<DuetSide>,
 }
 
 /// Receives each segment's records (one per scenario) once they are written.
@@ -75,8 +79,12 @@ pub fn initial_settle(phase: Duration) -> Duration {
 }
 
 impl ControllerSettings {
-    /// The scheduled scenarios switched at runtime (indices), in the order given.
+    /// The scheduled scenarios switched at runtime (indices), in the order given (none in a
+    /// duet: there every phase is entered by restart, at the partner's moment).
     pub fn fast_scenarios(&self) -> Vec<usize> {
+        if self.duet.is_some() {
+            return Vec::new();
+        }
         (0..self.scenarios.len())
             .filter(|&i| {
                 self.catalog
@@ -87,7 +95,18 @@ impl ControllerSettings {
     }
 
     /// The restart scenarios and their reference (indices); empty when nothing needs a restart.
+    /// In a duet every scenario, the reference (or the first) first.
     pub fn slow_scenarios(&self) -> Vec<usize> {
+        if self.duet.is_some() {
+            let reference = self
+                .slow_reference
+                .as_ref()
+                .and_then(|r| self.scenarios.iter().position(|s| s == r))
+                .unwrap_or(0);
+            return std::iter::once(reference)
+                .chain((0..self.scenarios.len()).filter(|&i| i != reference))
+                .collect();
+        }
         let restart: Vec<usize> = (0..self.scenarios.len())
             .filter(|&i| {
                 self.catalog
@@ -122,6 +141,7 @@ impl ControllerSettings {
                 .as_ref()
                 .map(|a| a.units.clone())
                 .unwrap_or_default(),
+            mirror: self.duet.as_ref().is_some_and(|d| d.side == Side::B),
         }
     }
 }
@@ -161,6 +181,7 @@ pub(crate) mod tests {
             on_phase: None,
             mysqld_pid: None,
             attribution: None,
+            duet: None,
         }
     }
 }

@@ -47,6 +47,9 @@ pub struct TimelineConfig {
     /// the units' order is shuffled, and each unit's own order; empty: every slot shuffled
     /// alone. The units hold every `fast` scenario, some several times.
     pub units: Vec<Vec<usize>>,
+    /// Each slow pair in the reverse order (side B of a duet: in every phase it runs the
+    /// scenario side A does not).
+    pub mirror: bool,
 }
 
 impl TimelineConfig {
@@ -286,7 +289,11 @@ impl Timeline {
         for u in block_order(restart.len(), block, seed) {
             let pair = [reference, restart[u]];
             let salt = seed ^ UNIT_SALT ^ (u as u64).wrapping_mul(0x9E37_79B9);
-            for i in block_order(2, block, salt) {
+            let mut order = block_order(2, block, salt);
+            if self.cfg.mirror {
+                order.reverse();
+            }
+            for i in order {
                 queue.push_back(Some(pair[i]));
             }
             queue.push_back(None);
@@ -335,6 +342,7 @@ mod tests {
             slow_every: Duration::from_secs(60),
             seed: 7,
             units: Vec::new(),
+            mirror: false,
         }
     }
 
@@ -401,6 +409,54 @@ mod tests {
             assert_eq!(of, [0, 1]);
         }
         assert!(slots.iter().enumerate().all(|(i, s)| s.2 == i as u64));
+    }
+
+    /// The slow steps' (scenario, block, phase) of a run.
+    fn slow_steps(steps: &[Step]) -> Vec<(usize, u64, u64)> {
+        steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Slow {
+                    scenario,
+                    block,
+                    phase,
+                } => Some((*scenario, *block, *phase)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_mirrored_timeline_runs_the_other_scenario_of_every_slow_phase() {
+        // A duet: nothing fast, two restart scenarios and their reference, six blocks.
+        let mut a = cfg(&[], &[0, 1, 2]);
+        a.slow_blocks = Some(6);
+        let mut b = a.clone();
+        b.mirror = true;
+        let (sa, sb) = (run(a, None, 1000), run(b, None, 1000));
+        // The same steps, segment ends included, at the same places.
+        assert_eq!(sa.len(), sb.len());
+        for (x, y) in sa.iter().zip(&sb) {
+            assert_eq!(
+                std::mem::discriminant(x),
+                std::mem::discriminant(y),
+                "{sa:?} / {sb:?}"
+            );
+        }
+        let (pa, pb) = (slow_steps(&sa), slow_steps(&sb));
+        assert_eq!(pa.len(), 6 * 2 * 2);
+        let mut a_first_ref = 0;
+        for (x, y) in pa.chunks(2).zip(pb.chunks(2)) {
+            // Same block and phase numbers; each phase the other scenario; both sides run
+            // both scenarios of the pair.
+            assert_eq!((x[0].1, x[0].2), (y[0].1, y[0].2));
+            assert_eq!((x[1].1, x[1].2), (y[1].1, y[1].2));
+            assert_eq!((x[0].0, x[1].0), (y[1].0, y[0].0), "{x:?} / {y:?}");
+            assert_ne!(x[0].0, y[0].0);
+            a_first_ref += usize::from(x[0].0 == 0);
+        }
+        // The order is random: side A starts some pairs with the reference, not all.
+        assert!((1..12).contains(&a_first_ref), "{a_first_ref}");
     }
 
     #[test]

@@ -9,6 +9,7 @@
 
 use std::time::Duration;
 
+use crate::analysis::duet::{analyze_duet, widest_halfwidth};
 use crate::analysis::restart_profile::restart_profile;
 use crate::analysis::switch_load::switch_load;
 use crate::analysis::{analyze_run, carryover, Options};
@@ -114,16 +115,34 @@ impl Tuning {
         if s.restart_settle_auto {
             self.retune_restart_settle(s, slow);
         }
+        if let Some(duet) = &s.duet {
+            duet.record_slow(slow);
+        }
         let Some(target) = s.target_halfwidth else {
             return;
         };
-        let widest = analyze_run(slow, None, &headline())
-            .ok()
-            .and_then(|a| a.slow_halfwidth());
+        let (widest, what) = match &s.duet {
+            // Both sides stop on the duet's interval (each side's own is the sequential one).
+            Some(duet) => {
+                let (a, b) = duet.slow_records();
+                let reference = s.slow_scenarios().first().map(|&i| s.scenarios[i].clone());
+                let duet = reference.map(|r| analyze_duet(&a, &b, &r, Options::default().level));
+                (
+                    duet.and_then(|d| widest_halfwidth(&d)),
+                    "every duet comparison",
+                )
+            }
+            None => (
+                analyze_run(slow, None, &headline())
+                    .ok()
+                    .and_then(|a| a.slow_halfwidth()),
+                "every restart comparison",
+            ),
+        };
         self.slow_precise = widest.is_some_and(|w| w <= target);
         if self.slow_precise {
             tracing::info!(
-                "every restart comparison is within +-{target} points (widest +-{:.2}); ending the slow blocks",
+                "{what} is within +-{target} points (widest +-{:.2}); ending the slow blocks",
                 widest.unwrap_or(0.0)
             );
         }

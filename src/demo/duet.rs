@@ -1,0 +1,394 @@
+//! `psprobe duet`: a duet run on two throwaway servers. The second is a copy of the first's
+//! prepared data; each has its own psprobe proxy (in this process) and its own sysbench; the
+//! two leaders restart their servers at the same moments into the two scenarios of each slow
+//! pair, measure the same seconds, and swap the roles at the next phase
+//! (`controller::schedule::duet`). The report sets the duet's estimate beside what the same
+//! phases say as sequential restart pairs on each server (`duet_report`).
+//!
+//! Must not: touch any server but the two it started, or leave processes behind.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use clap::Args;
+
+use super::{controller_settings, local_proxy_config, server_choice, sysbench, throwaway};
+use super::{Plan, ScheduledRun};
+use crate::app::launch;
+use crate::controller::model::catalog::Catalog;
+use crate::controller::schedule::duet::DuetSide;
+use crate::progress::Progress;
+
+const WORKLOADS: [&str; 3] = ["oltp_read_only", "oltp_read_write", "oltp_write_only"];
+
+#[derive(Debug, Args)]
+pub struct DuetArgs {
+    /// The scenarios, the reference first: every phase of each is entered by a restart, on
+    /// both servers at once [default: pfson_conoff_insoff,pfsoff, whether performance_schema
+    /// ON with nothing instrumented costs anything against OFF].
+    #[arg(long, value_delimiter = ',')]
+    pub scenarios: Vec<String>,
+    /// The server to start twice, as `psprobe demo --server` takes it.
+    #[arg(long, value_name = "NAME|PATH", default_value = "mariadb")]
+    pub server: String,
+    /// sysbench workload on each side.
+    #[arg(long, default_value = "oltp_read_only")]
+    pub workload: String,
+    /// sysbench threads on each side (each server gets this many clients).
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub threads: u32,
+    /// Longest the pairs may run.
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = crate::duration::duration_arg)]
+    pub duration: Duration,
+    /// Stop once every comparison's interval is within this many points (throughput and
+    /// mean latency) [default: run the whole --duration].
+    #[arg(long, value_name = "POINTS")]
+    pub target_halfwidth: Option<f64>,
+    /// One phase: the settle time after the restart (from the restart profile) and the
+    /// measured window.
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = crate::duration::duration_arg)]
+    pub slow_phase: Duration,
+    /// TOML file with `[[scenario]]` tables: scenarios of your own (an A/A twin of the
+    /// reference, to check that the duet's interval holds 0 when nothing differs).
+    #[arg(long, short = 'c', value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Where each side runs: `auto` (the CPUs this process may use, split in two halves: side
+    /// a's server and sysbench on the first, side b's on the second), `A/B` (two CPU lists as
+    /// `taskset -c` takes them, e.g. `0/1`), or `off` (both sides share every CPU). psprobe's
+    /// two proxies share the machine either way. Sharing lets each phase's CPU split between
+    /// the sides vary, which the duet cannot cancel (docs/measurement.md: 5x the noise here).
+    #[arg(long, value_name = "auto|off|CPUS/CPUS", default_value = "auto")]
+    pub pin: String,
+    /// Seed of the pairs' order [default: fixed].
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Only write the report again, from the phase logs a duet with the same -o left (e.g.
+    /// after an upgrade of the analysis); starts nothing.
+    #[arg(long)]
+    pub report_only: bool,
+    /// Markdown report [default: ./psprobe-duet.md]; both sides' phase logs (STEM.a.phases.jsonl,
+    /// STEM.b.phases.jsonl), the report's JSON and sysbench's output go beside it.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// What a duet run wrote.
+pub struct DuetFiles {
+    pub logs: [PathBuf; 2],
+    pub sysbench: [PathBuf; 2],
+    /// Where each side ran (one sentence, for the report).
+    pub placement: PathBuf,
+}
+
+impl DuetFiles {
+    /// The files of a duet whose report is `stem`.md.
+    pub fn beside(stem: &Path) -> Self {
+        let at =
+            |side: &str, what: &str| PathBuf::from(format!("{}.{side}.{what}", stem.display()));
+        DuetFiles {
+            logs: [at("a", "phases.jsonl"), at("b", "phases.jsonl")],
+            sysbench: [at("a", "sysbench.txt"), at("b", "sysbench.txt")],
+            placement: PathBuf::from(format!("{}.placement.txt", stem.display())),
+        }
+    }
+}
+
+pub fn run(args: &DuetArgs) -> anyhow::Result<()> {
+    crate::runtime::init_logging_from_env(Some(
+        "warn,psprobe::proxy=error,psprobe::controller::schedule::lead=info,psprobe::controller::schedule::tuning=info",
+    ));
+    let workload: &'static str = WORKLOADS
+        .iter()
+        .find(|w| **w == args.workload)
+        .copied()
+        .with_context(|| {
+            format!(
+                "unknown workload {}; use {}",
+                args.workload,
+                WORKLOADS.join(", ")
+            )
+        })?;
+    if args.threads == 0 {
+        bail!("--threads must be at least 1");
+    }
+    let scenarios = if args.scenarios.is_empty() {
+        vec!["pfson_conoff_insoff".to_string(), "pfsoff".to_string()]
+    } else {
+        args.scenarios.clone()
+    };
+    let mut catalog = Catalog::builtin();
+    if let Some(path) = &args.config {
+        let config = crate::controller::model::file::PsConfig::load(path)?;
+        catalog.add_toml(&config.text, &config.path)?;
+    }
+    for (i, name) in scenarios.iter().enumerate() {
+        catalog.resolve(name)?;
+        if scenarios[..i].contains(name) {
+            bail!("scenario {name} is listed twice in --scenarios; for an A/A duet define a twin under another name in --config");
+        }
+    }
+    if scenarios.len() < 2 {
+        bail!("--scenarios needs the reference and at least one scenario to compare with it");
+    }
+    pins(&args.pin)?;
+    if args.slow_phase < Duration::from_secs(2) {
+        bail!("--slow-phase must be at least 2s (the settle after a restart is at least 1s)");
+    }
+    let output = args
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("psprobe-duet.md"));
+    let stem = output.with_extension("");
+    let files = DuetFiles::beside(&stem);
+    if args.report_only {
+        let placement = std::fs::read_to_string(&files.placement).unwrap_or_default();
+        let report = super::duet_report::write(&files, &scenarios[0], placement.trim(), &output)?;
+        println!("{report}");
+        return Ok(());
+    }
+    let choice = server_choice::ServerChoice::resolve(&args.server)?;
+    println!(
+        "duet: starting two throwaway {} servers with the same data: {}",
+        choice.name(),
+        choice.version
+    );
+    let a = throwaway::Throwaway::start(&choice)?;
+    let tables = sysbench::Tables {
+        count: 4,
+        size: 10_000,
+    };
+    sysbench::prepare(&a.addr(), &tables)?;
+    let b = a.twin(&choice)?;
+    for (label, server) in [("a", &a), ("b", &b)] {
+        println!(
+            "duet: side {label} on {} (data in {})",
+            server.addr(),
+            server.dir().display()
+        );
+    }
+    let pins = pins(&args.pin)?;
+    let placement = match &pins {
+        Some([pa, pb]) => {
+            a.pin(&choice, pa)?;
+            b.pin(&choice, pb)?;
+            format!(
+                "Server a and its sysbench ran on CPUs {pa}, server b and its sysbench on {pb}; psprobe's two proxies shared the machine."
+            )
+        }
+        None => "Both sides shared every CPU (not pinned).".to_string(),
+    };
+    println!("duet: {placement}");
+    std::fs::write(&files.placement, &placement)
+        .with_context(|| format!("cannot write {}", files.placement.display()))?;
+    let plan = Plan {
+        duration: args.duration,
+        slow_phase: args.slow_phase,
+        restart_settle: Duration::from_secs(1),
+        slow_blocks: None,
+        seed: args.seed,
+        target_halfwidth: args.target_halfwidth,
+        ..Plan::runtime(false)
+    };
+    let run = ScheduledRun {
+        workload,
+        threads: args.threads,
+        catalog,
+        scenarios: scenarios.clone(),
+        attribution: None,
+        phase_log: files.logs[0].clone(),
+        sysbench_out: files.sysbench[0].clone(),
+    };
+    run_duet([&a, &b], &tables, &plan, &run, &files, pins, "duet")?;
+    drop((a, b));
+    let report = super::duet_report::write(&files, &scenarios[0], &placement, &output)?;
+    println!("\n{report}");
+    println!(
+        "duet: report {}; phase logs {} and {}",
+        output.display(),
+        files.logs[0].display(),
+        files.logs[1].display()
+    );
+    Ok(())
+}
+
+/// The two sides' CPU lists `--pin` asks for (`None`: shared).
+fn pins(pin: &str) -> anyhow::Result<Option<[String; 2]>> {
+    match pin {
+        "off" => Ok(None),
+        "auto" => Ok(split_in_halves(&allowed_cpus())),
+        _ => {
+            let (pa, pb) = pin
+                .split_once('/')
+                .filter(|(x, y)| valid_list(x) && valid_list(y))
+                .with_context(|| {
+                    format!(
+                        "--pin {pin}: give auto, off, or two CPU lists as A/B, e.g. 0/1 or 0-3/4-7"
+                    )
+                })?;
+            Ok(Some([pa.to_string(), pb.to_string()]))
+        }
+    }
+}
+
+/// A CPU list as `taskset -c` takes it: numbers, ranges, commas.
+fn valid_list(list: &str) -> bool {
+    !list.is_empty()
+        && list.split(',').all(|part| {
+            let mut ends = part.splitn(2, '-');
+            ends.all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        })
+}
+
+/// The CPUs this process may run on.
+fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity fills it for this
+    // process and reads nothing else.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let got =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if got != 0 {
+        return Vec::new();
+    }
+    (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: `cpu` is below CPU_SETSIZE, the set's size.
+        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+        .collect()
+}
+
+/// Two equal halves of `cpus` as CPU lists (an odd one out is left to psprobe); `None` below
+/// two CPUs.
+fn split_in_halves(cpus: &[usize]) -> Option<[String; 2]> {
+    let half = cpus.len() / 2;
+    if half == 0 {
+        return None;
+    }
+    let list = |c: &[usize]| c.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
+    Some([list(&cpus[..half]), list(&cpus[half..2 * half])])
+}
+
+/// Runs `run` as a duet on `servers` (side a, side b): a proxy, a controller and a sysbench
+/// load for each, in this process, until both schedules are done.
+pub fn run_duet(
+    servers: [&throwaway::Throwaway; 2],
+    tables: &sysbench::Tables,
+    plan: &Plan,
+    run: &ScheduledRun,
+    files: &DuetFiles,
+    pins: Option<[String; 2]>,
+    who: &str,
+) -> anyhow::Result<()> {
+    let (side_a, side_b) = DuetSide::pair();
+    let mut settings = Vec::new();
+    for (i, side) in [side_a, side_b].into_iter().enumerate() {
+        let _ = std::fs::remove_file(&files.logs[i]);
+        let mut s = controller_settings(servers[i], plan, run, &files.logs[i], who)?;
+        s.slow_reference = run.scenarios.first().cloned();
+        s.identity = format!("psprobe-{who}-{}", side.side.label());
+        s.duet = Some(side);
+        settings.push(s);
+    }
+    let nominal = plan.nominal();
+    crate::runtime::block_on_multi_thread(async {
+        let mut running = Vec::new();
+        let mut loads = Vec::new();
+        for (i, s) in settings.into_iter().enumerate() {
+            let config = local_proxy_config(&servers[i].addr());
+            let r = launch(&config, Some(s)).await?;
+            println!(
+                "{who}: side {} {} x {} threads through psprobe {} to {}; live page http://{}/",
+                ["a", "b"][i],
+                run.workload,
+                run.threads,
+                r.proxy_addr,
+                servers[i].addr(),
+                r.metrics_addr
+            );
+            // Longer than the schedule; stopped when it is done.
+            loads.push(sysbench::Load::start_pinned(
+                &r.proxy_addr.to_string(),
+                run.workload,
+                tables,
+                run.threads,
+                nominal + Duration::from_secs(600),
+                &files.sysbench[i],
+                pins.as_ref().map(|p| p[i].clone()),
+            )?);
+            running.push(r);
+        }
+        let mut progress = Progress::start(who, nominal + Duration::from_secs(15));
+        let mut ticker = tokio::time::interval(Duration::from_secs(1));
+        let (first, second) = running.split_at_mut(1);
+        let (ca, cb) = (first[0].controller.as_mut(), second[0].controller.as_mut());
+        let mut ended = None;
+        // SIGINT or SIGTERM: stop here, so the servers are stopped and their folders removed
+        // (they run in sessions of their own, so a terminal's Ctrl-C does not reach them).
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("cannot watch for SIGTERM")?;
+        let mut interrupted = false;
+        if let (Some(ca), Some(cb)) = (ca, cb) {
+            let both = async { tokio::join!(ca, cb) };
+            tokio::pin!(both);
+            loop {
+                tokio::select! {
+                    r = &mut both => {
+                        ended = Some(r);
+                        break;
+                    }
+                    _ = tokio::signal::ctrl_c() => { interrupted = true; break; }
+                    _ = term.recv() => { interrupted = true; break; }
+                    _ = ticker.tick() => progress.tick(),
+                }
+            }
+        }
+        progress.finish();
+        for load in loads {
+            load.stop();
+        }
+        for mut r in running {
+            r.controller = None;
+            r.shutdown().await;
+        }
+        if interrupted {
+            bail!("interrupted: both servers are stopped and their folders removed; nothing is reported");
+        }
+        let Some((ra, rb)) = ended else {
+            bail!("the duet's controllers did not start");
+        };
+        for (label, r) in [("a", ra), ("b", rb)] {
+            match r {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => bail!("side {label}'s schedule failed: {e}"),
+                Err(e) => bail!("side {label}'s schedule did not finish: {e}"),
+            }
+        }
+        anyhow::Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pin_lists() {
+        assert_eq!(pins("off").unwrap(), None);
+        assert_eq!(
+            pins("0-1/2,3").unwrap(),
+            Some(["0-1".to_string(), "2,3".to_string()])
+        );
+        for bad in ["0", "0/", "a/b", "0-/1", "0//1"] {
+            assert!(pins(bad).is_err(), "{bad}");
+        }
+        assert_eq!(split_in_halves(&[0]), None);
+        assert_eq!(
+            split_in_halves(&[0, 1]),
+            Some(["0".to_string(), "1".to_string()])
+        );
+        assert_eq!(
+            split_in_halves(&[0, 1, 2, 5, 7]),
+            Some(["0,1".to_string(), "2,5".to_string()])
+        );
+        assert!(!allowed_cpus().is_empty());
+    }
+}

@@ -1,0 +1,345 @@
+//! `psprobe duet` on real servers (issue 34): two throwaway servers with the same data, each
+//! loaded by its own sysbench through its own psprobe, restarted at the same moments into the
+//! two scenarios of each pair and measured over the same seconds, the roles swapped every
+//! phase. Once on MariaDB (the host's) and once on MySQL 9.7 (the sid tree): both sides'
+//! logs hold the other scenario in every phase's same window, the report holds the duet's
+//! estimate beside the sequential pairs' and the sides' CPU shares, and both servers are gone
+//! afterwards. The A/A duet (a twin of the reference) is measured in the docs' runs; here it
+//! runs on MariaDB for the plumbing (named twins, no interval claims on a few pairs).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use common::cli::psprobe;
+
+/// The phase records of one side's log by phase number: (scenario, block, from, to,
+/// verified, restarted).
+type Phases = BTreeMap<u64, (String, u64, u64, u64, bool, bool)>;
+
+fn side(path: &Path) -> (serde_json::Value, Phases) {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut run = serde_json::Value::Null;
+    let mut phases = Phases::new();
+    for line in text.lines() {
+        let r: serde_json::Value = serde_json::from_str(line).expect("a record");
+        match r["kind"].as_str() {
+            Some("run") => run = r,
+            Some("phase") => {
+                phases.insert(
+                    r["phase"].as_u64().unwrap(),
+                    (
+                        r["scenario"].as_str().unwrap().to_string(),
+                        r["block"].as_u64().unwrap(),
+                        r["measure_from_ms"].as_u64().unwrap(),
+                        r["measure_to_ms"].as_u64().unwrap(),
+                        r["verified"].as_bool().unwrap(),
+                        r["restarted"].as_bool().unwrap(),
+                    ),
+                );
+            }
+            _ => {}
+        }
+    }
+    (run, phases)
+}
+
+/// The servers `psprobe duet` named in `stdout` ("side X on ADDR (data in DIR)") are gone,
+/// and their folders with them.
+fn assert_servers_gone<'a>(stdout: impl IntoIterator<Item = &'a str>) {
+    let mut named = 0;
+    for line in stdout.into_iter().filter(|l| l.contains("(data in ")) {
+        named += 1;
+        let data = line
+            .split("(data in ")
+            .nth(1)
+            .unwrap()
+            .trim_end_matches(')');
+        assert!(!Path::new(data).exists(), "{data} left");
+        let port = line
+            .split(" on ")
+            .nth(1)
+            .and_then(|s| s.split_whitespace().next())
+            .and_then(|a| a.rsplit(':').next())
+            .unwrap_or_else(|| panic!("no port in {line}"));
+        assert!(
+            !common::procfs::any_process_with(&format!("--port={port}\u{0}")),
+            "a server on {port} was left"
+        );
+    }
+    assert_eq!(named, 2, "two servers named");
+}
+
+/// psprobe's WARN and ERROR lines (what a failed assertion shows of its log).
+fn warnings(stderr: &str) -> String {
+    stderr
+        .lines()
+        .filter(|l| l.contains(" WARN ") || l.contains(" ERROR ") || l.contains("error"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Runs `psprobe duet` with `extra` and checks what every duet must hold; returns the
+/// report's JSON comparisons.
+fn duet(
+    server: Option<&str>,
+    scenarios: &str,
+    extra: &[&str],
+    min_pairs: u64,
+) -> Vec<serde_json::Value> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let md = dir.path().join("duet.md");
+    let mut args = vec![
+        "duet",
+        "--scenarios",
+        scenarios,
+        "--threads",
+        "2",
+        "--slow-phase",
+        "3s",
+        "-o",
+        md.to_str().unwrap(),
+    ];
+    if let Some(server) = server {
+        args.extend(["--server", server]);
+    }
+    args.extend(extra);
+    let out = psprobe(&args);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let reference = scenarios.split(',').next().unwrap();
+
+    let (run_a, a) = side(&dir.path().join("duet.a.phases.jsonl"));
+    let (run_b, b) = side(&dir.path().join("duet.b.phases.jsonl"));
+    assert_eq!(run_a["duet_side"], "a", "{run_a}");
+    assert_eq!(run_b["duet_side"], "b", "{run_b}");
+    assert_ne!(run_a["upstream"], run_b["upstream"], "two servers");
+    // Every phase: entered by a restart on both sides, the other scenario of the pair on side
+    // b, the same block, and the same measured window (opened together once both were back).
+    let mut together = 0;
+    for (phase, (scenario, block, from, to, verified, restarted)) in &a {
+        let Some((other, b_block, b_from, b_to, b_verified, b_restarted)) = b.get(phase) else {
+            continue;
+        };
+        assert!(*restarted && *b_restarted, "phase {phase}");
+        assert!(
+            *verified && *b_verified,
+            "phase {phase}: {scenario} / {other}"
+        );
+        assert_eq!(
+            block,
+            b_block,
+            "phase {phase}: {a:?} / {b:?}\n{}",
+            warnings(&stderr)
+        );
+        assert_ne!(scenario, other, "phase {phase}: both sides ran {scenario}");
+        assert!(
+            scenario == reference || other == reference,
+            "phase {phase}: {scenario} / {other}"
+        );
+        assert!(
+            from.abs_diff(*b_from) <= 50 && to.abs_diff(*b_to) <= 50,
+            "phase {phase}: windows {from}..{to} and {b_from}..{b_to}"
+        );
+        together += 1;
+    }
+    assert!(
+        together as u64 >= 2 * min_pairs,
+        "{together} phases together: {a:?} / {b:?}"
+    );
+
+    // psprobe report reads one side's log (its phases as sequential pairs), and refuses to
+    // merge the two sides as if they were one server's probes.
+    let (log_a, log_b) = (
+        dir.path().join("duet.a.phases.jsonl"),
+        dir.path().join("duet.b.phases.jsonl"),
+    );
+    let out = psprobe(&["report", log_a.to_str().unwrap(), log_b.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("both sides of a duet"), "{err}");
+    assert_eq!(
+        err.lines().filter(|l| !l.trim().is_empty()).count(),
+        1,
+        "{err}"
+    );
+    let out = psprobe(&["report", log_a.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let doc = std::fs::read_to_string(&md).expect("the report");
+    let json: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("duet.json")).expect("json"))
+            .expect("the report's JSON");
+    for c in &json {
+        let scenario = c["scenario"].as_str().unwrap();
+        assert_eq!(c["reference"], reference, "{c}");
+        assert!(
+            c["throughput"]["pairs"].as_u64().unwrap() >= min_pairs,
+            "{c}"
+        );
+        assert!(
+            doc.contains(&format!("| {scenario} | {reference} |")),
+            "{doc}"
+        );
+        // The same phases as sequential pairs on each server, beside the duet's.
+        assert!(
+            c["sequential"][0]["pairs"].as_u64().unwrap() >= min_pairs,
+            "{c}"
+        );
+        assert!(
+            c["sequential"][1]["pairs"].as_u64().unwrap() >= min_pairs,
+            "{c}"
+        );
+        // The two sides got comparable shares of the machine.
+        let share = c["cpu_share_a"].as_f64().expect("CPU share");
+        assert!((0.25..=0.75).contains(&share), "{c}");
+    }
+    assert!(doc.contains("CPU share of server a"), "{doc}");
+    // Each side on a CPU of its own by default (2 or more CPUs here), said in the report.
+    assert!(doc.contains("ran on CPUs"), "{doc}");
+    assert!(doc.contains("Restarts to the first query"), "{doc}");
+
+    // Both throwaway servers are gone with their folders.
+    assert_servers_gone(stdout.lines());
+    json
+}
+
+#[test]
+fn duet_on_mariadb_pfsoff_and_an_a_a_twin() {
+    let json = duet(
+        None,
+        "pfson_conoff_insoff,pfsoff",
+        &["--duration", "40s"],
+        3,
+    );
+    assert_eq!(json.len(), 1, "{json:?}");
+    assert_eq!(json[0]["scenario"], "pfsoff");
+    // Named twins: an A/A duet runs with the config's second name.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("aa.toml");
+    std::fs::write(
+        &config,
+        "[[scenario]]\nname = \"aa_twin\"\ndescription = \"pfson_conoff_insoff again\"\n\
+         consumers = { enable = [] }\ninstruments = { enable = [] }\n",
+    )
+    .expect("config");
+    let json = duet(
+        None,
+        "pfson_conoff_insoff,aa_twin",
+        &["--duration", "40s", "--config", config.to_str().unwrap()],
+        2,
+    );
+    assert_eq!(json[0]["scenario"], "aa_twin");
+    // A scenario named twice is refused in one line.
+    let out = psprobe(&["duet", "--scenarios", "pfsoff,pfsoff"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("listed twice"), "{err}");
+}
+
+#[test]
+fn duet_on_mysql_9_7() {
+    let tree = common::server::Flavor::MySql97
+        .tree(Path::new(env!("CARGO_MANIFEST_DIR")))
+        .expect("MySQL runs in a tree");
+    // MySQL's restarts take about 4 s under load (docs/servers.md): fewer pairs in the time.
+    duet(
+        Some(tree.to_str().unwrap()),
+        "pfson_conoff_insoff,pfsoff",
+        &["--duration", "60s"],
+        2,
+    );
+}
+
+/// SIGTERM in the middle of a duet: both servers are stopped and their folders removed, and
+/// psprobe says so in one line (the servers run in sessions of their own, so nothing else
+/// would stop them).
+#[test]
+fn a_duet_stopped_by_sigterm_leaves_no_server_behind() {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let md = dir.path().join("duet.md");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_psprobe"))
+        .args([
+            "duet",
+            "--threads",
+            "2",
+            "--slow-phase",
+            "3s",
+            "--duration",
+            "5m",
+            "-o",
+        ])
+        .arg(&md)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start psprobe duet");
+    // Both pipes are drained all along (a closed or full pipe would stop psprobe, not the
+    // signal). Both servers are up once it names them; the duet runs once side b's log has a
+    // phase.
+    let stdout = child.stdout.take().expect("stdout");
+    let (lines_tx, lines) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = lines_tx.send(line);
+        }
+    });
+    let stderr = child.stderr.take().expect("stderr");
+    let err_reader = std::thread::spawn(move || {
+        let mut err = String::new();
+        let _ = std::io::Read::read_to_string(&mut { stderr }, &mut err);
+        err
+    });
+    let mut seen = Vec::new();
+    while !seen.iter().any(|l: &String| l.contains("side b on ")) {
+        let line = lines
+            .recv_timeout(Duration::from_secs(120))
+            .unwrap_or_else(|e| panic!("psprobe duet named no second server ({e}): {seen:?}"));
+        seen.push(line);
+    }
+    let log_b = dir.path().join("duet.b.phases.jsonl");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !std::fs::read_to_string(&log_b).is_ok_and(|t| t.contains("\"kind\":\"phase\"")) {
+        assert!(
+            Instant::now() < deadline,
+            "no phase in two minutes: {seen:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // SAFETY: a plain kill(2) of our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "psprobe duet did not end within 60 s of SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let err = err_reader.join().expect("stderr read");
+    reader.join().expect("stdout read");
+    assert!(!status.success());
+    let said: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("psprobe: error"))
+        .collect();
+    assert_eq!(said.len(), 1, "{err}");
+    assert!(said[0].contains("interrupted"), "{err}");
+    assert_servers_gone(seen.iter().map(String::as_str));
+}

@@ -100,9 +100,10 @@ impl Change {
         Some((self.high? - self.low?) / 2.0)
     }
 
-    /// Pairs needed in all for +-`points` (the spread measured so far, or the prior).
+    /// Pairs needed in all for +-`points` (the spread measured so far, or the prior). The
+    /// trimmed mean's standard error is the winsorized spread over (1 - 2·TRIM)·√n.
     pub(crate) fn pairs_for(&self, points: f64, level: f64) -> u64 {
-        let sd = self.pair_sd.unwrap_or(PRIOR_SLOW_PAIR_SD);
+        let sd = self.pair_sd.unwrap_or(PRIOR_SLOW_PAIR_SD) / (1.0 - 2.0 * TRIM);
         pairs_needed(sd, points / 100.0, level)
     }
 }

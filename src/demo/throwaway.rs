@@ -159,14 +159,12 @@ impl Throwaway {
                 logged.map_or(said, str::to_string)
             );
         }
-        let script = dir.path().join("server.sh");
-        std::fs::write(&script, control_script(server, &layout, &seen, port, None))
-            .context("cannot write the control script")?;
         let me = Throwaway {
             dir,
             port,
             name: server.name(),
         };
+        me.write_script(server, None)?;
         me.control(&["start", "ON"])?;
         me.sql(&format!(
             "CREATE USER '{USER}'@'%' IDENTIFIED BY '{PASSWORD}'; \
@@ -202,28 +200,27 @@ impl Throwaway {
             );
         }
         std::fs::create_dir_all(to.tmpdir()).context("cannot create the server's tmp")?;
-        let seen = Layout::new(server.seen(dir.path()));
-        std::fs::write(
-            dir.path().join("server.sh"),
-            control_script(server, &to, &seen, port, None),
-        )
-        .context("cannot write the control script")?;
         let twin = Throwaway {
             dir,
             port,
             name: server.name(),
         };
+        twin.write_script(server, None)?;
         twin.control(&["start", "ON"])?;
         Ok(twin)
     }
 
     /// From the next start on, the server runs on `cpus` only (a list `taskset -c` takes).
     pub fn pin(&self, server: &ServerChoice, cpus: &str) -> anyhow::Result<()> {
-        let layout = self.layout();
+        self.write_script(server, Some(cpus))
+    }
+
+    /// Writes `server.sh` for this folder and port (on `cpus` only, when given).
+    fn write_script(&self, server: &ServerChoice, cpus: Option<&str>) -> anyhow::Result<()> {
         let seen = Layout::new(server.seen(self.dir.path()));
         std::fs::write(
             self.script(),
-            control_script(server, &layout, &seen, self.port, Some(cpus)),
+            control_script(server, &self.layout(), &seen, self.port, cpus),
         )
         .context("cannot write the control script")
     }

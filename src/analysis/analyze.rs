@@ -9,8 +9,8 @@ use super::estimate::{
 };
 use super::mix::latency_pair;
 use super::paired::{
-    pair_blocks, pairs_needed, pooled, robust_interval, trend, Interval, Pooled, MIN_SLOW_PAIRS,
-    PRIOR_SLOW_PAIR_SD,
+    pair_blocks, pairs_needed, pooled, robust_interval, trend, Interval, Pooled, MAX_LOG_HALFWIDTH,
+    MIN_SLOW_PAIRS, PRIOR_SLOW_PAIR_SD,
 };
 use super::phase_data::{collect, PhaseData};
 use super::rng::seed_of;
@@ -334,9 +334,12 @@ impl Comparison<'_> {
             metric,
             Metric::Throughput | Metric::ErrorRate | Metric::ServerCpu
         );
-        // A restart comparison with too few pairs gets no interval, and says what it needs.
+        // A restart comparison with too few pairs, or any comparison whose interval is too
+        // wide to say anything, gets no interval, and says what it needs.
+        let too_wide = bounds.is_some_and(|(lo, hi)| (hi - lo) / 2.0 > MAX_LOG_HALFWIDTH);
+        let too_few = self.schedule == SLOW && n < MIN_SLOW_PAIRS;
         let (bounds, p_value, significant, needs) =
-            if self.schedule == SLOW && n < MIN_SLOW_PAIRS && scale == Scale::Ratio {
+            if (too_few || too_wide) && scale == Scale::Ratio {
                 (None, None, false, Some(self.more_blocks(&s.diffs)))
             } else {
                 (
@@ -378,6 +381,7 @@ impl Comparison<'_> {
             blocks: more,
             minutes: more as f64 * self.block_seconds.unwrap_or(60.0) / 60.0,
             halfwidth_points: target,
+            schedule: self.schedule.to_string(),
         }
     }
 

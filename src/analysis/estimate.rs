@@ -128,20 +128,28 @@ pub struct Estimate {
     pub needs: Option<MoreBlocks>,
 }
 
-/// What an estimate without an interval would need: about `blocks` more slow pairs, `minutes`
-/// of schedule, for an interval of +-`halfwidth_points`.
+/// What an estimate without an interval would need: about `blocks` more blocks (slow pairs,
+/// or fast segments), `minutes` of schedule, for an interval of +-`halfwidth_points`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MoreBlocks {
     pub blocks: u64,
     pub minutes: f64,
     pub halfwidth_points: f64,
+    /// `slow` (restart pairs) or `fast` (segments of runtime slots).
+    pub schedule: String,
 }
 
 impl MoreBlocks {
-    /// "not enough restarts for an interval: about N more blocks (M minutes) for +-P points".
+    /// "not enough restarts (blocks) for an interval: about N more blocks (M minutes) for +-P
+    /// points".
     pub fn text(&self) -> String {
+        let what = if self.schedule == crate::phase_log::SLOW {
+            "restarts"
+        } else {
+            "blocks"
+        };
         format!(
-            "not enough restarts for an interval: about {} more blocks ({:.0} minutes) for +-{} points",
+            "not enough {what} for an interval: about {} more blocks ({:.0} minutes) for +-{} points",
             self.blocks,
             self.minutes.max(1.0).ceil(),
             self.halfwidth_points

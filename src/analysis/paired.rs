@@ -28,6 +28,11 @@ pub(crate) const MIN_OWN_PAIRS: usize = 6;
 /// two or three, Student's t on a handful of restart-separated pairs gives intervals of
 /// hundreds of points that say nothing (the report says how many more it needs instead).
 pub(crate) const MIN_SLOW_PAIRS: usize = 5;
+/// Widest interval shown, as a half-width on the log scale (x/÷1.35, about +-30 points
+/// near zero): wider, an estimate of any schedule gets no interval and says what it needs
+/// instead. Fast cells at 512 threads with slots eaten by switching gave -90%..+400% once,
+/// which says nothing and stretched the study's chart until every other cell was unreadable.
+pub(crate) const MAX_LOG_HALFWIDTH: f64 = 0.3;
 /// Noise of one slow pair's log-ratio assumed before two pairs say otherwise (the spread of
 /// restart-separated 10-30 s phases measured here: 5-10%).
 pub(crate) const PRIOR_SLOW_PAIR_SD: f64 = 0.08;

@@ -22,7 +22,7 @@ use super::baseline::PFSOFF;
 use super::carryover::{profile, CarryoverProfile};
 use super::estimate::{Analysis, AnalysisError, Estimate, Metric, Options};
 use super::restart_profile::{restart_profile, RestartProfile};
-use super::switch_load::{slots_time_ms, switch_load};
+use super::switch_load::{slot_lengths_ms, slots_time_ms, switch_load_at_last_slot};
 
 /// What switching into a scenario cost over the run (fast schedule).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -57,6 +57,10 @@ pub struct RunAnalysis {
     pub slow: Option<Analysis>,
     pub carryover: Option<CarryoverProfile>,
     pub switches: Vec<SwitchSummary>,
+    /// The fast slots' lengths in ms, in the order the run used them (more than one: the
+    /// leader lengthened them from the switch cost).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub slot_lengths_ms: Vec<u64>,
     pub startup: Vec<StartupComparison>,
     /// What each instrument group costs (an `--attribute` run).
     pub attribution: Option<Attribution>,
@@ -242,7 +246,7 @@ pub(crate) fn analyze_run(
         reference.as_deref(),
         options,
     );
-    if let Some(w) = switch_load(&all_fast).and_then(|l| l.warning()) {
+    if let Some(w) = switch_load_at_last_slot(&all_fast).and_then(|l| l.warning()) {
         warnings.push(w);
     }
     let mut recommendation = recommendation;
@@ -255,6 +259,7 @@ pub(crate) fn analyze_run(
         slow,
         carryover,
         switches: switch_summaries(&all_fast),
+        slot_lengths_ms: slot_lengths_ms(&all_fast),
         startup,
         attribution,
         recommendation,

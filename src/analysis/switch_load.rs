@@ -5,8 +5,9 @@
 //! share of a 250 ms slot the slots measure little, some nothing, blocks go incomplete and the
 //! intervals widen (512 threads: 80% of the slots' time, 12 complete blocks of 23).
 //!
-//! Read by the run's analysis (a warning in the report) and by the leader (a warning while the
-//! run goes on). Must not: change the schedule; it only says when --phase should be longer.
+//! Read by the run's analysis (a warning in the report), and by the leader: a warning while
+//! the run goes on, and, unless --phase was given, the slot length it moves to (up to
+//! [`MAX_AUTO_SLOT_MS`]). Must not: change the schedule itself; the leader's tuning does.
 
 use crate::phase_log::PhaseRecord;
 
@@ -15,6 +16,9 @@ pub(crate) const WARN_SHARE: f64 = 0.25;
 
 /// Slot lengths suggested in steps of this many milliseconds.
 const SUGGEST_STEP_MS: f64 = 250.0;
+/// Longest slot the leader lengthens to on its own (switches of a second or more: the server
+/// is saturated, and a longer slot would leave too few blocks for an interval in a run).
+pub(crate) const MAX_AUTO_SLOT_MS: u64 = 5000;
 
 /// The switches of a run's fast slots, all scenarios together.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -49,6 +53,29 @@ pub(crate) fn switch_load(fast: &[PhaseRecord]) -> Option<SwitchLoad> {
     })
 }
 
+/// The load of the switches in the records at the run's last slot length (`slot_ms`; all of
+/// them in logs without it): slots lengthened from the switch cost are judged as they ended.
+pub(crate) fn switch_load_at_last_slot(fast: &[PhaseRecord]) -> Option<SwitchLoad> {
+    let last = fast.iter().rev().find_map(|p| p.slot_ms);
+    let at_last: Vec<PhaseRecord> = fast
+        .iter()
+        .filter(|p| last.is_none() || p.slot_ms == last)
+        .cloned()
+        .collect();
+    switch_load(&at_last)
+}
+
+/// The slot lengths of a run's fast records, each once, in the order they were used.
+pub(crate) fn slot_lengths_ms(fast: &[PhaseRecord]) -> Vec<u64> {
+    let mut lengths: Vec<u64> = Vec::new();
+    for ms in fast.iter().filter_map(|p| p.slot_ms) {
+        if lengths.last() != Some(&ms) {
+            lengths.push(ms);
+        }
+    }
+    lengths
+}
+
 impl SwitchLoad {
     /// The slot length (ms) in which switching as long as now would take a fifth.
     pub(crate) fn suggested_phase_ms(&self) -> u64 {
@@ -77,9 +104,17 @@ impl SwitchLoad {
 /// settle and then the rest of each slot is measured.
 #[cfg(test)]
 pub(crate) fn with_test_switches(p: &mut PhaseRecord, mean_ms: f64) {
+    with_test_switches_in(p, mean_ms, 250);
+}
+
+/// Test records: four slots of `slot_ms` whose switches took `mean_ms` each, then a 50 ms
+/// settle, then the rest measured.
+#[cfg(test)]
+pub(crate) fn with_test_switches_in(p: &mut PhaseRecord, mean_ms: f64, slot_ms: u64) {
     p.slots = Some(4);
     p.settle_ms = Some(50);
-    p.measured_ms = Some((4.0 * (200.0 - mean_ms)).max(0.0) as u64);
+    p.slot_ms = Some(slot_ms);
+    p.measured_ms = Some((4.0 * (slot_ms as f64 - 50.0 - mean_ms)).max(0.0) as u64);
     p.switch = Some(crate::phase_log::SwitchCost {
         count: 4,
         sum_ms: 4.0 * mean_ms,

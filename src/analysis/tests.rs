@@ -346,10 +346,22 @@ fn errors_and_degenerate_logs() {
         a.warnings
     );
 
-    // Two blocks: intervals (t with 1 degree of freedom), but no drift check.
+    // Two blocks: intervals (t with 1 degree of freedom) where they are narrow enough to say
+    // something, else what more blocks would give one; no drift check.
     let two: Vec<_> = log.iter().filter(|r| r.block < 2).cloned().collect();
     let a = analyze(&two, None).unwrap();
-    assert!(a.estimates.iter().all(|e| e.ci_low.is_some()));
+    assert!(a
+        .estimates
+        .iter()
+        .all(|e| e.ci_low.is_some() != e.needs.is_some()));
+    assert!(a.estimates.iter().any(|e| e.ci_low.is_some()));
+    for e in a.estimates.iter().filter(|e| e.needs.is_some()) {
+        let said = e.needs.as_ref().unwrap().text();
+        assert!(
+            said.starts_with("not enough blocks for an interval"),
+            "{said}"
+        );
+    }
     assert!(a.drift.is_empty());
     assert_eq!(
         a.warnings
@@ -404,4 +416,68 @@ fn a_run_whose_switches_eat_the_slots_is_warned_about() {
         "{w}"
     );
     assert!(w.contains("--phase 750ms"), "{w}");
+}
+
+/// Slots eaten by switching at 512 threads once gave a fast cell of -90%..+400%: an interval
+/// that wide is never given, of any schedule; the estimate says how many more blocks (and
+/// minutes) an interval of +-3 points would need. The same run with quiet phases keeps its
+/// interval.
+#[test]
+fn an_interval_too_wide_to_say_anything_is_replaced_by_what_it_needs() {
+    let arms = arms_with(1.0, 1.0);
+    let mut rng = Rng::new(512);
+    let wild = Sim {
+        blocks: 10,
+        cv: 0.9,
+        ..Sim::default()
+    };
+    let a = analyze(&simulate(&mut rng, &wild, &arms), None).unwrap();
+    let e = a.estimate("pfson_conon_inson", Metric::Throughput).unwrap();
+    assert!(
+        e.ci_low.is_none() && e.ci_high.is_none() && !e.significant,
+        "{e:?}"
+    );
+    let needs = e.needs.as_ref().expect("what it needs");
+    assert!(needs.blocks > 10 && needs.minutes > 0.0, "{needs:?}");
+    assert!(
+        needs
+            .text()
+            .starts_with("not enough blocks for an interval: about "),
+        "{}",
+        needs.text()
+    );
+    let quiet = analyze(&simulate(&mut rng, &Sim::default(), &arms), None).unwrap();
+    let e = quiet
+        .estimate("pfson_conon_inson", Metric::Throughput)
+        .unwrap();
+    assert!(e.ci_low.is_some() && e.needs.is_none(), "{e:?}");
+}
+
+/// Slots the leader lengthened from the switch cost: the report lists the lengths and judges
+/// the switching by the slots as they ended (no warning), while the same run at the short
+/// slot throughout is warned about.
+#[test]
+fn lengthened_slots_are_listed_and_judged_as_they_ended() {
+    let arms = [
+        Arm::new("pfson_conoff_insoff"),
+        Arm::new("pfson_conon_inson"),
+    ];
+    let mut log = simulate(&mut Rng::new(6), &Sim::default(), &arms);
+    for p in &mut log {
+        let slot = if p.block < 2 { 250 } else { 2250 };
+        switch_load::with_test_switches_in(p, 450.0, slot);
+    }
+    let a = analyze_run(&log, None, &Options::default()).unwrap();
+    assert_eq!(a.slot_lengths_ms, [250, 2250]);
+    assert!(
+        !a.warnings.iter().any(|w| w.starts_with("switching took")),
+        "{:?}",
+        a.warnings
+    );
+    for p in &mut log {
+        switch_load::with_test_switches_in(p, 450.0, 250);
+    }
+    let a = analyze_run(&log, None, &Options::default()).unwrap();
+    assert_eq!(a.slot_lengths_ms, [250]);
+    assert!(a.warnings.iter().any(|w| w.starts_with("switching took")));
 }

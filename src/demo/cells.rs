@@ -31,6 +31,10 @@ pub struct CellRow {
     pub significant: Option<bool>,
     /// sysbench's own mean rate over the whole run (all scenarios).
     pub sysbench_qps: f64,
+    /// Why a compared cell has no interval (too few pairs, or one too wide to say anything):
+    /// what more it needs. Such a cell is not drawn in the study's chart.
+    #[serde(default)]
+    pub needs: Option<String>,
 }
 
 /// The rows of one run, in the order of `scenarios`; a scenario the report has no row for is
@@ -59,21 +63,23 @@ pub fn rows_of(
                 ci_high_percent: change.and_then(|c| c.high),
                 significant: change.map(|c| c.significant),
                 sysbench_qps,
+                needs: change.and_then(|c| c.needs.clone()),
             }
         })
         .collect()
 }
 
-pub const CSV_HEADER: &str = "workload,threads,scenario,schedule,baseline,qps,change_percent,ci_low_percent,ci_high_percent,significant,sysbench_qps";
+pub const CSV_HEADER: &str = "workload,threads,scenario,schedule,baseline,qps,change_percent,ci_low_percent,ci_high_percent,significant,sysbench_qps,needs";
 
-/// The rows as CSV (the header first; names are plain words, no quoting needed).
+/// The rows as CSV (the header first; names are plain words, and what a cell needs has no
+/// comma, so no quoting is needed).
 pub fn csv(rows: &[CellRow]) -> String {
     let mut out = format!("{CSV_HEADER}\n");
     let pct = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.2}"));
     for r in rows {
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{:.1},{},{},{},{},{:.1}",
+            "{},{},{},{},{},{:.1},{},{},{},{},{:.1},{}",
             r.workload,
             r.threads,
             r.scenario,
@@ -84,7 +90,8 @@ pub fn csv(rows: &[CellRow]) -> String {
             pct(r.ci_low_percent),
             pct(r.ci_high_percent),
             r.significant.map_or(String::new(), |s| s.to_string()),
-            r.sysbench_qps
+            r.sysbench_qps,
+            r.needs.as_deref().unwrap_or("").replace(',', ";")
         );
     }
     out
@@ -134,6 +141,7 @@ mod tests {
             ci_high_percent: change.map(|c| c.2),
             significant: change.map(|c| c.1 > 0.0 || c.2 < 0.0),
             sysbench_qps: 12000.04,
+            needs: None,
         }
     }
 
@@ -147,11 +155,11 @@ mod tests {
         assert_eq!(lines[0], CSV_HEADER);
         assert_eq!(
             lines[1],
-            "oltp_read_only,8,pfson_conoff_insoff,fast,pfson_conoff_insoff,12345.7,,,,,12000.0"
+            "oltp_read_only,8,pfson_conoff_insoff,fast,pfson_conoff_insoff,12345.7,,,,,12000.0,"
         );
         assert_eq!(
             lines[2],
-            "oltp_read_only,8,pfson_conon_inson,fast,pfson_conoff_insoff,12345.7,-12.35,-14.00,-10.50,true,12000.0"
+            "oltp_read_only,8,pfson_conon_inson,fast,pfson_conoff_insoff,12345.7,-12.35,-14.00,-10.50,true,12000.0,"
         );
         let width = CSV_HEADER.split(',').count();
         assert!(lines.iter().all(|l| l.split(',').count() == width));

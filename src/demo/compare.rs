@@ -239,6 +239,7 @@ mod tests {
             ci_high_percent: change.map(|c| c + 1.0),
             significant: change.map(|c| c.abs() > 1.0),
             sysbench_qps: 1000.0,
+            needs: None,
         }
     }
 

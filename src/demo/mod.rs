@@ -202,6 +202,7 @@ fn controller_settings(
         catalog,
         scenarios: run.scenarios.clone(),
         phase,
+        phase_auto: plan.phase.is_none(),
         settle: plan.settle,
         segment: Duration::from_secs(5),
         restart_settle: plan.restart_settle,

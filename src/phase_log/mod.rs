@@ -232,6 +232,9 @@ pub struct PhaseRecord {
     /// Settle time in effect at the end of the segment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settle_ms: Option<u64>,
+    /// Length of the segment's fast slots (`--phase`, or lengthened from the switch cost).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub switch: Option<SwitchCost>,
     /// Statements by time since the switch, settle included (non-empty bins only).

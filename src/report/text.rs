@@ -275,6 +275,19 @@ pub(super) fn markdown(r: &Report) -> String {
                     .map_or_else(|| "-".to_string(), |v| format!("{:.1}%", v * 100.0))
             );
         }
+        if let [first, .., last] = a.slot_lengths_ms.as_slice() {
+            let _ = writeln!(
+                s,
+                "\nThe slots were lengthened as the run went, {first} ms to {last} ms ({}), \
+                 so that switching takes about a fifth of a slot (the share above counts every \
+                 slot; `--phase` keeps one length).",
+                a.slot_lengths_ms
+                    .iter()
+                    .map(|ms| format!("{ms} ms"))
+                    .collect::<Vec<_>>()
+                    .join(" -> ")
+            );
+        }
     }
     let _ = writeln!(s, "\n## Digests hurt most\n\n| scenario | digest | statement | baseline mean ms | mean ms | change | added ms/s |\n| --- | --- | --- | ---: | ---: | ---: | ---: |");
     for d in &r.digests {

@@ -60,7 +60,9 @@ pub struct ScheduleArgs {
     #[arg(long, hide = true, value_name = "DSN")]
     pub controller_dsn: Option<String>,
     /// One slot of a runtime-switched scenario: switch, settle, measure [default: 250ms, the
-    /// length that gave the tightest intervals here; see docs/measurement.md].
+    /// length that gave the tightest intervals here, lengthened as the run goes while the
+    /// switches take more than a fifth of a slot (they queue behind a busy server's clients);
+    /// see docs/measurement.md]. Given, the slot stays as given.
     #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
     pub phase: Option<Duration>,
     /// Time after each switch left out of measurement [default: chosen as the run goes from
@@ -257,6 +259,7 @@ impl ScheduleArgs {
             catalog: chosen.catalog,
             scenarios: chosen.scenarios,
             phase: timing.phase,
+            phase_auto: self.phase.is_none(),
             settle: self.settle,
             segment: timing.segment,
             restart_settle: slow.restart_settle,

@@ -189,6 +189,7 @@ impl<S: FollowServer> Follower<'_, S> {
                         in_effect: now,
                         switch: None,
                         settle,
+                        slot: None,
                         restarted: schedule != FAST,
                         verified: true,
                     });

@@ -158,6 +158,8 @@ impl<'a, S: LeadServer> Leader<'a, S> {
                 Step::EndSegment => {
                     if self.out.tracker.segment().is_some_and(|(s, _)| s == FAST) {
                         self.end_fast_segment().await?;
+                        // The tuning may have lengthened the slots (switches slowed by load).
+                        timeline.set_slot(self.tuning.slot);
                     } else {
                         self.end_segment()?;
                     }
@@ -341,11 +343,8 @@ impl<'a, S: LeadServer> Leader<'a, S> {
         let t0 = Instant::now();
         let switched_at_ms = now_ms();
         self.unmeasured();
-        let settle = self.tuning.settle;
-        let announced = self
-            .s
-            .phase
-            .saturating_sub(GUARD + settle + self.tuning.switch_estimate);
+        let (settle, slot) = (self.tuning.settle, self.tuning.slot);
+        let announced = slot.saturating_sub(GUARD + settle + self.tuning.switch_estimate);
         let row = PhaseRow {
             scenario: name.clone(),
             block: segment,
@@ -375,10 +374,11 @@ impl<'a, S: LeadServer> Leader<'a, S> {
             in_effect: t1,
             switch: Some((t1 - t0, switched.statements)),
             settle,
+            slot: Some(slot),
             restarted: false,
             verified: true,
         });
-        let end = t0 + self.s.phase.saturating_sub(GUARD);
+        let end = t0 + slot.saturating_sub(GUARD);
         let from = t1 + settle;
         if from < end {
             if let Err(stopped) = self.sleep_until(from).await {
@@ -394,7 +394,7 @@ impl<'a, S: LeadServer> Leader<'a, S> {
         }
         self.unmeasured();
         self.out.tracker.slot_ended();
-        Ok(self.sleep_until(t0 + self.s.phase).await)
+        Ok(self.sleep_until(t0 + slot).await)
     }
 
     /// After a slow block: restart with the server's own options (unmeasured), settle.
@@ -602,6 +602,7 @@ impl<'a, S: LeadServer> Leader<'a, S> {
             in_effect: t1,
             switch: Some((t1 - t0, 0)),
             settle,
+            slot: None,
             restarted: true,
             verified,
         });

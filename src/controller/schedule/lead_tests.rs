@@ -43,6 +43,8 @@ struct Script {
     calls: Vec<String>,
     switches: usize,
     ps: Option<bool>,
+    /// Each switch takes this long (a loaded server's switches queue behind its clients).
+    switch_takes: Option<Duration>,
 }
 
 impl LeadServer for &mut Script {
@@ -60,6 +62,9 @@ impl LeadServer for &mut Script {
     ) -> Result<Switched> {
         self.switches += 1;
         self.calls.push(format!("switch {}", scenario.name));
+        if let Some(took) = self.switch_takes {
+            tokio::time::sleep(took).await;
+        }
         if self.fail_switch == Some(self.switches) {
             return Err(ControllerError::Sql {
                 target: "psprobe@127.0.0.1:3306".into(),
@@ -415,4 +420,47 @@ fn a_restart_phase_that_no_longer_fits_the_duration_is_not_started() {
     assert!(matches!(ran.outcome, Ok(true)), "{:?}", ran.outcome.err());
     let restarts = script.calls.iter().filter(|c| c.starts_with("restart"));
     assert_eq!(restarts.count(), 1, "{:?}", script.calls);
+}
+
+/// Switches that take 30 ms of a 100 ms slot (a busy server) lengthen the slots from the second
+/// segment on, so that switching takes a fifth (at least 500 ms); the records say each
+/// segment's slot length and the later slots measure most of their time. With --phase given
+/// the slots stay as given.
+#[test]
+fn slow_switches_lengthen_the_slots_unless_phase_was_given() {
+    let slot = |s: &mut ControllerSettings| s.phase = Duration::from_millis(100);
+    let mut script = Script {
+        switch_takes: Some(Duration::from_millis(30)),
+        ..Script::default()
+    };
+    let ran = run_with(&mut script, false, no_stop(), |s| {
+        slot(s);
+        s.phase_auto = true;
+    });
+    assert!(matches!(ran.outcome, Ok(true)), "{:?}", ran.outcome.err());
+    let slot_of = |block: u64| -> Vec<Option<u64>> {
+        ran.phases
+            .iter()
+            .filter(|p| p.block == block)
+            .map(|p| p.slot_ms)
+            .collect()
+    };
+    assert_eq!(slot_of(0), [Some(100), Some(100)]);
+    assert_eq!(slot_of(1), [Some(500), Some(500)]);
+    assert_eq!(slot_of(2), [Some(500), Some(500)]);
+    for p in ran.phases.iter().filter(|p| p.block > 0) {
+        assert!(p.measured_ms.unwrap() >= 300, "{p:?}");
+    }
+
+    let mut fixed = Script {
+        switch_takes: Some(Duration::from_millis(30)),
+        ..Script::default()
+    };
+    let ran = run_with(&mut fixed, false, no_stop(), slot);
+    assert_eq!(ran.phases.len(), 6);
+    assert!(
+        ran.phases.iter().all(|p| p.slot_ms == Some(100)),
+        "{:?}",
+        ran.phases
+    );
 }

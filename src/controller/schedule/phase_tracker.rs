@@ -34,6 +34,7 @@ struct Totals {
     cpu_ms: Option<u64>,
     switch: SwitchCost,
     settle_ms: u64,
+    slot_ms: Option<u64>,
     restarted: bool,
     verified: bool,
     /// Slots whose post-switch time covered each bin.
@@ -58,6 +59,7 @@ impl Totals {
             cpu_ms: Some(0),
             switch: SwitchCost::default(),
             settle_ms: 0,
+            slot_ms: None,
             restarted: false,
             verified: true,
             covered: [0; BINS],
@@ -102,6 +104,8 @@ pub struct SlotStart<'a> {
     /// Apply + verify; `None` for a follower (it does not switch).
     pub switch: Option<(Duration, u64)>,
     pub settle: Duration,
+    /// The fast slot's length (the leader's; `None` for a slow phase or a follower).
+    pub slot: Option<Duration>,
     pub restarted: bool,
     pub verified: bool,
 }
@@ -172,6 +176,7 @@ impl PhaseTracker {
             t.switch.add(took.as_secs_f64() * 1000.0, statements);
         }
         t.settle_ms = s.settle.as_millis() as u64;
+        t.slot_ms = s.slot.map(|d| d.as_millis() as u64).or(t.slot_ms);
         t.restarted |= s.restarted;
         t.verified &= s.verified;
         self.slot = Some(Slot {
@@ -334,6 +339,7 @@ impl PhaseTracker {
                 slots: Some(t.slots),
                 measured_ms: Some(t.measured_ms),
                 settle_ms: Some(t.settle_ms),
+                slot_ms: t.slot_ms,
                 switch: (t.switch.count > 0).then_some(t.switch),
                 since_switch: bins(&segment.start, &end, t.id, &t.covered),
                 merged_from: None,
@@ -398,6 +404,7 @@ mod tests {
             in_effect: Instant::now(),
             switch: Some((Duration::from_millis(4), 3)),
             settle: Duration::from_millis(0),
+            slot: None,
             restarted: false,
             verified: true,
         }

@@ -22,8 +22,12 @@ pub struct ControllerSettings {
     pub dsn: ControllerDsn,
     pub catalog: Catalog,
     pub scenarios: Vec<String>,
-    /// One slot of a scenario switched at runtime: switch, settle, measure.
+    /// One slot of a scenario switched at runtime: switch, settle, measure (the first one,
+    /// when `phase_auto`).
     pub phase: Duration,
+    /// The slot is lengthened as the run goes when switches take more than a fifth of it
+    /// (`--phase` not given).
+    pub phase_auto: bool,
     /// Fixed settle time; `None`: chosen from the carryover profile as the run goes.
     pub settle: Option<Duration>,
     /// Target length of a segment of fast slots (the unit the analysis pairs).
@@ -158,6 +162,7 @@ pub(crate) mod tests {
             catalog: Catalog::builtin(),
             scenarios: vec!["pfson_conoff_insoff".into(), "pfson_conon_inson".into()],
             phase: Duration::from_millis(40),
+            phase_auto: false,
             settle: Some(Duration::from_millis(5)),
             segment: Duration::from_millis(80),
             restart_settle: Duration::from_millis(5),

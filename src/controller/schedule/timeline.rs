@@ -126,7 +126,8 @@ pub struct Timeline {
     /// The last progress said the restart comparisons are precise enough.
     slow_precise: bool,
     phase: u64,
-    fast_slots: u64,
+    /// Time the fast slots so far took (their lengths may change between segments).
+    fast_time: Duration,
     done: bool,
 }
 
@@ -147,13 +148,19 @@ impl Timeline {
             slow_pair: 0,
             slow_precise: false,
             phase: first_phase,
-            fast_slots: 0,
+            fast_time: Duration::ZERO,
             done: false,
         }
     }
 
     pub fn config(&self) -> &TimelineConfig {
         &self.cfg
+    }
+
+    /// The fast slots' length from the next segment on (lengthened from the switch cost);
+    /// the segments' block counts follow it.
+    pub fn set_slot(&mut self, slot: Duration) {
+        self.cfg.slot = slot;
     }
 
     /// Slow blocks completed.
@@ -200,8 +207,8 @@ impl Timeline {
                 p.elapsed.as_secs_f64() / d.as_secs_f64() >= next / n as f64
             }
             _ => {
-                let fast_time = self.cfg.slot.as_secs_f64() * self.fast_slots as f64;
-                fast_time >= (self.slow_done + 1) as f64 * self.cfg.slow_every.as_secs_f64()
+                self.fast_time.as_secs_f64()
+                    >= (self.slow_done + 1) as f64 * self.cfg.slow_every.as_secs_f64()
             }
         }
     }
@@ -310,7 +317,7 @@ impl Timeline {
         };
         self.pos += 1;
         self.phase += 1;
-        self.fast_slots += 1;
+        self.fast_time += self.cfg.slot;
         step
     }
 

@@ -1,9 +1,9 @@
 //! What the leader re-chooses as its run goes, from the analysis of what it has measured so
 //! far (the one arrow from the schedule to `analysis`, once per written segment, see
-//! docs/architecture.md): the settle time after a switch (from the carryover profile), the
-//! settle time after a restart (from the restart profile), whether every estimate is precise
-//! enough to stop (`--target-halfwidth`), and the warnings about slots too short for what
-//! happens in them.
+//! docs/architecture.md): the fast slots' length (from the switch cost, unless `--phase` was
+//! given), the settle time after a switch (from the carryover profile), the settle time after
+//! a restart (from the restart profile), whether every estimate is precise enough to stop
+//! (`--target-halfwidth`), and the warnings about slots too short for what happens in them.
 //!
 //! Must not: talk to the server, or change the schedule's order (the timeline's).
 
@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use crate::analysis::duet::{analyze_duet, widest_halfwidth};
 use crate::analysis::restart_profile::restart_profile;
-use crate::analysis::switch_load::switch_load;
+use crate::analysis::switch_load::{switch_load, switch_load_at_last_slot, MAX_AUTO_SLOT_MS};
 use crate::analysis::{analyze_run, carryover, Options};
 use crate::phase_log::group_names::{point_name, NONE_POINT};
 use crate::phase_log::PhaseRecord;
@@ -28,6 +28,8 @@ const RESTART_PROFILE_AFTER: usize = 4;
 
 /// The leader's choices and what it has said about them.
 pub(crate) struct Tuning {
+    /// The fast slots' length: `--phase`, or lengthened from the switch cost.
+    pub(crate) slot: Duration,
     /// Left out of measurement after each switch.
     pub(crate) settle: Duration,
     /// Left out of measurement after a restart.
@@ -46,6 +48,7 @@ pub(crate) struct Tuning {
 impl Tuning {
     pub(crate) fn new(s: &ControllerSettings) -> Self {
         Tuning {
+            slot: s.phase,
             settle: s.settle.unwrap_or_else(|| initial_settle(s.phase)),
             restart_settle: s.restart_settle,
             switch_estimate: Duration::from_millis(5),
@@ -65,9 +68,12 @@ impl Tuning {
     /// stopping rule.
     pub(crate) fn after_fast_segment(&mut self, s: &ControllerSettings, fast: &[PhaseRecord]) {
         let segments = fast.len() / s.fast_scenarios().len().max(1);
+        if s.phase_auto {
+            self.fit_slot_to_switches(fast);
+        }
         if s.settle.is_none() && segments >= PROFILE_AFTER_SEGMENTS {
             if let Some(p) = carryover_of(s, fast) {
-                let most = (s.phase / 2).max(Duration::from_millis(BIN_MS));
+                let most = (self.slot / 2).max(Duration::from_millis(BIN_MS));
                 let settle = Duration::from_millis(p.suggested_settle_ms).min(most);
                 if settle != self.settle {
                     tracing::info!(
@@ -87,8 +93,10 @@ impl Tuning {
                 }
             }
         }
+        // Said about the slots as they are now: slots lengthened from the switch cost are
+        // warned about only once they can grow no more.
         if segments >= PROFILE_AFTER_SEGMENTS && !self.warned_switch_load {
-            if let Some(w) = switch_load(fast).and_then(|l| l.warning()) {
+            if let Some(w) = switch_load_at_last_slot(fast).and_then(|l| l.warning()) {
                 self.warned_switch_load = true;
                 tracing::warn!("{w}");
             }
@@ -106,6 +114,34 @@ impl Tuning {
                     );
                 }
             }
+        }
+    }
+
+    /// The switches of the segment just written took more than a fifth of its slots (they
+    /// queue behind a loaded server's clients: 23 ms at 8 threads, 359-517 ms at 512 here):
+    /// the slots are lengthened so that they take a fifth, up to [`MAX_AUTO_SLOT_MS`]; never
+    /// shortened (a run's slots grow a few times at most, and the blocks stay comparable).
+    fn fit_slot_to_switches(&mut self, fast: &[PhaseRecord]) {
+        let Some(last) = fast.last() else { return };
+        let segment: Vec<PhaseRecord> = fast
+            .iter()
+            .filter(|r| r.block == last.block)
+            .cloned()
+            .collect();
+        let Some(load) = switch_load(&segment) else {
+            return;
+        };
+        let want = Duration::from_millis(load.suggested_phase_ms().min(MAX_AUTO_SLOT_MS));
+        if want > self.slot && load.mean_ms * 5.0 > self.slot.as_secs_f64() * 1000.0 {
+            tracing::info!(
+                "slot {}ms -> {}ms: switching took {:.0} ms on average in the last segment \
+                 ({:.0}% of its slots' time), so that it takes about a fifth of a slot",
+                self.slot.as_millis(),
+                want.as_millis(),
+                load.mean_ms,
+                load.share * 100.0
+            );
+            self.slot = want;
         }
     }
 
@@ -201,4 +237,76 @@ fn carryover_of(
         .cloned()
         .collect();
     carryover::profile(&pair, NONE_POINT, BIN_MS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::switch_load::with_test_switches_in;
+    use crate::phase_log::FAST;
+
+    fn segment(block: u64, switch_ms: f64, slot_ms: u64) -> Vec<PhaseRecord> {
+        ["pfson_conoff_insoff", "pfson_conon_inson"]
+            .iter()
+            .map(|s| {
+                let mut p = PhaseRecord {
+                    kind: "phase".into(),
+                    scenario: s.to_string(),
+                    block,
+                    schedule: Some(FAST.into()),
+                    ..PhaseRecord::default()
+                };
+                with_test_switches_in(&mut p, switch_ms, slot_ms);
+                p
+            })
+            .collect()
+    }
+
+    fn settings(auto: bool) -> ControllerSettings {
+        let mut s = super::super::settings::tests::settings(std::path::Path::new("/tmp"));
+        s.phase = Duration::from_millis(250);
+        s.phase_auto = auto;
+        s
+    }
+
+    /// 450 ms switches (512 threads here) move a 250 ms slot to 2250 ms; 23 ms ones (8
+    /// threads) leave it; a slot never grows past the cap nor shrinks.
+    #[test]
+    fn the_slot_follows_the_switch_cost_up_to_the_cap() {
+        let s = settings(true);
+        let mut t = Tuning::new(&s);
+        t.after_fast_segment(&s, &segment(0, 23.0, 250));
+        assert_eq!(t.slot, Duration::from_millis(250));
+        let mut fast = segment(0, 23.0, 250);
+        fast.extend(segment(1, 450.0, 250));
+        t.after_fast_segment(&s, &fast);
+        assert_eq!(t.slot, Duration::from_millis(2250));
+        fast.extend(segment(2, 30.0, 2250));
+        t.after_fast_segment(&s, &fast);
+        assert_eq!(t.slot, Duration::from_millis(2250), "never shortened");
+        fast.extend(segment(3, 3000.0, 2250));
+        t.after_fast_segment(&s, &fast);
+        assert_eq!(t.slot, Duration::from_millis(MAX_AUTO_SLOT_MS));
+
+        let fixed = settings(false);
+        let mut t = Tuning::new(&fixed);
+        t.after_fast_segment(&fixed, &segment(0, 450.0, 250));
+        assert_eq!(t.slot, Duration::from_millis(250), "--phase given");
+    }
+
+    /// A run whose early short slots were eaten by switching but whose lengthened ones are not
+    /// is judged as it ended: no warning (the run's analysis: analysis/tests.rs).
+    #[test]
+    fn slots_lengthened_in_time_are_not_warned_about() {
+        let mut fast = Vec::new();
+        for b in 0..2 {
+            fast.extend(segment(b, 450.0, 250));
+        }
+        for b in 2..6 {
+            fast.extend(segment(b, 450.0, 2250));
+        }
+        let at_last = switch_load_at_last_slot(&fast).expect("switches");
+        assert!(at_last.warning().is_none(), "{at_last:?}");
+        assert!(switch_load(&fast).and_then(|l| l.warning()).is_some());
+    }
 }

@@ -210,16 +210,99 @@ fn duet(
     json
 }
 
+/// `psprobe experiment --duet` on MariaDB: the runtime scenarios switched fast on the study's
+/// server, then pfsoff against its reference as a duet on it and a copy of its data; the
+/// seed table's pfsoff column and the reference's change against pfsoff come from the duet
+/// (cells, table, the duet's own report beside the study), and both servers are gone.
 #[test]
-fn duet_on_mariadb_pfsoff_and_an_a_a_twin() {
-    let json = duet(
-        None,
-        "pfson_conoff_insoff,pfsoff",
-        &["--duration", "40s"],
-        3,
+fn experiment_duet_gives_the_pfsoff_column() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let md = dir.path().join("study.md");
+    let out = psprobe(&[
+        "experiment",
+        "--duet",
+        "--workloads",
+        "oltp_read_only",
+        "--threads",
+        "2",
+        "--scenarios",
+        "pfson_conoff_insoff,pfson_conon_inson,pfsoff",
+        "--duration",
+        "60s",
+        "-o",
+        md.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("pfson_conoff_insoff vs pfsoff in a duet: "),
+        "{stdout}"
     );
-    assert_eq!(json.len(), 1, "{json:?}");
-    assert_eq!(json[0]["scenario"], "pfsoff");
+    let cells: Vec<serde_json::Value> = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("study.cells.json")).expect("cells.json"),
+    )
+    .expect("cells.json parses");
+    let cell = |scenario: &str| {
+        cells
+            .iter()
+            .find(|c| c["scenario"] == scenario)
+            .unwrap_or_else(|| panic!("{scenario}: {cells:?}"))
+    };
+    let reference = cell("pfson_conoff_insoff");
+    assert_eq!(reference["baseline"], "pfsoff", "{reference}");
+    assert_eq!(reference["schedule"], "duet", "{reference}");
+    let change = reference["change_percent"].as_f64().expect("a change");
+    assert!(change.abs() < 30.0, "{reference}");
+    // An interval, or what more pairs would give one: never neither.
+    assert!(
+        reference["ci_low_percent"].is_number() != reference["needs"].is_string(),
+        "{reference}"
+    );
+    let pfsoff = cell("pfsoff");
+    assert_eq!(pfsoff["schedule"], "duet");
+    assert!(pfsoff["qps"].as_f64().unwrap() > 0.0, "{pfsoff}");
+    let on = cell("pfson_conon_inson");
+    assert_eq!(
+        (on["baseline"].as_str(), on["schedule"].as_str()),
+        (Some("pfson_conoff_insoff"), Some("fast"))
+    );
+    let doc = std::fs::read_to_string(&md).expect("report");
+    assert!(doc.contains(" vs pfsoff (duet) |"), "{doc}");
+    assert!(doc.contains("baseline (pfsoff, duet of "), "{doc}");
+    assert!(doc.contains("in a duet (this server and a copy"), "{doc}");
+    // The duet's own report and both sides' logs beside the study; the runtime scenarios' log
+    // holds no restart phase, the duet's sides only the pair's two scenarios.
+    let stem = dir.path().join("study-oltp_read_only-2");
+    let duet_md = std::fs::read_to_string(stem.with_extension("duet.md")).expect("duet report");
+    assert!(
+        duet_md.contains("| pfsoff | pfson_conoff_insoff |"),
+        "{duet_md}"
+    );
+    for side in ["a", "b"] {
+        let (_, phases) = side_log(&stem, side);
+        assert!(!phases.is_empty());
+        assert!(
+            phases
+                .values()
+                .all(|p| p.0 == "pfsoff" || p.0 == "pfson_conoff_insoff"),
+            "{phases:?}"
+        );
+    }
+    let fast = std::fs::read_to_string(stem.with_extension("phases.jsonl")).expect("fast log");
+    assert!(!fast.contains("\"scenario\":\"pfsoff\""), "{fast}");
+    assert_servers_gone(stdout.lines());
+}
+
+fn side_log(stem: &Path, label: &str) -> (serde_json::Value, Phases) {
+    side(&std::path::PathBuf::from(format!(
+        "{}.duet.{label}.phases.jsonl",
+        stem.display()
+    )))
+}
+
+#[test]
+fn duet_on_mariadb_an_a_a_twin() {
     // Named twins: an A/A duet runs with the config's second name.
     let dir = tempfile::tempdir().expect("tempdir");
     let config = dir.path().join("aa.toml");

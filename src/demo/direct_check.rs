@@ -1,6 +1,6 @@
 //! `psprobe experiment --direct-check N`: after a run with pfsoff, the same comparison without
 //! psprobe on the same server (restart OFF, sysbench; restart ON with the reference's settings,
-//! sysbench; in random order), set beside psprobe's slow estimate.
+//! sysbench; in random order), set beside psprobe's estimate (slow blocks, or the duet's).
 //!
 //! Must not: leave the server in any state but performance_schema ON.
 
@@ -20,7 +20,7 @@ pub(super) fn direct_check(
     plan: &Plan,
     catalog: &Catalog,
     scenarios: &[String],
-    report: &crate::report::Report,
+    psprobe: &str,
     reps: u32,
 ) -> anyhow::Result<String> {
     use crate::analysis::paired::t_interval;
@@ -63,7 +63,21 @@ pub(super) fn direct_check(
         ),
         None => format!("{:+.1}%", pct(direct.center)),
     };
-    let psprobe_text = report
+    Ok(format!(
+        "{reference} vs pfsoff: {psprobe}; direct sequential {direct_text} over {reps} repetitions"
+    ))
+}
+
+/// psprobe's slow estimate of the reference against pfsoff in `report`, as the direct check
+/// line sets it beside its own.
+pub(super) fn slow_estimate(
+    catalog: &Catalog,
+    scenarios: &[String],
+    report: &crate::report::Report,
+) -> String {
+    let reference = crate::controller::schedule::args::default_slow_reference(catalog, scenarios)
+        .unwrap_or_default();
+    let text = report
         .analysis
         .slow
         .as_ref()
@@ -72,7 +86,5 @@ pub(super) fn direct_check(
             || "no estimate".to_string(),
             |e| crate::report::Interval::of(e).text(),
         );
-    Ok(format!(
-        "{reference} vs pfsoff: psprobe (slow blocks) {psprobe_text}; direct sequential {direct_text} over {reps} repetitions"
-    ))
+    format!("psprobe (slow blocks) {text}")
 }

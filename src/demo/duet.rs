@@ -213,7 +213,7 @@ pub fn run(args: &DuetArgs) -> anyhow::Result<()> {
 }
 
 /// The two sides' CPU lists `--pin` asks for (`None`: shared).
-fn pins(pin: &str) -> anyhow::Result<Option<[String; 2]>> {
+pub(super) fn pins(pin: &str) -> anyhow::Result<Option<[String; 2]>> {
     match pin {
         "off" => Ok(None),
         "auto" => Ok(split_in_halves(&allowed_cpus())),

@@ -69,6 +69,13 @@ pub struct ExperimentArgs {
     /// TOML file with `[[scenario]]` tables: scenarios of your own (e.g. an A/A twin).
     #[arg(long, short = 'c', value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// pfsoff's column from duet runs: in each run, after the runtime scenarios, pfsoff
+    /// against its reference on the study's server and a copy of its data at once, each
+    /// pinned to half the CPUs with half the run's clients (at least one), until +-3 points;
+    /// half of each run's time (at least a minute) goes to it (docs/measurement.md, "Duet
+    /// runs"). Each run's duet report is written beside the study (STEM-WORKLOAD-THREADS.duet.md).
+    #[arg(long)]
+    pub duet: bool,
     /// After each run with pfsoff: this many repetitions of a direct sequential A/B on the
     /// same server, without psprobe (restart with performance_schema OFF, sysbench for a slow
     /// phase; restart ON with the reference's settings, sysbench; in random order), to set
@@ -136,12 +143,28 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
     }
     let slow_phase = args.slow_phase.unwrap_or(DEFAULT_SLOW_PHASE);
     let runs = args.workloads.len() * levels.len();
+    let pfsoff = scenarios.iter().any(|s| s == "pfsoff");
+    let duet_reference = match (args.duet, pfsoff) {
+        (false, _) => None,
+        (true, false) => bail!("--duet measures pfsoff's column: add pfsoff to --scenarios"),
+        (true, true) => Some(
+            crate::controller::schedule::args::default_slow_reference(&catalog, &scenarios)
+                .context("pfsoff needs a runtime scenario in --scenarios to be compared with")?,
+        ),
+    };
     let duration = match args.budget {
         Some(budget) => {
-            let slow = scenarios.iter().any(|s| s == "pfsoff").then_some(Slow {
-                blocks: args.slow_blocks.max(1),
-                phase: slow_phase,
-            });
+            let slow = match duet_reference {
+                // The duet's least: about five pairs of two phases.
+                Some(_) => Some(Slow {
+                    blocks: 6,
+                    phase: super::experiment_duet::PHASE,
+                }),
+                None => pfsoff.then_some(Slow {
+                    blocks: args.slow_blocks.max(1),
+                    phase: slow_phase,
+                }),
+            };
             let each = cell_duration(budget, runs, slow)?;
             println!(
                 "experiment: --budget {} over {runs} runs: {} of schedule each",
@@ -151,6 +174,25 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
             each
         }
         None => args.duration.unwrap_or(DEFAULT_DURATION),
+    };
+    // With --duet a run is its runtime scenarios switched fast, then pfsoff's duet.
+    let (duration, duet_time) = match duet_reference {
+        Some(_) => {
+            let duet = super::experiment_duet::duet_time(duration);
+            (
+                duration.saturating_sub(duet).max(super::budget::MIN_FAST),
+                Some(duet),
+            )
+        }
+        None => (duration, None),
+    };
+    let fast_scenarios: Vec<String> = match duet_reference {
+        Some(_) => scenarios
+            .iter()
+            .filter(|s| *s != "pfsoff")
+            .cloned()
+            .collect(),
+        None => scenarios.clone(),
     };
     let restart_settle = (slow_phase / 4).max(std::time::Duration::from_secs(1));
     let plan = Plan {
@@ -188,6 +230,7 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
         seed: args.seed,
         direct_check: args.direct_check,
         server: args.server.clone(),
+        duet: args.duet,
     };
     let mut study = Study::begin(&stem, study_plan, args.resume)?;
     let finished = args
@@ -196,7 +239,7 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
         .flat_map(|w| levels.iter().map(move |&t| (w, t)))
         .filter(|(w, t)| study.finished(w, *t))
         .count();
-    let per_run = plan.duration + super::budget::CELL_OVERHEAD;
+    let per_run = plan.duration + duet_time.unwrap_or_default() + super::budget::CELL_OVERHEAD;
     println!(
         "experiment: {runs} runs{}, about {}",
         if finished > 0 {
@@ -214,11 +257,21 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
     let mut server: Option<throwaway::Throwaway> = None;
 
     let mut doc = String::from("# performance_schema overhead by workload and concurrency\n\n");
+    let pfsoff_how = match duet_time {
+        Some(duet) => format!(
+            "pfsoff against its reference in a duet (this server and a copy of its data at once, each on half the CPUs with half the clients, every phase entered by restart, the roles swapped every phase), up to {}s per run or until +-{} points (each run's duet report beside the study: STEM-WORKLOAD-THREADS.duet.md)",
+            duet.as_secs(),
+            super::experiment_duet::TARGET_POINTS
+        ),
+        None => format!(
+            "pfsoff against its reference, both entered by restart, in {} slow blocks of {}s phases",
+            args.slow_blocks.max(1),
+            plan.slow_phase.as_secs()
+        ),
+    };
     let _ = writeln!(
         doc,
-        "Each cell is the mean QPS psprobe measured in that scenario's slots; the row below it the change against the baseline with its 95% interval (`*` = significant): runtime scenarios against the least instrumented one, switched every slot; pfsoff against its reference, both entered by restart, in {} slow blocks of {}s phases. sysbench's own QPS for the whole run is in the last column. {}s per run.\n",
-        args.slow_blocks.max(1),
-        plan.slow_phase.as_secs(),
+        "Each cell is the mean QPS psprobe measured in that scenario's slots; the row below it the change against the baseline with its 95% interval (`*` = significant): runtime scenarios against the least instrumented one, switched every slot; {pfsoff_how}. sysbench's own QPS for the whole run is in the last column. {}s of runtime scenarios per run.\n",
         plan.duration.as_secs()
     );
     let mut run_no = 0;
@@ -232,6 +285,7 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
             .copied()
             .context("workload")?;
         let mut rows = Vec::new();
+        let mut duets = Vec::new();
         for &threads in &levels {
             run_no += 1;
             let phase_log = PathBuf::from(format!(
@@ -250,6 +304,10 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
                     .find(|c| c.workload == workload && c.threads == threads)
                     .map_or(0.0, |c| c.sysbench_qps);
                 rows.push((threads, report_of(&phases, None)?, sysbench_qps));
+                if let Some(reference) = &duet_reference {
+                    let (files, _) = super::experiment_duet::files(&stem, workload, threads);
+                    duets.push((threads, super::experiment_duet::cell_of(&files, reference)?));
+                }
                 continue;
             }
             // The runs left, this one included, each its schedule and its start and stop.
@@ -270,7 +328,7 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
                 workload,
                 threads,
                 catalog: catalog.clone(),
-                scenarios: scenarios.clone(),
+                scenarios: fast_scenarios.clone(),
                 attribution: None,
                 phase_log: phase_log.clone(),
                 sysbench_out: sysbench_out.clone(),
@@ -279,7 +337,34 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
             let phases = read_phases(&phase_log)
                 .with_context(|| format!("cannot read {}", phase_log.display()))?;
             let report = report_of(&phases, None)?;
-            if args.direct_check > 0 && scenarios.iter().any(|s| s == "pfsoff") {
+            let duet = match (&duet_reference, duet_time) {
+                (Some(reference), Some(duration)) => {
+                    let cell = super::experiment_duet::DuetRun {
+                        server,
+                        choice: &choice,
+                        tables: &tables,
+                        catalog: &catalog,
+                        reference,
+                        workload,
+                        threads,
+                        duration,
+                        seed: args.seed,
+                    }
+                    .run(&stem, |dir| study.twin(dir))?;
+                    println!(
+                        "experiment: {workload}, {threads} threads: {reference} vs pfsoff in a duet: {} ({} pairs)",
+                        cell.change.text(),
+                        cell.pairs
+                    );
+                    Some(cell)
+                }
+                _ => None,
+            };
+            if args.direct_check > 0 && pfsoff {
+                let psprobe = match &duet {
+                    Some(cell) => format!("psprobe (duet) {}", cell.change.text()),
+                    None => super::direct_check::slow_estimate(&catalog, &scenarios, &report),
+                };
                 let line = super::direct_check::direct_check(
                     server,
                     &tables,
@@ -288,7 +373,7 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
                     &plan,
                     &catalog,
                     &scenarios,
-                    &report,
+                    &psprobe,
                     args.direct_check,
                 )?;
                 println!("experiment: {line}");
@@ -300,17 +385,17 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
             }
             let sysbench_qps =
                 sysbench_mean_qps(&std::fs::read_to_string(&sysbench_out).unwrap_or_default());
-            cells.extend(super::cells::rows_of(
-                workload,
-                threads,
-                &report,
-                &scenarios,
-                sysbench_qps,
-            ));
+            let mut these =
+                super::cells::rows_of(workload, threads, &report, &scenarios, sysbench_qps);
+            if let Some(cell) = &duet {
+                cell.patch(&mut these, workload, threads, sysbench_qps);
+                duets.push((threads, cell.clone()));
+            }
+            cells.extend(these);
             super::cells::write(&stem, &cells)?;
             rows.push((threads, report, sysbench_qps));
         }
-        super::study_tables::workload_table(&mut doc, workload, &scenarios, &rows);
+        super::study_tables::workload_table(&mut doc, workload, &scenarios, &rows, &duets);
         let mine: Vec<&super::cells::CellRow> =
             cells.iter().filter(|c| c.workload == workload).collect();
         if let Some(published) = &published {

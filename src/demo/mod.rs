@@ -14,6 +14,7 @@ mod direct_check;
 pub mod duet;
 mod duet_report;
 pub mod experiment;
+mod experiment_duet;
 pub mod published;
 pub mod server_choice;
 pub mod study;

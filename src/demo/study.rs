@@ -30,6 +30,9 @@ pub struct StudyPlan {
     /// `--server` (a study made before the option ran MariaDB).
     #[serde(default = "mariadb")]
     pub server: String,
+    /// `--duet`: pfsoff's column from duet runs.
+    #[serde(default)]
+    pub duet: bool,
 }
 
 fn mariadb() -> String {
@@ -49,6 +52,9 @@ struct StudyFile {
     plan: StudyPlan,
     /// The throwaway server's directory while a run may be using it.
     server_dir: Option<PathBuf>,
+    /// The copy of it a duet runs on, while it runs.
+    #[serde(default)]
+    twin_dir: Option<PathBuf>,
     direct: Vec<DirectLine>,
 }
 
@@ -77,6 +83,7 @@ impl Study {
                 file: StudyFile {
                     plan,
                     server_dir: None,
+                    twin_dir: None,
                     direct: Vec::new(),
                 },
                 done: Vec::new(),
@@ -105,7 +112,10 @@ impl Study {
                 differences(&file.plan, &plan)
             );
         }
-        if let Some(dir) = file.server_dir.take() {
+        for dir in [file.server_dir.take(), file.twin_dir.take()]
+            .into_iter()
+            .flatten()
+        {
             stop_left_server(&dir);
         }
         let cells = super::cells::beside(stem, "cells.json");
@@ -137,6 +147,12 @@ impl Study {
     /// process dies with it running).
     pub fn server(&mut self, dir: Option<&Path>) -> anyhow::Result<()> {
         self.file.server_dir = dir.map(Path::to_path_buf);
+        self.save()
+    }
+
+    /// Records the copy of the server a duet runs on (`None` once it is gone).
+    pub fn twin(&mut self, dir: Option<&Path>) -> anyhow::Result<()> {
+        self.file.twin_dir = dir.map(Path::to_path_buf);
         self.save()
     }
 
@@ -211,6 +227,7 @@ mod tests {
             seed: None,
             direct_check: 0,
             server: "mariadb".into(),
+            duet: false,
         }
     }
 

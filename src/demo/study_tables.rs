@@ -7,15 +7,18 @@
 
 use std::fmt::Write;
 
+use super::experiment_duet::DuetCell;
 use super::study::DirectLine;
 use crate::report::Report;
 
-/// One workload's table: per concurrency, `(threads, its report, sysbench's own QPS)`.
+/// One workload's table: per concurrency, `(threads, its report, sysbench's own QPS)`; with
+/// `--duet`, pfsoff's figures per concurrency come from `duets` instead.
 pub(super) fn workload_table(
     doc: &mut String,
     workload: &str,
     scenarios: &[String],
     rows: &[(u32, Report, f64)],
+    duets: &[(u32, DuetCell)],
 ) {
     let _ = writeln!(doc, "## {workload}\n");
     let _ = write!(doc, "| threads |");
@@ -25,20 +28,28 @@ pub(super) fn workload_table(
     let _ = writeln!(doc, " sysbench QPS |");
     let _ = writeln!(doc, "|{}", " ---: |".repeat(scenarios.len() + 2));
     for (threads, report, sysbench_qps) in rows {
+        let duet = duets.iter().find(|(t, _)| t == threads).map(|(_, d)| d);
         let _ = write!(doc, "| {threads} |");
         for s in scenarios {
-            let qps = report.row(s).map_or(0.0, |h| h.qps);
+            let qps = match duet {
+                Some(d) if s == "pfsoff" => d.pfsoff_qps,
+                _ => report.row(s).map_or(0.0, |h| h.qps),
+            };
             let _ = write!(doc, " {qps:.0} |");
         }
         let _ = writeln!(doc, " {sysbench_qps:.0} |");
         let _ = write!(doc, "| {threads} |");
         for s in scenarios {
-            let cell = report
-                .row(s)
-                .map_or_else(String::new, |h| match &h.qps_change {
-                    Some(c) => format!("{} vs {}", c.text(), h.baseline),
-                    None => format!("baseline ({})", h.baseline),
-                });
+            let cell = match duet {
+                Some(d) if s == "pfsoff" => format!("baseline (pfsoff, duet of {} pairs)", d.pairs),
+                Some(d) if *s == d.reference => format!("{} vs pfsoff (duet)", d.change.text()),
+                _ => report
+                    .row(s)
+                    .map_or_else(String::new, |h| match &h.qps_change {
+                        Some(c) => format!("{} vs {}", c.text(), h.baseline),
+                        None => format!("baseline ({})", h.baseline),
+                    }),
+            };
             let _ = write!(doc, " {cell} |");
         }
         let _ = writeln!(doc, " |");
@@ -111,7 +122,7 @@ mod tests {
         let scenarios: Vec<String> = SCENARIOS.map(String::from).to_vec();
         let rows = vec![(8, report(20.0), 1000.0), (512, report(180.0), 900.0)];
         let mut doc = String::new();
-        workload_table(&mut doc, "oltp_read_only", &scenarios, &rows);
+        workload_table(&mut doc, "oltp_read_only", &scenarios, &rows, &[]);
         let warnings: Vec<&str> = doc.lines().filter(|l| l.starts_with("> warning")).collect();
         assert_eq!(warnings.len(), 1, "{doc}");
         assert!(

@@ -215,6 +215,11 @@ impl Throwaway {
         self.write_script(server, Some(cpus))
     }
 
+    /// From the next start on, the server runs on every CPU again.
+    pub fn unpin(&self, server: &ServerChoice) -> anyhow::Result<()> {
+        self.write_script(server, None)
+    }
+
     /// Writes `server.sh` for this folder and port (on `cpus` only, when given).
     fn write_script(&self, server: &ServerChoice, cpus: Option<&str>) -> anyhow::Result<()> {
         let seen = Layout::new(server.seen(self.dir.path()));

@@ -158,7 +158,7 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
                 // The duet's least: about five pairs of two phases.
                 Some(_) => Some(Slow {
                     blocks: 6,
-                    phase: super::experiment_duet::PHASE,
+                    phase: super::duet_on_copy::PHASE,
                 }),
                 None => pfsoff.then_some(Slow {
                     blocks: args.slow_blocks.max(1),
@@ -339,7 +339,8 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
             let report = report_of(&phases, None)?;
             let duet = match (&duet_reference, duet_time) {
                 (Some(reference), Some(duration)) => {
-                    let cell = super::experiment_duet::DuetRun {
+                    let (files, report) = super::experiment_duet::files(&stem, workload, threads);
+                    super::duet_on_copy::DuetOnCopy {
                         server,
                         choice: &choice,
                         tables: &tables,
@@ -348,9 +349,12 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
                         workload,
                         threads,
                         duration,
+                        target: super::experiment_duet::TARGET_POINTS,
                         seed: args.seed,
+                        who: "experiment-duet",
                     }
-                    .run(&stem, |dir| study.twin(dir))?;
+                    .run(&files, &report, |dir| study.twin(dir))?;
+                    let cell = super::experiment_duet::cell_of(&files, reference)?;
                     println!(
                         "experiment: {workload}, {threads} threads: {reference} vs pfsoff in a duet: {} ({} pairs)",
                         cell.change.text(),

@@ -1,24 +1,21 @@
 //! `psprobe experiment --duet`: the seed study's pfsoff column from duet runs. After a cell's
 //! runtime scenarios (switched fast on the study's server alone), pfsoff against its reference
-//! runs as a duet on that server and a copy of its data made for the cell: each side pinned to
-//! half the CPUs with half the cell's clients (at least one), so the clients per CPU are the
-//! cell's. The cell's pfsoff figures come from the duet: the reference's change against pfsoff
-//! (the seed table's direction) with the duet's interval, pfsoff's statements/s from both
-//! sides' pfsoff phases.
+//! runs as a duet on that server and a copy of its data made for the cell (duet_on_copy.rs).
+//! The cell's pfsoff figures come from the duet: the reference's change against pfsoff (the
+//! seed table's direction) with the duet's interval, pfsoff's statements/s from both sides'
+//! pfsoff phases.
 //!
-//! Must not: leave the study's server pinned, or the copy running after the cell.
+//! Must not: compute an estimate of its own (the duet's analysis does).
 
 use std::path::{Path, PathBuf};
+
 use std::time::Duration;
 
 use anyhow::Context;
 
 use super::cells::CellRow;
-use super::duet::{pins, run_duet, DuetFiles};
-use super::server_choice::ServerChoice;
-use super::{sysbench, throwaway, Plan, ScheduledRun};
+use super::duet::DuetFiles;
 use crate::analysis::duet::{analyze_duet, Change};
-use crate::controller::model::catalog::Catalog;
 use crate::phase_log::read_phases;
 use crate::report::{report_of, Interval};
 
@@ -27,9 +24,6 @@ const LEVEL: f64 = 0.95;
 const DUET: &str = "duet";
 /// The half-width a duet cell stops at, and that a cell without an interval is told about.
 pub(super) const TARGET_POINTS: f64 = 3.0;
-/// One duet phase: restart settle and measured window (a pair is two, about 11 s with the
-/// restarts here).
-pub(super) const PHASE: Duration = Duration::from_secs(5);
 /// The least duet time worth a cell: about 5 pairs, the fewest an interval is given from.
 pub(super) const MIN_DUET: Duration = Duration::from_secs(60);
 
@@ -90,90 +84,6 @@ pub(super) fn duet_time(cell: Duration) -> Duration {
 pub(super) fn files(stem: &Path, workload: &str, threads: u32) -> (DuetFiles, PathBuf) {
     let cell = PathBuf::from(format!("{}-{workload}-{threads}.duet", stem.display()));
     (DuetFiles::beside(&cell), cell.with_extension("duet.md"))
-}
-
-/// The study's duet for one cell, as the experiment runs it.
-pub(super) struct DuetRun<'a> {
-    pub server: &'a throwaway::Throwaway,
-    pub choice: &'a ServerChoice,
-    pub tables: &'a sysbench::Tables,
-    pub catalog: &'a Catalog,
-    pub reference: &'a str,
-    pub workload: &'static str,
-    pub threads: u32,
-    pub duration: Duration,
-    pub seed: Option<u64>,
-}
-
-impl DuetRun<'_> {
-    /// Runs the duet of pfsoff against the reference for the cell, writes its report beside
-    /// the study, and returns the cell's pfsoff figures. `on_twin`: told the copy's folder
-    /// while it runs (`None` once it is gone), so a resumed study can stop it.
-    pub(super) fn run(
-        &self,
-        stem: &Path,
-        mut on_twin: impl FnMut(Option<&Path>) -> anyhow::Result<()>,
-    ) -> anyhow::Result<DuetCell> {
-        let (files, report) = files(stem, self.workload, self.threads);
-        let twin = self.server.twin(self.choice)?;
-        on_twin(Some(twin.dir()))?;
-        println!(
-            "experiment: duet's second server, a copy of the data, on {} (data in {})",
-            twin.addr(),
-            twin.dir().display()
-        );
-        let cpus = pins("auto")?;
-        if let Some([pa, pb]) = &cpus {
-            self.server.pin(self.choice, pa)?;
-            twin.pin(self.choice, pb)?;
-        }
-        let scenarios = vec![self.reference.to_string(), "pfsoff".to_string()];
-        let plan = Plan {
-            duration: self.duration,
-            slow_phase: PHASE,
-            restart_settle: Duration::from_secs(1),
-            slow_blocks: None,
-            seed: self.seed,
-            target_halfwidth: Some(TARGET_POINTS),
-            ..Plan::runtime(false)
-        };
-        let run = ScheduledRun {
-            workload: self.workload,
-            threads: (self.threads / 2).max(1),
-            catalog: self.catalog.clone(),
-            scenarios,
-            attribution: None,
-            phase_log: files.logs[0].clone(),
-            sysbench_out: files.sysbench[0].clone(),
-        };
-        let ran = run_duet(
-            [self.server, &twin],
-            self.tables,
-            &plan,
-            &run,
-            &files,
-            cpus.clone(),
-            "experiment-duet",
-        );
-        // The study's server runs on every CPU again for the next cell, whatever the duet did.
-        let unpinned = self
-            .server
-            .unpin(self.choice)
-            .and_then(|()| self.server.restart(true));
-        drop(twin);
-        on_twin(None)?;
-        ran?;
-        unpinned?;
-        let placement = match &cpus {
-            Some([pa, pb]) => format!(
-                "Server a and its sysbench ran on CPUs {pa}, server b (a copy of a's data) and its sysbench on {pb}; {} clients each.",
-                run.threads
-            ),
-            None => "Both sides shared every CPU (fewer than two here).".to_string(),
-        };
-        super::duet_report::write(&files, self.reference, &placement, &report)?;
-        cell_of(&files, self.reference)
-    }
 }
 
 /// The cell's pfsoff figures from a duet's two logs.

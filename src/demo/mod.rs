@@ -12,6 +12,7 @@ pub mod cells;
 mod compare;
 mod direct_check;
 pub mod duet;
+mod duet_on_copy;
 mod duet_report;
 pub mod experiment;
 mod experiment_duet;
@@ -58,6 +59,12 @@ pub struct DemoArgs {
     /// program's path.
     #[arg(long, value_name = "NAME|PATH", default_value = "mariadb")]
     pub server: String,
+    /// Measure pfsoff (performance_schema OFF) as a duet, with --quick too: the demo's server
+    /// and a copy of its data at once, each on half the CPUs with half the clients, every
+    /// phase entered by restart and the roles swapped every phase, until +-1.5 points or 5
+    /// minutes (about 3 here); its report beside the demo's (STEM.pfsoff-duet.md).
+    #[arg(long)]
+    pub duet: bool,
 }
 
 /// The schedule of a demo or experiment run: the runtime scenarios switched fast for
@@ -263,6 +270,9 @@ const DEMO_BUDGET: f64 = 5.0;
 /// pfsoff's interval in the full demo, points (and the longest it may take).
 const PFSOFF_TARGET: f64 = 3.0;
 const PFSOFF_CAP: Duration = Duration::from_secs(20 * 60);
+/// `--duet`: pfsoff's duet ends at +-1.5 points, or after 5 minutes.
+const DUET_TARGET: f64 = 1.5;
+const DUET_CAP: Duration = Duration::from_secs(5 * 60);
 
 pub fn run(args: &DemoArgs) -> anyhow::Result<()> {
     // Clients refused while the server restarts for pfsoff are expected here; psprobe's own
@@ -315,7 +325,26 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<()> {
 
     // 2. pfsoff: performance_schema OFF, only through restarts, in short slow pairs.
     let pfsoff_scenarios = vec!["pfsoff".to_string(), "pfson_conoff_insoff".to_string()];
-    if args.quick {
+    if args.duet {
+        let stem = output.with_extension("pfsoff-duet");
+        let files = duet::DuetFiles::beside(&stem);
+        let report = stem.with_extension("pfsoff-duet.md");
+        duet_on_copy::DuetOnCopy {
+            server: &server,
+            choice: &choice,
+            tables: &tables,
+            catalog: &Catalog::builtin(),
+            reference: "pfson_conoff_insoff",
+            workload: "oltp_read_write",
+            threads,
+            duration: DUET_CAP,
+            target: DUET_TARGET,
+            seed: None,
+            who: "demo-duet",
+        }
+        .run(&files, &report, |_| Ok(()))?;
+        println!("demo: pfsoff in a duet: report {}", report.display());
+    } else if args.quick {
         println!(
             "demo: pfsoff (performance_schema OFF) needs a restart per phase: about 10-15 minutes of \
              slow pairs for an interval of +-{PFSOFF_TARGET} points on a machine like this one; the full \

@@ -11,6 +11,8 @@
 #                                        of S seconds (default 120) each, interleaved
 #   scripts/precision.sh aa [N] [S]      N A/A runs (default 20) of S seconds (default 120):
 #                                        share of 95% intervals that contain 0
+#                                        (PRECISION_THREADS=64: at a load whose switches make
+#                                        the leader lengthen the slots)
 #   scripts/precision.sh slowfast [S]    the same comparison with the fast default and with
 #                                        the old slow schedule (--phase 20s --settle 5s), S
 #                                        seconds each (default 600): do they agree?
@@ -26,12 +28,13 @@ bin=${PSPROBE_BIN:-target/release/psprobe}  # a copy keeps a long run safe from 
 [ -x "$bin" ] || cargo build --release --locked
 A=pfson_conoff_insoff
 B=pfson_conon_inson
+threads=${PRECISION_THREADS:-8}
 
 # experiment NAME SCENARIOS [psprobe experiment args...] -> $out/NAME-*.phases.jsonl
 experiment() {
   local name=$1 scenarios=$2
   shift 2
-  "$bin" experiment --workloads oltp_read_only --threads 8 --scenarios "$scenarios" \
+  "$bin" experiment --workloads oltp_read_only --threads "$threads" --scenarios "$scenarios" \
     -o "$out/$name.md" "$@" >"$out/$name.log" 2>&1
 }
 
@@ -44,7 +47,10 @@ design = r.get(sys.argv[3]) or {}
 for e in design.get("estimates", []):
     if e["scenario"] == sys.argv[1] and e["metric"] == sys.argv[2]:
         lo, hi = e["ci_low"], e["ci_high"]
-        print("%.2f %.2f %.2f %.2f" % (e["ratio"] * 100, lo * 100, hi * 100, (hi - lo) * 50))
+        if lo is None or hi is None:  # no interval: too few blocks, or one that says nothing
+            print("%.2f nan nan nan" % (e["ratio"] * 100))
+        else:
+            print("%.2f %.2f %.2f %.2f" % (e["ratio"] * 100, lo * 100, hi * 100, (hi - lo) * 50))
         break
 else:
     print("nan nan nan nan")
@@ -54,7 +60,7 @@ else:
 case "$mode" in
 main)
   experiment main "$A,$B" --duration 600s
-  log=$(ls "$out"/main-oltp_read_only-8.phases.jsonl)
+  log=$(ls "$out"/main-oltp_read_only-$threads.phases.jsonl)
   for m in throughput mean_latency server_cpu; do
     read -r r lo hi h < <(estimate "$log" "$B" "$m")
     echo "main: $B vs $A, $m: ${r}% (${lo}..${hi}), half-width ${h} points"
@@ -72,8 +78,8 @@ sweep)
     order=$(printf '%s\n' "${slots[@]}" | python3 -c "import random,sys; l=sys.stdin.read().split(); random.Random($round).shuffle(l); print(' '.join(l))")
     for slot in $order; do
       experiment "sweep-$slot-$round" "$A,$B" --duration "${seconds}s" --phase "$slot" --seed "$round"
-      read -r r lo hi h < <(estimate "$out/sweep-$slot-$round-oltp_read_only-8.phases.jsonl" "$B" throughput)
-      read -r _ _ _ hl < <(estimate "$out/sweep-$slot-$round-oltp_read_only-8.phases.jsonl" "$B" mean_latency)
+      read -r r lo hi h < <(estimate "$out/sweep-$slot-$round-oltp_read_only-$threads.phases.jsonl" "$B" throughput)
+      read -r _ _ _ hl < <(estimate "$out/sweep-$slot-$round-oltp_read_only-$threads.phases.jsonl" "$B" mean_latency)
       echo "$slot $round $r $h $hl" | tee -a "$out/sweep.txt"
     done
   done
@@ -101,8 +107,8 @@ EOF
   : >"$out/aa.txt"
   for i in $(seq 1 "$runs"); do
     experiment "aa-$i" "$A,aa_twin" --duration "${seconds}s" --config "$out/aa.toml" --seed "$i"
-    read -r r lo hi h < <(estimate "$out/aa-$i-oltp_read_only-8.phases.jsonl" aa_twin throughput)
-    read -r rl lol hil hl < <(estimate "$out/aa-$i-oltp_read_only-8.phases.jsonl" aa_twin mean_latency)
+    read -r r lo hi h < <(estimate "$out/aa-$i-oltp_read_only-$threads.phases.jsonl" aa_twin throughput)
+    read -r rl lol hil hl < <(estimate "$out/aa-$i-oltp_read_only-$threads.phases.jsonl" aa_twin mean_latency)
     echo "$i $r $lo $hi $h $rl $lol $hil $hl" | tee -a "$out/aa.txt"
   done
   python3 - "$out/aa.txt" <<'EOF'
@@ -118,7 +124,7 @@ slowfast)
   experiment fast "$A,$B" --duration "${seconds}s"
   experiment slow "$A,$B" --duration "${seconds}s" --phase 20s --settle 5s
   for d in fast slow; do
-    read -r r lo hi h < <(estimate "$out/$d-oltp_read_only-8.phases.jsonl" "$B" throughput)
+    read -r r lo hi h < <(estimate "$out/$d-oltp_read_only-$threads.phases.jsonl" "$B" throughput)
     echo "$d schedule (${seconds}s): $B vs $A throughput ${r}% (${lo}..${hi}), half-width ${h}"
   done
   ;;

@@ -32,7 +32,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::paired::{pairs_needed, MIN_SLOW_PAIRS, PRIOR_SLOW_PAIR_SD};
+use super::paired::{pairs_needed, MAX_LOG_HALFWIDTH, MIN_SLOW_PAIRS, PRIOR_SLOW_PAIR_SD};
 use super::phase_data::{collect, Collected, PhaseData};
 use super::stats_math::{mean, newey_west_se, sd, t_quantile};
 
@@ -40,7 +40,8 @@ use super::stats_math::{mean, newey_west_se, sd, t_quantile};
 const TRIM: f64 = 0.2;
 use crate::phase_log::{PhaseRecord, SLOW};
 
-/// A change in percent with its interval (`None` below [`MIN_SLOW_PAIRS`] pairs).
+/// A change in percent with its interval (`None` below [`MIN_SLOW_PAIRS`] pairs, or wider
+/// than [`MAX_LOG_HALFWIDTH`]: one that says nothing).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub(crate) struct Change {
     pub percent: f64,
@@ -86,6 +87,8 @@ pub(crate) fn trimmed(diffs: &[f64], level: f64) -> Option<Trimmed> {
 impl Change {
     fn of(diffs: &[f64], level: f64) -> Option<Change> {
         let (center, bounds, spread) = trimmed(diffs, level)?;
+        // An interval too wide to say anything is not given (the rule of every estimate).
+        let bounds = bounds.filter(|(lo, hi)| (hi - lo) / 2.0 <= MAX_LOG_HALFWIDTH);
         Some(Change {
             percent: center.exp_m1() * 100.0,
             low: bounds.map(|b| b.0.exp_m1() * 100.0),

@@ -218,3 +218,17 @@ fn trimmed_mean_and_yuen_interval_by_hand() {
     assert!(trimmed(&[1.0, f64::NAN], 0.95).is_none());
     assert_eq!(trimmed(&[1.0, 2.0, 3.0], 0.95).unwrap().1, None);
 }
+
+/// A duet whose pairs scatter by tens of percent (32 threads a side, one side slow to come
+/// back after its restarts: -7.5% (-51..+76) once) gives no interval, and says how many more
+/// pairs it would need; pairs that agree keep theirs.
+#[test]
+fn a_duet_interval_too_wide_to_say_anything_is_not_given() {
+    let wild = [0.4, -0.5, 0.3, -0.45, 0.35, -0.3];
+    let c = Change::of(&wild, 0.95).expect("a centre");
+    assert_eq!((c.low, c.high), (None, None), "{c:?}");
+    assert!(c.pairs_for(3.0, 0.95) > 6);
+    let calm = [0.01, -0.005, 0.012, 0.0, 0.008, -0.002];
+    let c = Change::of(&calm, 0.95).expect("a centre");
+    assert!(c.low.is_some() && c.high.is_some(), "{c:?}");
+}

@@ -22,7 +22,7 @@ use super::baseline::PFSOFF;
 use super::carryover::{profile, CarryoverProfile};
 use super::estimate::{Analysis, AnalysisError, Estimate, Metric, Options};
 use super::restart_profile::{restart_profile, RestartProfile};
-use super::switch_load::{slot_lengths_ms, slots_time_ms, switch_load_at_last_slot};
+use super::switch_load::{run_warning, slot_lengths_ms, slots_time_ms};
 
 /// What switching into a scenario cost over the run (fast schedule).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -246,7 +246,7 @@ pub(crate) fn analyze_run(
         reference.as_deref(),
         options,
     );
-    if let Some(w) = switch_load_at_last_slot(&all_fast).and_then(|l| l.warning()) {
+    if let Some(w) = run_warning(&all_fast) {
         warnings.push(w);
     }
     let mut recommendation = recommendation;

@@ -65,6 +65,17 @@ pub(crate) fn switch_load_at_last_slot(fast: &[PhaseRecord]) -> Option<SwitchLoa
     switch_load(&at_last)
 }
 
+/// What a run's report says about its switches: the warning for the slots as they ended,
+/// unless the leader was still lengthening them (several lengths, the last below the cap: had
+/// the run gone on, the next segment's slots would have fitted; nothing for the user to do).
+pub(crate) fn run_warning(fast: &[PhaseRecord]) -> Option<String> {
+    let lengths = slot_lengths_ms(fast);
+    if lengths.len() > 1 && lengths.last().is_some_and(|&l| l < MAX_AUTO_SLOT_MS) {
+        return None;
+    }
+    switch_load_at_last_slot(fast).and_then(|l| l.warning())
+}
+
 /// The slot lengths of a run's fast records, each once, in the order they were used.
 pub(crate) fn slot_lengths_ms(fast: &[PhaseRecord]) -> Vec<u64> {
     let mut lengths: Vec<u64> = Vec::new();

@@ -480,4 +480,30 @@ fn lengthened_slots_are_listed_and_judged_as_they_ended() {
     let a = analyze_run(&log, None, &Options::default()).unwrap();
     assert_eq!(a.slot_lengths_ms, [250]);
     assert!(a.warnings.iter().any(|w| w.starts_with("switching took")));
+    // Still lengthening when the run ended (its last segment's switches heavier than its
+    // slots): nothing for the user to do. At the 5 s cap: warned.
+    for (p, slot) in log.iter_mut().zip([250, 2000].iter().cycle()) {
+        switch_load::with_test_switches_in(
+            p,
+            900.0,
+            if p.block < 2 { 250 } else { *slot.max(&2000) },
+        );
+    }
+    let a = analyze_run(&log, None, &Options::default()).unwrap();
+    assert_eq!(a.slot_lengths_ms, [250, 2000]);
+    assert!(
+        !a.warnings.iter().any(|w| w.starts_with("switching took")),
+        "{:?}",
+        a.warnings
+    );
+    for p in &mut log {
+        let slot = if p.block < 2 { 250 } else { 5000 };
+        switch_load::with_test_switches_in(p, 1800.0, slot);
+    }
+    let a = analyze_run(&log, None, &Options::default()).unwrap();
+    assert!(
+        a.warnings.iter().any(|w| w.starts_with("switching took")),
+        "{:?}",
+        a.warnings
+    );
 }

@@ -51,7 +51,9 @@ fn change(c: &Change, target: f64) -> String {
             "{:+.2}%, no interval from {} pairs: about {} more for ±{target}",
             c.percent,
             c.pairs,
-            c.pairs_for(target, LEVEL).saturating_sub(c.pairs as u64)
+            c.pairs_for(target, LEVEL)
+                .saturating_sub(c.pairs as u64)
+                .max(1)
         ),
     }
 }

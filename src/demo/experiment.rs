@@ -259,7 +259,7 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
     let mut doc = String::from("# performance_schema overhead by workload and concurrency\n\n");
     let pfsoff_how = match duet_time {
         Some(duet) => format!(
-            "pfsoff against its reference in a duet (this server and a copy of its data at once, each on half the CPUs with half the clients, every phase entered by restart, the roles swapped every phase), up to {}s per run or until +-{} points (each run's duet report beside the study: STEM-WORKLOAD-THREADS.duet.md)",
+            "pfsoff against its reference in a duet (this server and a copy of its data at once, each on half the CPUs with half the clients, every phase entered by restart, the roles swapped every phase), up to {}s per run or until +-{} points (each run's duet report beside the study: STEM-WORKLOAD-THREADS.duet.md); pfsoff's QPS is one duet server's, with half the clients on half the CPUs",
             duet.as_secs(),
             super::experiment_duet::TARGET_POINTS
         ),

@@ -95,7 +95,8 @@ impl Tuning {
         }
         // Said about the slots as they are now: slots lengthened from the switch cost are
         // warned about only once they can grow no more.
-        if segments >= PROFILE_AFTER_SEGMENTS && !self.warned_switch_load {
+        let can_grow = s.phase_auto && self.slot < Duration::from_millis(MAX_AUTO_SLOT_MS);
+        if segments >= PROFILE_AFTER_SEGMENTS && !self.warned_switch_load && !can_grow {
             if let Some(w) = switch_load_at_last_slot(fast).and_then(|l| l.warning()) {
                 self.warned_switch_load = true;
                 tracing::warn!("{w}");

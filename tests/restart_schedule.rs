@@ -213,12 +213,20 @@ fn the_restart_path_a_a_holds_zero_and_planned_restarts_do_not_warn() {
             .clone();
         let (lo, hi) = (e["ci_low"].as_f64(), e["ci_high"].as_f64());
         eprintln!("seed {seed}: startup twin vs runtime: {e}");
-        let holds = lo.zip(hi).is_some_and(|(lo, hi)| lo <= 0.0 && 0.0 <= hi);
-        assert_eq!(
-            e["significant"].as_bool(),
-            Some(!holds),
-            "significant agrees with the interval: {e}"
-        );
+        let mut holds = lo.zip(hi).is_some_and(|(lo, hi)| lo <= 0.0 && 0.0 <= hi);
+        if lo.is_none() || hi.is_none() {
+            // Too wide to say anything on a noisy host: no interval (no claim of a
+            // difference), what it needs instead, never significant.
+            assert!(e["needs"]["blocks"].as_u64().is_some(), "{e}");
+            assert_eq!(e["significant"].as_bool(), Some(false), "{e}");
+            holds = true;
+        } else {
+            assert_eq!(
+                e["significant"].as_bool(),
+                Some(!holds),
+                "significant agrees with the interval: {e}"
+            );
+        }
         seen.push(holds);
         // Reapers first, so each drops (kills its servers) before its dir goes.
         kept.push((reaper, dir));
@@ -228,7 +236,7 @@ fn the_restart_path_a_a_holds_zero_and_planned_restarts_do_not_warn() {
     }
     assert!(
         seen.contains(&true),
-        "the A/A's 99% interval holds 0: {seen:?}"
+        "the A/A claims no difference (its 99% interval holds 0, or it has none): {seen:?}"
     );
     assert_eq!(setup_dump(&db), before);
 }

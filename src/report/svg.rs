@@ -184,12 +184,20 @@ pub fn bars_with_whiskers(title: &str, unit: &str, bars: &[Bar]) -> String {
                 }
             }
         }
+        // A text longer than the column (what an estimate without an interval needs) is cut
+        // to fit, and kept whole in its tooltip.
+        let shown = fit(&texts[i], right - 24.0);
+        let whole = if shown == texts[i] {
+            String::new()
+        } else {
+            format!("<title>{}</title>", escape(&texts[i]))
+        };
         let _ = write!(
             s,
-            r#"<text x="{}" y="{}" class="value">{}</text>"#,
+            r#"<text x="{}" y="{}" class="value">{}{whole}</text>"#,
             WIDTH - right + 12.0,
             cy + 4.0,
-            escape(&texts[i])
+            escape(&shown)
         );
     }
     s.push_str("</svg>");
@@ -571,6 +579,40 @@ mod tests {
         assert!(svg.contains("(-79.8..+382.1), clipped"), "{svg}");
         assert!(svg.contains("+4.0%: not enough restarts for an interval"));
         assert_eq!(svg.matches("class=\"whisker\"").count(), 2);
+        // What an estimate needs, too long for the value column: cut, whole in its tooltip.
+        let needs =
+            "not enough blocks for an interval: about 7 more blocks (1 minutes) for +-3 points";
+        let long = vec![
+            Bar {
+                label: "few".into(),
+                value: -5.7,
+                low: None,
+                high: None,
+                note: Some(needs.into()),
+            },
+            Bar {
+                label: "ok".into(),
+                value: -2.0,
+                low: Some(-3.0),
+                high: Some(-1.0),
+                note: None,
+            },
+        ];
+        let svg = bars_with_whiskers("t", "%", &long);
+        assert!(
+            svg.contains(&format!("<title>-5.7%: {needs}</title>")),
+            "{svg}"
+        );
+        let shown = svg
+            .split("class=\"value\">")
+            .nth(1)
+            .and_then(|t| t.split('<').next())
+            .unwrap();
+        assert!(
+            shown.starts_with("-5.7%: not enough") && shown.len() < needs.len(),
+            "{shown}"
+        );
+        assert!(text_width(shown) <= WIDTH - 250.0 - 200.0, "{shown}");
     }
 
     #[test]

@@ -38,7 +38,9 @@ pub(crate) fn slots_time_ms(p: &PhaseRecord, switching_ms: f64) -> f64 {
 
 /// The load of the switches in `fast` (records of the fast schedule); `None` without any
 /// timed switch.
-pub(crate) fn switch_load(fast: &[PhaseRecord]) -> Option<SwitchLoad> {
+pub(crate) fn switch_load<'a>(
+    fast: impl IntoIterator<Item = &'a PhaseRecord>,
+) -> Option<SwitchLoad> {
     let (mut switches, mut switching, mut time) = (0u64, 0.0f64, 0.0f64);
     for p in fast {
         let Some(sw) = &p.switch else { continue };
@@ -57,12 +59,7 @@ pub(crate) fn switch_load(fast: &[PhaseRecord]) -> Option<SwitchLoad> {
 /// them in logs without it): slots lengthened from the switch cost are judged as they ended.
 pub(crate) fn switch_load_at_last_slot(fast: &[PhaseRecord]) -> Option<SwitchLoad> {
     let last = fast.iter().rev().find_map(|p| p.slot_ms);
-    let at_last: Vec<PhaseRecord> = fast
-        .iter()
-        .filter(|p| last.is_none() || p.slot_ms == last)
-        .cloned()
-        .collect();
-    switch_load(&at_last)
+    switch_load(fast.iter().filter(|p| last.is_none() || p.slot_ms == last))
 }
 
 /// What a run's report says about its switches: the warning for the slots as they ended,

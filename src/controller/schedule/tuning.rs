@@ -124,12 +124,7 @@ impl Tuning {
     /// shortened (a run's slots grow a few times at most, and the blocks stay comparable).
     fn fit_slot_to_switches(&mut self, fast: &[PhaseRecord]) {
         let Some(last) = fast.last() else { return };
-        let segment: Vec<PhaseRecord> = fast
-            .iter()
-            .filter(|r| r.block == last.block)
-            .cloned()
-            .collect();
-        let Some(load) = switch_load(&segment) else {
+        let Some(load) = switch_load(fast.iter().filter(|r| r.block == last.block)) else {
             return;
         };
         let want = Duration::from_millis(load.suggested_phase_ms().min(MAX_AUTO_SLOT_MS));

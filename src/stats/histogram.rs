@@ -116,11 +116,6 @@ impl LogHistogram {
             .filter(|(_, &n)| n > 0)
             .map(|(i, &n)| (self.first + i as u16, n))
     }
-
-    /// Bytes of heap this histogram holds.
-    pub fn heap_bytes(&self) -> usize {
-        self.counts.capacity() * std::mem::size_of::<u64>()
-    }
 }
 
 #[cfg(test)]

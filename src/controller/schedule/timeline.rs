@@ -163,11 +163,6 @@ impl Timeline {
         self.cfg.slot = slot;
     }
 
-    /// Slow blocks completed.
-    pub fn slow_blocks_done(&self) -> u64 {
-        self.slow_done
-    }
-
     fn slow_left(&self) -> bool {
         !self.cfg.slow.is_empty()
             && self.cfg.slow_blocks.is_none_or(|n| self.slow_done < n)

@@ -181,15 +181,12 @@ pub fn run(args: &DuetArgs) -> anyhow::Result<()> {
     println!("duet: {placement}");
     std::fs::write(&files.placement, &placement)
         .with_context(|| format!("cannot write {}", files.placement.display()))?;
-    let plan = Plan {
-        duration: args.duration,
-        slow_phase: args.slow_phase,
-        restart_settle: Duration::from_secs(1),
-        slow_blocks: None,
-        seed: args.seed,
-        target_halfwidth: args.target_halfwidth,
-        ..Plan::runtime(false)
-    };
+    let plan = Plan::duet(
+        args.duration,
+        args.slow_phase,
+        args.target_halfwidth,
+        args.seed,
+    );
     let run = ScheduledRun {
         workload,
         threads: args.threads,

@@ -59,15 +59,7 @@ impl DuetOnCopy<'_> {
             self.server.pin(self.choice, pa)?;
             twin.pin(self.choice, pb)?;
         }
-        let plan = Plan {
-            duration: self.duration,
-            slow_phase: PHASE,
-            restart_settle: Duration::from_secs(1),
-            slow_blocks: None,
-            seed: self.seed,
-            target_halfwidth: Some(self.target),
-            ..Plan::runtime(false)
-        };
+        let plan = Plan::duet(self.duration, PHASE, Some(self.target), self.seed);
         let run = ScheduledRun {
             workload: self.workload,
             threads: (self.threads / 2).max(1),

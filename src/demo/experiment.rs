@@ -155,11 +155,15 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
     let duration = match args.budget {
         Some(budget) => {
             let slow = match duet_reference {
-                // The duet's least: about five pairs of two phases.
-                Some(_) => Some(Slow {
-                    blocks: 6,
-                    phase: super::duet_on_copy::PHASE,
-                }),
+                // The duet's least, as pairs of two phases.
+                Some(_) => {
+                    let phase = super::duet_on_copy::PHASE;
+                    Some(Slow {
+                        blocks: super::experiment_duet::MIN_DUET.as_secs()
+                            / (2 * phase.as_secs()).max(1),
+                        phase,
+                    })
+                }
                 None => pfsoff.then_some(Slow {
                     blocks: args.slow_blocks.max(1),
                     phase: slow_phase,

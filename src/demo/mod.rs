@@ -115,6 +115,26 @@ impl Plan {
         }
     }
 
+    /// A duet's schedule: every phase `slow_phase` long and entered by restart (its settle
+    /// chosen from the restart profile after a first second), for up to `duration` or until
+    /// +-`target` points.
+    pub fn duet(
+        duration: Duration,
+        slow_phase: Duration,
+        target: Option<f64>,
+        seed: Option<u64>,
+    ) -> Self {
+        Plan {
+            duration,
+            slow_phase,
+            restart_settle: Duration::from_secs(1),
+            slow_blocks: None,
+            seed,
+            target_halfwidth: target,
+            ..Plan::runtime(false)
+        }
+    }
+
     /// Expected length of the schedule.
     pub fn nominal(&self) -> Duration {
         self.duration

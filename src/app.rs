@@ -31,6 +31,8 @@ pub fn run_proxy(args: &ProxyArgs) -> anyhow::Result<()> {
         .schedule
         .settings(args.config.as_deref(), &config.settings.upstream)?;
     crate::runtime::init_logging(&config.log)?;
+    let (controller, side_b) =
+        crate::proxy_duet::split(&args.duet, &args.schedule, &config, controller)?;
     if let Some(fds) = proxy::limits::raise_fd_limit() {
         tracing::debug!("file-descriptor limit: {fds}");
     }
@@ -54,7 +56,24 @@ pub fn run_proxy(args: &ProxyArgs) -> anyhow::Result<()> {
     crate::runtime::block_on_multi_thread(async move {
         // Before anything starts: a shutdown signal during the start waits for it to finish.
         let signals = crate::signals::Signals::install();
-        let running = launch_with_tls(&config, controller, Some(tls)).await?;
+        let running = launch_with_tls(&config, controller, Some(tls.clone())).await?;
+        let running_b = match side_b {
+            Some(b) => match launch_with_tls(&b.config, Some(b.settings), Some(tls)).await {
+                Ok(r) => Some(r),
+                Err(e) => {
+                    let a = running.shutdown().await;
+                    return Err(e.context(format!(
+                        "side b of the duet ({}) did not start; side a stopped{}",
+                        b.config.settings.upstream,
+                        match a {
+                            Some(Ok(())) => ", its server's settings as found",
+                            _ => "",
+                        }
+                    )));
+                }
+            },
+            None => None,
+        };
         signals.set_reloads_certificate(running.reloads_certificate());
         // One machine-readable line on stdout (scripts and tests read the bound ports from it).
         let mut stdout = std::io::stdout();
@@ -62,27 +81,56 @@ pub fn run_proxy(args: &ProxyArgs) -> anyhow::Result<()> {
             .admin_addr
             .map(|a| format!(" admin={a}"))
             .unwrap_or_default();
+        let duet = running_b
+            .as_ref()
+            .map(|b| {
+                format!(
+                    " duet_proxy={} duet_metrics={}",
+                    b.proxy_addr, b.metrics_addr
+                )
+            })
+            .unwrap_or_default();
         writeln!(
             stdout,
-            "psprobe listening proxy={} metrics={}{admin}",
+            "psprobe listening proxy={} metrics={}{admin}{duet}",
             running.proxy_addr, running.metrics_addr
         )
         .and_then(|()| stdout.flush())
         .context("cannot write to stdout")?;
         signals.shutdown().await;
-        match running.shutdown().await {
-            // The last line says what the stop left on the server.
-            Some(Err(e)) if e.leaves_server_changed() => Err(anyhow::Error::new(e)),
-            Some(Ok(())) => {
-                tracing::info!("stopped; the server's performance_schema settings are as found");
-                Ok(())
-            }
-            _ => {
-                tracing::info!("stopped");
-                Ok(())
-            }
+        let Some(running_b) = running_b else {
+            return stopped(running.shutdown().await, "");
+        };
+        // Both sides put their servers back at once (each within --stop-timeout).
+        let (a, b) = tokio::join!(running.shutdown(), running_b.shutdown());
+        let b = stopped(b, "side b: ");
+        if let Err(e) = &b {
+            tracing::error!("{e:#}");
         }
+        stopped(a, "side a: ").and(b)
     })
+}
+
+/// How a stop ended, as its last line says (`side`: "side a: " in a duet, else empty): an
+/// error when it left a server changed.
+fn stopped(ended: Option<Result<(), ControllerError>>, side: &str) -> anyhow::Result<()> {
+    match ended {
+        Some(Err(e)) if e.leaves_server_changed() => {
+            let e = anyhow::Error::new(e);
+            Err(match side.strip_suffix(": ") {
+                Some(label) => e.context(label.to_string()),
+                None => e,
+            })
+        }
+        Some(Ok(())) => {
+            tracing::info!("{side}stopped; the server's performance_schema settings are as found");
+            Ok(())
+        }
+        _ => {
+            tracing::info!("{side}stopped");
+            Ok(())
+        }
+    }
 }
 
 /// A proxy (and its controller, when scheduled) running in this process.

@@ -127,6 +127,8 @@ pub struct ProxyArgs {
     pub schedule: crate::controller::schedule::args::ScheduleArgs,
     #[command(flatten)]
     pub tls: crate::tls::TlsArgs,
+    #[command(flatten)]
+    pub duet: crate::proxy_duet::DuetProxyArgs,
 }
 
 /// The `[proxy]` table of the config file.

@@ -41,6 +41,7 @@ pub mod phase_log;
 pub(crate) mod private_fs;
 pub(crate) mod progress;
 pub(crate) mod proxy;
+pub mod proxy_duet;
 pub mod report;
 pub(crate) mod runtime;
 pub(crate) mod secrets;

@@ -13,6 +13,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use common::cli::psprobe;
+use common::controller::{poll, setup_dump, start_controller, terminate};
+use common::restart::{restart_script, Reaper};
+use common::server::{Flavor, Options, Server};
+use common::sysbench::{self, Restarting};
 
 /// The phase records of one side's log by phase number: (scenario, block, from, to,
 /// verified, restarted).
@@ -150,22 +154,40 @@ fn duet(
         "{together} phases together: {a:?} / {b:?}"
     );
 
-    // psprobe report reads one side's log (its phases as sequential pairs), and refuses to
-    // merge the two sides as if they were one server's probes.
+    // psprobe report reads the two logs as the duet they are (the same report as the run's
+    // own), one side's log as its phases in sequential pairs, and refuses a third log or a
+    // format a duet's report has not.
     let (log_a, log_b) = (
         dir.path().join("duet.a.phases.jsonl"),
         dir.path().join("duet.b.phases.jsonl"),
     );
-    let out = psprobe(&["report", log_a.to_str().unwrap(), log_b.to_str().unwrap()]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{err}");
-    assert!(err.contains("both sides of a duet"), "{err}");
-    assert_eq!(
-        err.lines().filter(|l| !l.trim().is_empty()).count(),
-        1,
-        "{err}"
+    let (a_arg, b_arg) = (log_a.to_str().unwrap(), log_b.to_str().unwrap());
+    let out = psprobe(&["report", b_arg, a_arg]);
+    let again = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
-    let out = psprobe(&["report", log_a.to_str().unwrap()]);
+    assert!(again.starts_with("# Duet run"), "{again}");
+    for bad in [
+        vec!["report", a_arg, b_arg, a_arg],
+        vec!["report", a_arg, b_arg, "--format", "html"],
+    ] {
+        let out = psprobe(&bad);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && out.stdout.is_empty(),
+            "{bad:?}: {err}"
+        );
+        assert!(err.contains("duet"), "{err}");
+        assert_eq!(
+            err.lines().filter(|l| !l.trim().is_empty()).count(),
+            1,
+            "{err}"
+        );
+    }
+    let out = psprobe(&["report", a_arg]);
     assert!(
         out.status.success(),
         "{}",
@@ -173,6 +195,15 @@ fn duet(
     );
 
     let doc = std::fs::read_to_string(&md).expect("the report");
+    // The report from the logs is the run's own but for where the sides ran (only the run
+    // knew that; it is said in the first paragraph).
+    let but_placement = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| !l.starts_with("Two servers of the same version"))
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(but_placement(&again), but_placement(&doc));
     let json: Vec<serde_json::Value> =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("duet.json")).expect("json"))
             .expect("the report's JSON");
@@ -425,4 +456,186 @@ fn a_duet_stopped_by_sigterm_leaves_no_server_behind() {
     assert_eq!(said.len(), 1, "{err}");
     assert!(said[0].contains("interrupted"), "{err}");
     assert_servers_gone(seen.iter().map(String::as_str));
+}
+
+/// `psprobe proxy --duet-upstream`: an operator's server and a clone of it (two harness
+/// servers with the same sysbench tables), each restarted by its own command and loaded by its
+/// own sysbench through its own port. Both sides' phases run together (the other scenario,
+/// the same block, the same window), `psprobe report` reads the two logs as the duet, and a
+/// SIGTERM leaves both servers as found; a duet that cannot be one is refused in one line.
+#[test]
+fn proxy_duet_on_an_operators_two_instances() {
+    const TABLES: [&str; 2] = ["--tables=2", "--table-size=2000"];
+    let servers = [
+        Server::start(Flavor::MariaDb1011, Options::default()),
+        Server::start(Flavor::MariaDb1011, Options::default()),
+    ];
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut hooks = Vec::new();
+    let mut reapers = Vec::new();
+    for (db, label) in servers.iter().zip(["a", "b"]) {
+        sysbench::run(&db.addr(), "oltp_read_only", "prepare", &TABLES);
+        let own = dir.path().join(label);
+        std::fs::create_dir(&own).unwrap();
+        hooks.push(format!(
+            "sh {} {{pfs}} {{opts}}",
+            restart_script(db, &own).display()
+        ));
+        reapers.push(Reaper(own));
+    }
+    let before = [setup_dump(&servers[0]), setup_dump(&servers[1])];
+    let log = dir.path().join("phases.jsonl");
+    let d = dir.path().display().to_string();
+    let common = |extra: &[&str]| -> Vec<String> {
+        let mut args: Vec<String> = [
+            "--scenarios",
+            "pfson_conoff_insoff,pfsoff",
+            "--slow-phase",
+            "3s",
+            "--state-dir",
+            &d,
+            "--phase-log",
+            log.to_str().unwrap(),
+            "--restart-cmd",
+            &hooks[0],
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args
+    };
+
+    // Refused in one line, before anything is touched: the first server twice, and a duet
+    // without the second's restart command.
+    let (a_addr, b_addr) = (servers[0].addr(), servers[1].addr());
+    for (extra, says) in [
+        (
+            vec![
+                "--duet-upstream",
+                a_addr.as_str(),
+                "--duet-listen",
+                "127.0.0.1:0",
+                "--duet-restart-cmd",
+                "true",
+            ],
+            "a second instance",
+        ),
+        (
+            vec![
+                "--duet-upstream",
+                b_addr.as_str(),
+                "--duet-listen",
+                "127.0.0.1:0",
+            ],
+            "--duet-restart-cmd",
+        ),
+    ] {
+        let err = common::controller::refused_start(&servers[0], &common(&extra));
+        assert!(err.contains(says), "{extra:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+
+    let mut probe = start_controller(
+        &servers[0],
+        &common(&[
+            "--duration",
+            "40s",
+            "--seed",
+            "5",
+            "--duet-upstream",
+            &b_addr,
+            "--duet-listen",
+            "127.0.0.1:0",
+            "--duet-restart-cmd",
+            &hooks[1],
+            "--mysqld-pid-file",
+            servers[0].pid_file().to_str().unwrap(),
+            "--duet-mysqld-pid-file",
+            servers[1].pid_file().to_str().unwrap(),
+        ]),
+    );
+    let side_b = probe
+        .listening_field("duet_proxy")
+        .expect("side b's port announced")
+        .to_string();
+    assert!(probe.listening_field("duet_metrics").is_some());
+    let loads = [probe.proxy_addr().to_string(), side_b].map(|addr| {
+        Restarting::start(
+            &addr,
+            "oltp_read_only",
+            &[TABLES[0], TABLES[1], "--threads=2"],
+        )
+    });
+    poll("both sides' schedules to end", 240, || {
+        (probe.stderr_text().matches("controller finished").count() >= 2).then_some(())
+    });
+    for load in loads {
+        load.finish();
+    }
+    terminate(&mut probe);
+    let stderr = probe.stderr_text();
+    for side in [
+        "side a: stopped; the server's performance_schema settings are as found",
+        "side b: stopped; the server's performance_schema settings are as found",
+    ] {
+        assert!(stderr.contains(side), "{}", warnings(&stderr));
+    }
+    for (db, was) in servers.iter().zip(&before) {
+        assert_eq!(db.sql("SELECT @@performance_schema").trim(), "1");
+        common::controller::assert_setup_eq(&setup_dump(db), was, "after the duet");
+    }
+
+    let log_b = dir.path().join("phases.b.jsonl");
+    let (run_a, a) = side(&log);
+    let (run_b, b) = side(&log_b);
+    assert_eq!(
+        (run_a["duet_side"].as_str(), run_b["duet_side"].as_str()),
+        (Some("a"), Some("b"))
+    );
+    assert_eq!(run_b["upstream"], b_addr.as_str());
+    let mut together = 0;
+    for (phase, (scenario, block, from, to, verified, restarted)) in &a {
+        let Some((other, b_block, b_from, b_to, b_verified, b_restarted)) = b.get(phase) else {
+            continue;
+        };
+        assert!(
+            *restarted && *b_restarted && *verified && *b_verified,
+            "phase {phase}"
+        );
+        assert_eq!(block, b_block, "phase {phase}");
+        assert_ne!(scenario, other, "phase {phase}");
+        assert!(
+            from.abs_diff(*b_from) <= 50 && to.abs_diff(*b_to) <= 50,
+            "phase {phase}: windows {from}..{to} and {b_from}..{b_to}"
+        );
+        together += 1;
+    }
+    assert!(together >= 4, "{together} phases together: {a:?} / {b:?}");
+    let out = psprobe(&[
+        "report",
+        log.to_str().unwrap(),
+        log_b.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(json.len(), 1, "{json:?}");
+    assert_eq!(
+        (json[0]["scenario"].as_str(), json[0]["reference"].as_str()),
+        (Some("pfsoff"), Some("pfson_conoff_insoff"))
+    );
+    assert!(
+        json[0]["throughput"]["pairs"].as_u64().unwrap() >= 2,
+        "{json:?}"
+    );
+    // Both servers' CPU time followed them across their restarts (the pid files).
+    let share = json[0]["cpu_share_a"].as_f64().expect("CPU share");
+    assert!((0.1..=0.9).contains(&share), "{json:?}");
+    drop(reapers);
 }

@@ -20,7 +20,7 @@ pub const MIN_FAST: Duration = Duration::from_secs(30);
 
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum BudgetError {
-    #[error("--budget {} is too short for {cells} cells: each needs at least {} ({}), so the study needs at least {}; give a longer --budget, fewer --threads or --workloads{}", text(.budget), text(.per_cell), needs(.slow), text(.needed), if .slow.is_some_and(|s| s.blocks > 1) { " or --slow-blocks" } else { "" })]
+    #[error("--budget {} is too short for {cells} cells: each needs at least {} ({}), so the study needs at least {}; give a longer --budget, fewer --threads or --workloads{}", text(.budget), text(.per_cell), needs(.slow), text(.needed), if .slow.is_some_and(|s| s.blocks > 1 && !s.duet) { " or --slow-blocks" } else { "" })]
     TooShort {
         budget: Duration,
         cells: usize,
@@ -38,6 +38,12 @@ fn text(d: &Duration) -> String {
 /// What a cell's least schedule holds.
 fn needs(slow: &Option<Slow>) -> String {
     match slow {
+        Some(s) if s.duet => format!(
+            "a duet of {} pairs of two {} phases and {} of fast slots",
+            s.blocks,
+            human(s.phase),
+            human(MIN_FAST)
+        ),
         Some(s) => format!(
             "{} slow blocks of two {} phases and {} of fast slots",
             s.blocks,
@@ -53,6 +59,9 @@ fn needs(slow: &Option<Slow>) -> String {
 pub struct Slow {
     pub blocks: u64,
     pub phase: Duration,
+    /// The blocks are a duet's pairs (`--duet`: their number is the duet's least, not
+    /// `--slow-blocks`).
+    pub duet: bool,
 }
 
 impl Slow {
@@ -108,6 +117,7 @@ mod tests {
     const SLOW: Slow = Slow {
         blocks: 3,
         phase: Duration::from_secs(12),
+        duet: false,
     };
 
     #[test]
@@ -135,6 +145,16 @@ mod tests {
         assert!(text.contains("at least 1m57s"), "{text}");
         assert!(text.contains("at least 1h5m21s"), "{text}");
         assert!(text.contains("--slow-blocks"), "{text}");
+        // A duet's least is not --slow-blocks: the message says what it is instead.
+        let duet = Slow { duet: true, ..SLOW };
+        let text = cell_duration(Duration::from_secs(10 * 60), 33, Some(duet))
+            .unwrap_err()
+            .to_string();
+        assert!(!text.contains("--slow-blocks"), "{text}");
+        assert!(
+            text.contains("a duet of 3 pairs of two 12s phases"),
+            "{text}"
+        );
         // Exactly enough is enough.
         let needed = STUDY_SETUP + Duration::from_secs(117) * 33;
         assert_eq!(

@@ -143,7 +143,7 @@ pub fn run(args: &DuetArgs) -> anyhow::Result<()> {
     let files = DuetFiles::beside(&stem);
     if args.report_only {
         let placement = std::fs::read_to_string(&files.placement).unwrap_or_default();
-        let report = super::duet_report::write(&files, &scenarios[0], placement.trim(), &output)?;
+        let report = crate::report::duet::write(&files.logs, placement.trim(), &output)?;
         println!("{report}");
         return Ok(());
     }
@@ -198,7 +198,7 @@ pub fn run(args: &DuetArgs) -> anyhow::Result<()> {
     };
     run_duet([&a, &b], &tables, &plan, &run, &files, pins, "duet")?;
     drop((a, b));
-    let report = super::duet_report::write(&files, &scenarios[0], &placement, &output)?;
+    let report = crate::report::duet::write(&files.logs, &placement, &output)?;
     println!("\n{report}");
     println!(
         "duet: report {}; phase logs {} and {}",

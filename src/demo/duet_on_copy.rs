@@ -94,7 +94,7 @@ impl DuetOnCopy<'_> {
             ),
             None => "Both sides shared every CPU (fewer than two here).".to_string(),
         };
-        super::duet_report::write(files, self.reference, &placement, report)?;
+        crate::report::duet::write(&files.logs, &placement, report)?;
         Ok(())
     }
 }

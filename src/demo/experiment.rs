@@ -162,11 +162,13 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
                         blocks: super::experiment_duet::MIN_DUET.as_secs()
                             / (2 * phase.as_secs()).max(1),
                         phase,
+                        duet: true,
                     })
                 }
                 None => pfsoff.then_some(Slow {
                     blocks: args.slow_blocks.max(1),
                     phase: slow_phase,
+                    duet: false,
                 }),
             };
             let each = cell_duration(budget, runs, slow)?;

@@ -13,7 +13,6 @@ mod compare;
 mod direct_check;
 pub mod duet;
 mod duet_on_copy;
-mod duet_report;
 pub mod experiment;
 mod experiment_duet;
 pub mod published;

@@ -6,6 +6,7 @@
 
 mod attribution;
 pub mod curves;
+pub(crate) mod duet;
 mod html;
 mod merge;
 mod model;
@@ -38,8 +39,10 @@ pub enum Format {
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// Phase logs written by `psprobe proxy --scenarios ...` (JSON Lines): one, or those of
-    /// every probe of one schedule (leader and followers), merged slot by slot; a directory
-    /// stands for its *.jsonl files, `-` for standard input. Logs of different runs are refused.
+    /// every probe of one schedule (leader and followers), merged slot by slot; or the two
+    /// logs of a duet run (side a's and side b's: the duet's report, markdown or JSON); a
+    /// directory stands for its *.jsonl files, `-` for standard input. Logs of different runs
+    /// are refused.
     #[arg(required = true, value_name = "PHASE_LOG")]
     pub phase_logs: Vec<PathBuf>,
     /// Output format [default: from the -o extension, else md].
@@ -213,9 +216,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
     let sides: std::collections::BTreeSet<&str> =
         runs.iter().filter_map(|r| r.duet_side.as_deref()).collect();
     if sides.len() > 1 {
-        anyhow::bail!(
-            "these logs are both sides of a duet run (two servers), which cannot be merged as one server's phases: psprobe duet wrote their report beside them; psprobe report takes one side's log (its phases as sequential restart pairs)"
-        );
+        return duet_report(args, &logs);
     }
     let phases = merge::merge(logs)?;
     if let Some(p) = args.budget {
@@ -234,6 +235,55 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
     report.claims = claims;
     report.torn = torn;
     let text = render(&report, format_of(args))?;
+    match &args.output {
+        Some(path) => std::fs::write(path, text)
+            .with_context(|| format!("cannot write {}", path.display()))?,
+        None => print!("{text}"),
+    }
+    Ok(())
+}
+
+/// Both sides' logs of a duet run (`psprobe proxy --duet-upstream`, `psprobe duet`): the
+/// duet's report, markdown or JSON.
+fn duet_report(args: &ReportArgs, logs: &[merge::NamedLog]) -> anyhow::Result<()> {
+    let side = |label: &str| {
+        let of: Vec<&merge::NamedLog> = logs
+            .iter()
+            .filter(|l| {
+                l.contents
+                    .runs
+                    .iter()
+                    .any(|r| r.duet_side.as_deref() == Some(label))
+            })
+            .collect();
+        match of[..] {
+            [one] => Ok(&one.contents),
+            _ => Err(anyhow::anyhow!(
+                "these logs are sides of a duet run: give its two logs, side a's and side b's, and nothing else ({} of side {label} given)",
+                of.len()
+            )),
+        }
+    };
+    let (a, b) = (side("a")?, side("b")?);
+    if logs.len() != 2 {
+        anyhow::bail!("these logs are sides of a duet run: give its two logs, side a's and side b's, and nothing else ({} given)", logs.len());
+    }
+    if let (Some(asked), Some(reference)) = (&args.baseline, duet::reference(a)) {
+        if asked != reference {
+            anyhow::bail!("--baseline {asked}: a duet compares every scenario with its reference, {reference}, in the same seconds; leave --baseline out");
+        }
+    }
+    let (doc, comparisons) = duet::render([a, b], "");
+    let text = match format_of(args) {
+        Format::Md => doc,
+        Format::Json => {
+            serde_json::to_string_pretty(&comparisons).context("cannot encode the duet")? + "\n"
+        }
+        other => anyhow::bail!(
+            "a duet's report is markdown or JSON, not {}; give --format md or json (or one side's log alone for its phases as sequential restart pairs)",
+            format!("{other:?}").to_lowercase()
+        ),
+    };
     match &args.output {
         Some(path) => std::fs::write(path, text)
             .with_context(|| format!("cannot write {}", path.display()))?,

@@ -20,6 +20,8 @@ pub struct Probe {
     metrics: String,
     /// With `--admin`: where the admin interface listens.
     admin: Option<String>,
+    /// The `psprobe listening ...` line, for fields the accessors do not cover (a duet's).
+    listening: String,
     stderr: Arc<Mutex<Vec<u8>>>,
 }
 
@@ -134,6 +136,7 @@ impl Probe {
             proxy: String::new(),
             metrics: String::new(),
             admin: None,
+            listening: String::new(),
             stderr,
         };
         let line = match rx.recv_timeout(STARTUP_TIMEOUT) {
@@ -156,6 +159,7 @@ impl Probe {
                 _ => {}
             }
         }
+        probe.listening = line.clone();
         assert!(
             line.starts_with("psprobe listening ")
                 && !probe.proxy.is_empty()
@@ -163,6 +167,14 @@ impl Probe {
             "unexpected first stdout line from psprobe: {line:?}"
         );
         probe
+    }
+
+    /// A `NAME=VALUE` field of the line psprobe announced its addresses with (e.g.
+    /// `duet_proxy`).
+    pub fn listening_field(&self, name: &str) -> Option<&str> {
+        self.listening
+            .split_whitespace()
+            .find_map(|f| f.strip_prefix(name)?.strip_prefix('='))
     }
 
     pub fn proxy_addr(&self) -> &str {

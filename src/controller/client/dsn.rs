@@ -115,6 +115,18 @@ impl ControllerDsn {
         &self.origin
     }
 
+    /// The same credentials and options for the server at `host`:`port` (a duet's second
+    /// instance: a clone of the first, with its accounts); `origin` says where that came from.
+    pub fn at(&self, host: &str, port: u16, origin: &str) -> Self {
+        ControllerDsn {
+            opts: mysql_async::OptsBuilder::from_opts(self.opts.clone())
+                .ip_or_hostname(host)
+                .tcp_port(port)
+                .into(),
+            origin: origin.to_string(),
+        }
+    }
+
     pub(crate) fn opts(&self) -> Opts {
         self.opts.clone()
     }
@@ -167,6 +179,14 @@ mod tests {
         let debug = format!("{d:?}");
         assert!(!debug.contains(SECRET), "{debug}");
         assert!(debug.contains("probe@db.example:3307"));
+    }
+
+    #[test]
+    fn at_keeps_the_credentials_for_another_server() {
+        let d = dsn().at("127.0.0.1", 3310, "--duet-upstream");
+        assert_eq!(d.redacted(), "probe@127.0.0.1:3310");
+        assert_eq!(d.opts().pass(), Some(SECRET));
+        assert_eq!(d.origin(), "--duet-upstream");
     }
 
     #[test]

@@ -123,8 +123,12 @@ pub struct ScheduleArgs {
     pub restart_cmd: Option<String>,
     /// mysqld's process id, when it runs on this host: each phase then records the server's
     /// CPU time, and reports show server CPU per statement by scenario.
-    #[arg(long, value_name = "PID")]
+    #[arg(long, value_name = "PID", conflicts_with = "mysqld_pid_file")]
     pub mysqld_pid: Option<u32>,
+    /// mysqld's pid file, read again at every phase (the pid changes when a restart scenario
+    /// restarts the server), as --mysqld-pid.
+    #[arg(long, value_name = "FILE")]
+    pub mysqld_pid_file: Option<PathBuf>,
     /// How long the restart command and the server's return may take; a command still
     /// running then is killed with its process group [default: 120s].
     #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
@@ -281,7 +285,11 @@ impl ScheduleArgs {
             upstream: upstream.to_string(),
             identity: format!("{host}:{}", std::process::id()),
             on_phase: None,
-            mysqld_pid: self.mysqld_pid.map(PidSource::Fixed),
+            mysqld_pid: match (self.mysqld_pid, &self.mysqld_pid_file) {
+                (Some(pid), _) => Some(PidSource::Fixed(pid)),
+                (None, Some(file)) => Some(PidSource::File(file.clone())),
+                (None, None) => None,
+            },
             attribution,
             duet: None,
         }))

@@ -4,11 +4,10 @@
 //! got, and the restarts. Markdown, and the numbers as JSON beside it.
 
 use std::fmt::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use super::duet::DuetFiles;
 use crate::analysis::duet::{analyze_duet, Change, DuetComparison};
 use crate::phase_log::{read_log, LogContents, PhaseRecord};
 
@@ -16,28 +15,39 @@ const LEVEL: f64 = 0.95;
 /// Half-width a comparison without an interval is told how far it is from.
 const DEFAULT_TARGET: f64 = 1.0;
 
-/// Reads both sides' logs, writes the report to `output` (and STEM.json) and returns it.
-/// `placement`: where each side ran, one sentence (empty: not known).
-pub(super) fn write(
-    files: &DuetFiles,
-    reference: &str,
-    placement: &str,
-    output: &Path,
-) -> anyhow::Result<String> {
+/// Reads both sides' logs (side a's, side b's), writes the report to `output` (and STEM.json)
+/// and returns it. `placement`: where each side ran, one sentence (empty: not known).
+pub(crate) fn write(logs: &[PathBuf; 2], placement: &str, output: &Path) -> anyhow::Result<String> {
     let read = |p: &Path| read_log(p).with_context(|| format!("cannot read {}", p.display()));
-    let (a, b) = (read(&files.logs[0])?, read(&files.logs[1])?);
-    let comparisons = analyze_duet(&a.phases, &b.phases, reference, LEVEL);
-    let target = a
-        .runs
-        .first()
-        .and_then(|r| r.target_halfwidth_pct)
-        .unwrap_or(DEFAULT_TARGET);
-    let doc = markdown(&comparisons, [&a, &b], target, placement);
+    let (a, b) = (read(&logs[0])?, read(&logs[1])?);
+    let (doc, comparisons) = render([&a, &b], placement);
     std::fs::write(output, &doc).with_context(|| format!("cannot write {}", output.display()))?;
     let json = output.with_extension("json");
     let text = serde_json::to_string_pretty(&comparisons).context("cannot encode the duet")?;
     std::fs::write(&json, text).with_context(|| format!("cannot write {}", json.display()))?;
     Ok(doc)
+}
+
+/// The scenario a duet compares the others with: its sides' first slow scenario.
+pub(crate) fn reference(log: &LogContents) -> Option<&str> {
+    log.runs
+        .first()
+        .and_then(|r| r.slow_scenarios.first())
+        .map(String::as_str)
+}
+
+/// The report of a duet's two sides (side a's log, side b's) as markdown, and its numbers.
+pub(crate) fn render(logs: [&LogContents; 2], placement: &str) -> (String, Vec<DuetComparison>) {
+    let comparisons = match reference(logs[0]) {
+        Some(reference) => analyze_duet(&logs[0].phases, &logs[1].phases, reference, LEVEL),
+        None => Vec::new(),
+    };
+    let target = logs[0]
+        .runs
+        .first()
+        .and_then(|r| r.target_halfwidth_pct)
+        .unwrap_or(DEFAULT_TARGET);
+    (markdown(&comparisons, logs, target, placement), comparisons)
 }
 
 fn change(c: &Change, target: f64) -> String {

@@ -13,12 +13,9 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use clap::Args;
 
-use super::{controller_settings, local_proxy_config, server_choice, sysbench, throwaway};
+use super::{server_choice, sysbench, throwaway};
 use super::{Plan, ScheduledRun};
-use crate::app::launch;
 use crate::controller::model::catalog::Catalog;
-use crate::controller::schedule::duet::DuetSide;
-use crate::progress::Progress;
 
 const WORKLOADS: [&str; 3] = ["oltp_read_only", "oltp_read_write", "oltp_write_only"];
 
@@ -54,10 +51,10 @@ pub struct DuetArgs {
     #[arg(long, short = 'c', value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Where each side runs: `auto` (the CPUs this process may use, split in two halves: side
-    /// a's server and sysbench on the first, side b's on the second), `A/B` (two CPU lists as
-    /// `taskset -c` takes them, e.g. `0/1`), or `off` (both sides share every CPU). psprobe's
-    /// two proxies share the machine either way. Sharing lets each phase's CPU split between
-    /// the sides vary, which the duet cannot cancel (docs/measurement.md: 5x the noise here).
+    /// a's server, sysbench and psprobe proxy on the first, side b's on the second), `A/B` (two
+    /// CPU lists as `taskset -c` takes them, e.g. `0/1`), or `off` (both sides share every
+    /// CPU). Sharing lets each phase's CPU split between the sides vary, which the duet cannot
+    /// cancel (docs/measurement.md: 5x the noise here).
     #[arg(long, value_name = "auto|off|CPUS/CPUS", default_value = "auto")]
     pub pin: String,
     /// Seed of the pairs' order [default: fixed].
@@ -173,7 +170,7 @@ pub fn run(args: &DuetArgs) -> anyhow::Result<()> {
             a.pin(&choice, pa)?;
             b.pin(&choice, pb)?;
             format!(
-                "Server a and its sysbench ran on CPUs {pa}, server b and its sysbench on {pb}; psprobe's two proxies shared the machine."
+                "Server a, its sysbench and its psprobe proxy ran on CPUs {pa}, server b's on {pb}."
             )
         }
         None => "Both sides shared every CPU (not pinned).".to_string(),
@@ -196,7 +193,7 @@ pub fn run(args: &DuetArgs) -> anyhow::Result<()> {
         phase_log: files.logs[0].clone(),
         sysbench_out: files.sysbench[0].clone(),
     };
-    run_duet([&a, &b], &tables, &plan, &run, &files, pins, "duet")?;
+    super::duet_run::run_duet([&a, &b], &tables, &plan, &run, &files, pins, "duet")?;
     drop((a, b));
     let report = crate::report::duet::write(&files.logs, &placement, &output)?;
     println!("\n{report}");
@@ -229,7 +226,7 @@ pub(super) fn pins(pin: &str) -> anyhow::Result<Option<[String; 2]>> {
 }
 
 /// A CPU list as `taskset -c` takes it: numbers, ranges, commas.
-fn valid_list(list: &str) -> bool {
+pub(super) fn valid_list(list: &str) -> bool {
     !list.is_empty()
         && list.split(',').all(|part| {
             let mut ends = part.splitn(2, '-');
@@ -238,7 +235,7 @@ fn valid_list(list: &str) -> bool {
 }
 
 /// The CPUs this process may run on.
-fn allowed_cpus() -> Vec<usize> {
+pub(super) fn allowed_cpus() -> Vec<usize> {
     // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity fills it for this
     // process and reads nothing else.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
@@ -262,105 +259,6 @@ fn split_in_halves(cpus: &[usize]) -> Option<[String; 2]> {
     }
     let list = |c: &[usize]| c.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
     Some([list(&cpus[..half]), list(&cpus[half..2 * half])])
-}
-
-/// Runs `run` as a duet on `servers` (side a, side b): a proxy, a controller and a sysbench
-/// load for each, in this process, until both schedules are done.
-pub fn run_duet(
-    servers: [&throwaway::Throwaway; 2],
-    tables: &sysbench::Tables,
-    plan: &Plan,
-    run: &ScheduledRun,
-    files: &DuetFiles,
-    pins: Option<[String; 2]>,
-    who: &str,
-) -> anyhow::Result<()> {
-    let (side_a, side_b) = DuetSide::pair();
-    let mut settings = Vec::new();
-    for (i, side) in [side_a, side_b].into_iter().enumerate() {
-        let _ = std::fs::remove_file(&files.logs[i]);
-        let mut s = controller_settings(servers[i], plan, run, &files.logs[i], who)?;
-        s.slow_reference = run.scenarios.first().cloned();
-        s.identity = format!("psprobe-{who}-{}", side.side.label());
-        s.duet = Some(side);
-        settings.push(s);
-    }
-    let nominal = plan.nominal();
-    crate::runtime::block_on_multi_thread(async {
-        let mut running = Vec::new();
-        let mut loads = Vec::new();
-        for (i, s) in settings.into_iter().enumerate() {
-            let config = local_proxy_config(&servers[i].addr());
-            let r = launch(&config, Some(s)).await?;
-            println!(
-                "{who}: side {} {} x {} threads through psprobe {} to {}; live page http://{}/",
-                ["a", "b"][i],
-                run.workload,
-                run.threads,
-                r.proxy_addr,
-                servers[i].addr(),
-                r.metrics_addr
-            );
-            // Longer than the schedule; stopped when it is done.
-            loads.push(sysbench::Load::start_pinned(
-                &r.proxy_addr.to_string(),
-                run.workload,
-                tables,
-                run.threads,
-                nominal + Duration::from_secs(600),
-                &files.sysbench[i],
-                pins.as_ref().map(|p| p[i].clone()),
-            )?);
-            running.push(r);
-        }
-        let mut progress = Progress::start(who, nominal + Duration::from_secs(15));
-        let mut ticker = tokio::time::interval(Duration::from_secs(1));
-        let (first, second) = running.split_at_mut(1);
-        let (ca, cb) = (first[0].controller.as_mut(), second[0].controller.as_mut());
-        let mut ended = None;
-        // SIGINT or SIGTERM: stop here, so the servers are stopped and their folders removed
-        // (they run in sessions of their own, so a terminal's Ctrl-C does not reach them).
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .context("cannot watch for SIGTERM")?;
-        let mut interrupted = false;
-        if let (Some(ca), Some(cb)) = (ca, cb) {
-            let both = async { tokio::join!(ca, cb) };
-            tokio::pin!(both);
-            loop {
-                tokio::select! {
-                    r = &mut both => {
-                        ended = Some(r);
-                        break;
-                    }
-                    _ = tokio::signal::ctrl_c() => { interrupted = true; break; }
-                    _ = term.recv() => { interrupted = true; break; }
-                    _ = ticker.tick() => progress.tick(),
-                }
-            }
-        }
-        progress.finish();
-        for load in loads {
-            load.stop();
-        }
-        for mut r in running {
-            r.controller = None;
-            r.shutdown().await;
-        }
-        if interrupted {
-            bail!("interrupted: both servers are stopped and their folders removed; nothing is reported");
-        }
-        let Some((ra, rb)) = ended else {
-            bail!("the duet's controllers did not start");
-        };
-        for (label, r) in [("a", ra), ("b", rb)] {
-            match r {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => bail!("side {label}'s schedule failed: {e}"),
-                Err(e) => bail!("side {label}'s schedule did not finish: {e}"),
-            }
-        }
-        anyhow::Ok(())
-    })
 }
 
 #[cfg(test)]

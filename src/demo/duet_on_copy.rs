@@ -8,7 +8,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::duet::{pins, run_duet, DuetFiles};
+use super::duet::{pins, DuetFiles};
+use super::duet_run::run_duet;
 use super::server_choice::ServerChoice;
 use super::{sysbench, throwaway, Plan, ScheduledRun};
 use crate::controller::model::catalog::Catalog;
@@ -89,7 +90,7 @@ impl DuetOnCopy<'_> {
         unpinned?;
         let placement = match &cpus {
             Some([pa, pb]) => format!(
-                "Server a and its sysbench ran on CPUs {pa}, server b (a copy of a's data) and its sysbench on {pb}; {} clients each.",
+                "Server a, its sysbench and its psprobe proxy ran on CPUs {pa}, server b's (a copy of a's data) on {pb}; {} clients each.",
                 run.threads
             ),
             None => "Both sides shared every CPU (fewer than two here).".to_string(),

@@ -13,6 +13,7 @@ mod compare;
 mod direct_check;
 pub mod duet;
 mod duet_on_copy;
+mod duet_run;
 pub mod experiment;
 mod experiment_duet;
 pub mod published;

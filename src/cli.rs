@@ -39,7 +39,8 @@ pub enum Command {
     Ps(crate::controller::cli::PsArgs),
     /// Report the overhead of each scenario from a phase log (markdown, CSV, JSON, HTML).
     Report(crate::report::ReportArgs),
-    /// The whole study on a throwaway mariadbd: six scenarios under sysbench, HTML report.
+    /// The whole study on a throwaway mariadbd under sysbench: the five runtime scenarios,
+    /// pfsoff (not with --quick), what each instrument group costs; HTML report.
     Demo(crate::demo::DemoArgs),
     /// The seed study automated: every workload x concurrency, scenarios cycled, one table
     /// per workload.
@@ -91,5 +92,16 @@ pub fn parse() -> Invocation {
         _ => Invocation::Run(Box::new(
             Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit()),
         )),
+    }
+}
+
+/// For the commands whose output goes to a pipe (`report`, `digest`): a reader that closes it
+/// early (`| head`) ends psprobe quietly, as it ends `cat`, instead of a panic on the failed
+/// write (Rust ignores SIGPIPE, so `print!` would panic with EPIPE). Not for the proxy, whose
+/// writes to closed sockets must fail as errors, not end the process.
+pub fn end_quietly_on_closed_stdout() {
+    // SAFETY: restoring a signal's default disposition touches no memory of this process.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }

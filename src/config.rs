@@ -128,7 +128,52 @@ pub struct ProxyArgs {
     #[command(flatten)]
     pub tls: crate::tls::TlsArgs,
     #[command(flatten)]
-    pub duet: crate::proxy_duet::DuetProxyArgs,
+    pub duet: DuetProxyArgs,
+}
+
+/// `psprobe proxy --duet-upstream` and its companions (checked in src/proxy_duet.rs).
+#[derive(Debug, Args, Default)]
+pub struct DuetProxyArgs {
+    /// Run --scenarios as a duet (docs/measurement.md, "Duet runs"): HOST:PORT of a second
+    /// instance of your server on the same host, a clone of --upstream's (same version, same
+    /// data, same accounts). Every phase is entered by restart on both servers at once, into
+    /// the two scenarios of a pair, measured over the same seconds, the roles swapped at the
+    /// next phase. Its clients connect to --duet-listen: drive both ports with the same load.
+    /// Not valid for writes that must reach one database, servers on different hosts, or a
+    /// disk one side saturates.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub duet_upstream: Option<String>,
+    /// Where the second instance's clients connect (side b's proxy); needed with
+    /// --duet-upstream.
+    #[arg(long, value_name = "IP:PORT", requires = "duet_upstream")]
+    pub duet_listen: Option<String>,
+    /// Side b's /metrics, /healthz and live page [default: a free port on --metrics's address,
+    /// printed at start as duet_metrics=].
+    #[arg(long, value_name = "IP:PORT", requires = "duet_upstream")]
+    pub duet_metrics: Option<String>,
+    /// Restarts the second instance, as --restart-cmd does the first ({pfs}, {opts}); needed
+    /// with --duet-upstream.
+    #[arg(long, value_name = "CMD", requires = "duet_upstream")]
+    pub duet_restart_cmd: Option<String>,
+    /// The second instance's mysqld pid file (read again after every restart): each phase
+    /// then records its CPU time, and with --mysqld-pid-file for the first the report says
+    /// what share of the CPU each side got.
+    #[arg(long, value_name = "FILE", requires = "duet_upstream")]
+    pub duet_mysqld_pid_file: Option<PathBuf>,
+    /// The second instance's controller DSN, when its accounts differ from the first's
+    /// [default: the controller's DSN with --duet-upstream's host and port].
+    #[arg(long, value_name = "FILE", requires = "duet_upstream")]
+    pub duet_controller_dsn_file: Option<PathBuf>,
+    /// Where each side's psprobe proxy runs: two CPU lists as `taskset -c` takes them, A/B
+    /// (e.g. 0-1/2-3), or `auto` (this process's CPUs in two halves). Each side's proxy has
+    /// worker threads of its own either way; pinned, the restart commands run on their side's
+    /// CPUs too, so a server a command starts directly (not through systemd) inherits them
+    /// [default: not pinned].
+    #[arg(long, value_name = "A/B|auto", requires = "duet_upstream")]
+    pub duet_cpus: Option<String>,
+    /// Side b's phase log [default: side a's with .b before its extension].
+    #[arg(long, value_name = "FILE", requires = "duet_upstream")]
+    pub duet_phase_log: Option<PathBuf>,
 }
 
 /// The `[proxy]` table of the config file.

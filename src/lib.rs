@@ -23,6 +23,7 @@ pub mod cli;
 pub(crate) mod clock;
 pub(crate) mod config;
 pub mod controller;
+pub(crate) mod cpus;
 pub mod demo;
 pub mod digest_cli;
 pub(crate) mod duration;

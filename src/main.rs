@@ -17,11 +17,17 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Proxy(args) => psprobe::app::run_proxy(&args),
         Command::Ps(args) => psprobe::controller::cli::run(&args),
-        Command::Report(args) => psprobe::report::run(&args),
+        Command::Report(args) => {
+            psprobe::cli::end_quietly_on_closed_stdout();
+            psprobe::report::run(&args)
+        }
         Command::Demo(args) => psprobe::demo::run(&args),
         Command::Experiment(args) => psprobe::demo::experiment::run(&args),
         Command::Duet(args) => psprobe::demo::duet::run(&args),
-        Command::Digest(args) => psprobe::digest_cli::run(&args),
+        Command::Digest(args) => {
+            psprobe::cli::end_quietly_on_closed_stdout();
+            psprobe::digest_cli::run(&args)
+        }
     };
     finish(result)
 }

@@ -13,9 +13,8 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use clap::Args;
 
-use crate::config::ProxyConfig;
+use crate::config::{DuetProxyArgs, ProxyConfig};
 use crate::controller::client::dsn::ControllerDsn;
 use crate::controller::client::server_cpu::PidSource;
 use crate::controller::model::startup::twin_name;
@@ -24,47 +23,12 @@ use crate::controller::schedule::args::ScheduleArgs;
 use crate::controller::schedule::duet::DuetSide;
 use crate::controller::schedule::settings::ControllerSettings;
 
-#[derive(Debug, Args, Default)]
-pub struct DuetProxyArgs {
-    /// Run --scenarios as a duet (docs/measurement.md, "Duet runs"): HOST:PORT of a second
-    /// instance of your server on the same host, a clone of --upstream's (same version, same
-    /// data, same accounts). Every phase is entered by restart on both servers at once, into
-    /// the two scenarios of a pair, measured over the same seconds, the roles swapped at the
-    /// next phase. Its clients connect to --duet-listen: drive both ports with the same load.
-    /// Not valid for writes that must reach one database, servers on different hosts, or a
-    /// disk one side saturates.
-    #[arg(long, value_name = "HOST:PORT")]
-    pub duet_upstream: Option<String>,
-    /// Where the second instance's clients connect (side b's proxy); needed with
-    /// --duet-upstream.
-    #[arg(long, value_name = "IP:PORT", requires = "duet_upstream")]
-    pub duet_listen: Option<String>,
-    /// Side b's /metrics, /healthz and live page [default: a free port on --metrics's address,
-    /// printed at start as duet_metrics=].
-    #[arg(long, value_name = "IP:PORT", requires = "duet_upstream")]
-    pub duet_metrics: Option<String>,
-    /// Restarts the second instance, as --restart-cmd does the first ({pfs}, {opts}); needed
-    /// with --duet-upstream.
-    #[arg(long, value_name = "CMD", requires = "duet_upstream")]
-    pub duet_restart_cmd: Option<String>,
-    /// The second instance's mysqld pid file (read again after every restart): each phase
-    /// then records its CPU time, and with --mysqld-pid-file for the first the report says
-    /// what share of the CPU each side got.
-    #[arg(long, value_name = "FILE", requires = "duet_upstream")]
-    pub duet_mysqld_pid_file: Option<PathBuf>,
-    /// The second instance's controller DSN, when its accounts differ from the first's
-    /// [default: the controller's DSN with --duet-upstream's host and port].
-    #[arg(long, value_name = "FILE", requires = "duet_upstream")]
-    pub duet_controller_dsn_file: Option<PathBuf>,
-    /// Side b's phase log [default: side a's with .b before its extension].
-    #[arg(long, value_name = "FILE", requires = "duet_upstream")]
-    pub duet_phase_log: Option<PathBuf>,
-}
-
 /// The second side of a duet: its proxy and its controller.
 pub struct SideB {
     pub config: ProxyConfig,
     pub settings: ControllerSettings,
+    /// Each side's CPUs (`--duet-cpus`; `None`: not pinned).
+    pub pins: Option<[String; 2]>,
 }
 
 /// Without `--duet-upstream`: `controller` as it is. With it: side a's settings (the duet's
@@ -158,6 +122,16 @@ pub fn split(
     if b.phase_log == a.phase_log {
         bail!("--duet-phase-log is side a's phase log: each side writes its own");
     }
+    let pins = match args.duet_cpus.as_deref() {
+        Some(text) => match crate::cpus::pins("--duet-cpus", text)? {
+            Some(pins) => Some(pins),
+            None if text == "off" => None,
+            None => bail!(
+                "--duet-cpus auto: this process may use fewer than 2 CPUs; leave --duet-cpus out"
+            ),
+        },
+        None => None,
+    };
     let mut config_b = config.clone();
     config_b.listen = listen_b;
     config_b.metrics = metrics_b;
@@ -178,6 +152,7 @@ pub fn split(
         Some(SideB {
             config: config_b,
             settings: b,
+            pins,
         }),
     ))
 }

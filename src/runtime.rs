@@ -10,6 +10,34 @@ use anyhow::Context;
 use tracing_subscriber::EnvFilter;
 
 /// Runs `f` to completion on a multi-threaded runtime (the proxy, the demo).
+/// A runtime with a worker thread per CPU (the proxy's).
+pub(crate) fn multi_thread() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+/// A runtime for one side of a duet, built on the calling thread after pinning it to `cpus`
+/// (a CPU list; its workers inherit them), with as many workers as the side has CPUs (half of
+/// this process's when not pinned). One runtime per side: sharing one, its workers served
+/// either side's connections, and one side's relay could fall behind the other's for whole
+/// phases (docs/measurement.md, "Duet runs").
+pub(crate) fn side_runtime(
+    cpus: Option<&str>,
+    name: &str,
+) -> anyhow::Result<tokio::runtime::Runtime> {
+    if let Some(list) = cpus {
+        crate::cpus::pin_this_thread(&crate::cpus::parse_list(list)?)?;
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(crate::cpus::side_workers(cpus)?)
+        .thread_name(name)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
 pub(crate) fn block_on_multi_thread<T>(
     f: impl Future<Output = anyhow::Result<T>>,
 ) -> anyhow::Result<T> {

@@ -553,8 +553,36 @@ fn proxy_duet_on_an_operators_two_instances() {
             servers[0].pid_file().to_str().unwrap(),
             "--duet-mysqld-pid-file",
             servers[1].pid_file().to_str().unwrap(),
+            "--duet-cpus",
+            "auto",
         ]),
     );
+    // Each side's proxy on workers of its own, on its half of the CPUs.
+    let placed = |name: &str| -> Vec<String> {
+        let mut lists = Vec::new();
+        for task in std::fs::read_dir(format!("/proc/{}/task", probe.pid())).unwrap() {
+            let task = task.unwrap().path();
+            let comm = std::fs::read_to_string(task.join("comm")).unwrap_or_default();
+            if comm.trim() != name {
+                continue;
+            }
+            let status = std::fs::read_to_string(task.join("status")).unwrap_or_default();
+            let cpus = status
+                .lines()
+                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                .unwrap_or_default();
+            lists.push(cpus.trim().to_string());
+        }
+        lists.sort();
+        lists.dedup();
+        lists
+    };
+    let (cpus_a, cpus_b) = (placed("duet-a"), placed("duet-b"));
+    assert!(
+        cpus_a.len() == 1 && cpus_b.len() == 1,
+        "{cpus_a:?} {cpus_b:?}"
+    );
+    assert_ne!(cpus_a, cpus_b);
     let side_b = probe
         .listening_field("duet_proxy")
         .expect("side b's port announced")

@@ -10,7 +10,8 @@
 //! full length: PSPROBE_FAULTS_RUN_SECS (sysbench run under the fault, default 8),
 //! PSPROBE_FAULTS_THREADS (default 8), PSPROBE_FAULTS_OUTAGE_SECS (link down, default 3).
 //! Each case prints one `FIGURES` line. Without root or /dev/net/tun (a container may deny
-//! them) the tests print why and skip; without iproute2 (scripts/setup.sh installs it) they fail.
+//! them) the tests print why and skip, except under CI (`CI=true`), where they fail with the
+//! reason; without iproute2 (scripts/setup.sh installs it) they fail.
 
 mod common;
 #[path = "network_faults/fleet.rs"]
@@ -61,6 +62,44 @@ fn every_case_on_one_pair_of_hosts(flavor: Flavor) {
     link_down_mid_result_set_then_back(&mut lab);
     server_frozen_10s_then_resumed(&mut lab);
     server_restarted_under_load(&mut lab);
+}
+
+/// Skips that cannot hide: this binary's own MariaDB case again, with namespaces made
+/// unavailable on purpose, skips (and says so) outside CI and fails with the reason under
+/// `CI=true`.
+#[test]
+fn without_namespaces_a_case_skips_but_fails_under_ci() {
+    let run = |ci: &str| {
+        let out = Command::new(std::env::current_exe().expect("this test binary"))
+            .args([
+                "--exact",
+                "mariadb_10_11::every_case_on_one_pair_of_hosts",
+                "--nocapture",
+            ])
+            .env(netns::FORCE_UNAVAILABLE, "1")
+            .env("CI", ci)
+            .output()
+            .expect("run this test binary");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.success(), text)
+    };
+    let (passed, text) = run("");
+    assert!(passed, "{text}");
+    assert!(
+        text.contains("SKIPPED every_case_on_one_pair_of_hosts"),
+        "{text}"
+    );
+    let (passed, text) = run("true");
+    assert!(!passed, "{text}");
+    assert!(
+        text.contains("cannot run its real setup under CI")
+            && text.contains(netns::FORCE_UNAVAILABLE),
+        "{text}"
+    );
 }
 
 /// psprobe may keep a few more MiB after a fault than before it (allocator arenas, buffers

@@ -447,9 +447,6 @@ fn ns_to_ms(ns: f64) -> f64 {
     ns / 1e6
 }
 
-/// Command kinds counted as statements in the `phases` and `scenarios` tables.
-const STATEMENT_COMMANDS: [&str; 2] = ["query", "stmt_execute"];
-
 /// The values of [`STATS_COLUMNS`] of one aggregate: count, errors, rows, latency mean /
 /// quantiles / max.
 fn stats_values(stats: &DigestStats) -> [Value; STATS_COLUMNS.len()] {
@@ -491,7 +488,7 @@ pub fn phase_row(record: &PhaseRecord) -> Row {
         .filter(|a| {
             a.command
                 .as_deref()
-                .is_some_and(|c| STATEMENT_COMMANDS.contains(&c))
+                .is_some_and(CommandKind::is_statement_label)
         })
         .collect();
     let count: u64 = statements.iter().map(|a| a.totals.count).sum();
@@ -729,7 +726,7 @@ impl ObserverData {
             let t = totals.entry(*scenario).or_default();
             t.commands += stats.totals.count;
             t.errors += stats.totals.errors;
-            if STATEMENT_COMMANDS.contains(&kind.label()) {
+            if kind.is_statement() {
                 t.statements += stats.totals.count;
             }
         }

@@ -19,14 +19,12 @@
 //! block) but different phase numbers (a log holding several runs) are pooled: counts and
 //! windows both add up.
 
+use psprobe_core::protocol::CommandKind;
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::phase_log::{Aggregate, PhaseRecord, PHASE_LOG_VERSION};
 
 use super::weighted_hist::{self, Hist};
-
-/// Command labels counted as statements.
-pub(crate) const STATEMENT_COMMANDS: [&str; 3] = ["query", "stmt_execute", "stmt_bulk_execute"];
 
 /// Latency aggregates of one digest in one phase.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -94,7 +92,7 @@ impl PhaseData {
             if agg
                 .command
                 .as_deref()
-                .is_some_and(|c| STATEMENT_COMMANDS.contains(&c))
+                .is_some_and(CommandKind::is_statement_label)
             {
                 let t = &agg.totals;
                 self.statements += t.count;

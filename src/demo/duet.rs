@@ -92,6 +92,7 @@ impl DuetFiles {
 }
 
 pub fn run(args: &DuetArgs) -> anyhow::Result<()> {
+    super::interrupt::install();
     crate::runtime::init_logging_from_env(Some(
         "warn,psprobe::proxy=error,psprobe::controller::schedule::lead=info,psprobe::controller::schedule::tuning=info",
     ));
@@ -208,82 +209,5 @@ pub fn run(args: &DuetArgs) -> anyhow::Result<()> {
 
 /// The two sides' CPU lists `--pin` asks for (`None`: shared).
 pub(super) fn pins(pin: &str) -> anyhow::Result<Option<[String; 2]>> {
-    match pin {
-        "off" => Ok(None),
-        "auto" => Ok(split_in_halves(&allowed_cpus())),
-        _ => {
-            let (pa, pb) = pin
-                .split_once('/')
-                .filter(|(x, y)| valid_list(x) && valid_list(y))
-                .with_context(|| {
-                    format!(
-                        "--pin {pin}: give auto, off, or two CPU lists as A/B, e.g. 0/1 or 0-3/4-7"
-                    )
-                })?;
-            Ok(Some([pa.to_string(), pb.to_string()]))
-        }
-    }
-}
-
-/// A CPU list as `taskset -c` takes it: numbers, ranges, commas.
-pub(super) fn valid_list(list: &str) -> bool {
-    !list.is_empty()
-        && list.split(',').all(|part| {
-            let mut ends = part.splitn(2, '-');
-            ends.all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-        })
-}
-
-/// The CPUs this process may run on.
-pub(super) fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity fills it for this
-    // process and reads nothing else.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let got =
-        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
-    if got != 0 {
-        return Vec::new();
-    }
-    (0..libc::CPU_SETSIZE as usize)
-        // SAFETY: `cpu` is below CPU_SETSIZE, the set's size.
-        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
-        .collect()
-}
-
-/// Two equal halves of `cpus` as CPU lists (an odd one out is left to psprobe); `None` below
-/// two CPUs.
-fn split_in_halves(cpus: &[usize]) -> Option<[String; 2]> {
-    let half = cpus.len() / 2;
-    if half == 0 {
-        return None;
-    }
-    let list = |c: &[usize]| c.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
-    Some([list(&cpus[..half]), list(&cpus[half..2 * half])])
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pin_lists() {
-        assert_eq!(pins("off").unwrap(), None);
-        assert_eq!(
-            pins("0-1/2,3").unwrap(),
-            Some(["0-1".to_string(), "2,3".to_string()])
-        );
-        for bad in ["0", "0/", "a/b", "0-/1", "0//1"] {
-            assert!(pins(bad).is_err(), "{bad}");
-        }
-        assert_eq!(split_in_halves(&[0]), None);
-        assert_eq!(
-            split_in_halves(&[0, 1]),
-            Some(["0".to_string(), "1".to_string()])
-        );
-        assert_eq!(
-            split_in_halves(&[0, 1, 2, 5, 7]),
-            Some(["0,1".to_string(), "2,5".to_string()])
-        );
-        assert!(!allowed_cpus().is_empty());
-    }
+    crate::cpus::pins("--pin", pin)
 }

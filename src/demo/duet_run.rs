@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 
-use super::duet::{allowed_cpus, DuetFiles};
+use super::duet::DuetFiles;
 use super::{controller_settings, local_proxy_config, sysbench, throwaway};
 use super::{Plan, ScheduledRun};
 use crate::app::launch;
@@ -81,7 +81,7 @@ pub(super) fn run_duet(
         (interrupted, outcomes)
     });
     let (interrupted, outcomes) = outcomes;
-    if interrupted? {
+    if interrupted {
         bail!(
             "interrupted: both servers are stopped and their folders removed; nothing is reported"
         );
@@ -92,43 +92,34 @@ pub(super) fn run_duet(
     Ok(())
 }
 
-/// Waits until both sides are done, ticking the progress line; on SIGINT or SIGTERM tells them
-/// to stop (the servers run in sessions of their own, so a terminal's Ctrl-C does not reach
-/// them: the caller stops them and removes their folders). Whether it was interrupted.
+/// Waits until both sides are done, ticking the progress line; on SIGINT or SIGTERM
+/// (`interrupt`) tells them to stop (the caller then stops the servers and removes their
+/// folders). Whether it was interrupted.
 fn watch(
     sides: &[std::thread::ScopedJoinHandle<'_, anyhow::Result<()>>],
     stop: &AtomicBool,
     who: &str,
     nominal: Duration,
-) -> anyhow::Result<bool> {
-    let finished = || sides.iter().all(|h| h.is_finished());
-    let watched = crate::runtime::block_on_current_thread(async {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .context("cannot watch for SIGTERM")?;
-        let mut progress = Progress::start(who, nominal + Duration::from_secs(15));
-        let mut ticker = tokio::time::interval(Duration::from_millis(250));
-        let mut interrupted = false;
-        let mut ticks = 0u64;
-        while !finished() {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => { interrupted = true; break; }
-                _ = term.recv() => { interrupted = true; break; }
-                _ = ticker.tick() => {
-                    ticks += 1;
-                    if ticks % 4 == 0 {
-                        progress.tick();
-                    }
-                }
-            }
+) -> bool {
+    let mut progress = Progress::start(who, nominal + Duration::from_secs(15));
+    let mut ticks = 0u64;
+    let mut interrupted = false;
+    while !sides.iter().all(|h| h.is_finished()) {
+        if super::interrupt::interrupted() {
+            interrupted = true;
+            break;
         }
-        progress.finish();
-        anyhow::Ok(interrupted)
-    });
-    // Whatever happened here, the sides must end.
-    if !matches!(watched, Ok(false)) {
+        std::thread::sleep(Duration::from_millis(250)); // the progress line's and a stop's pace
+        ticks += 1;
+        if ticks % 4 == 0 {
+            progress.tick();
+        }
+    }
+    progress.finish();
+    if interrupted {
         stop.store(true, Ordering::SeqCst);
     }
-    watched
+    interrupted
 }
 
 /// One side of the duet, as its thread runs it.
@@ -152,21 +143,9 @@ impl Side {
         who: &str,
         stop: &AtomicBool,
     ) -> anyhow::Result<()> {
-        let workers = match &self.cpus {
-            Some(list) => {
-                let cpus = cpu_list(list).with_context(|| format!("CPU list {list}"))?;
-                pin_this_thread(&cpus)?;
-                cpus.len()
-            }
-            None => (allowed_cpus().len() / 2).max(1),
-        };
-        // Built on this (pinned) thread: its workers and blocking threads inherit the CPUs.
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(workers)
-            .thread_name(format!("duet-{}", self.label))
-            .enable_all()
-            .build()
-            .context("cannot start the side's async runtime")?;
+        let runtime =
+            crate::runtime::side_runtime(self.cpus.as_deref(), &format!("duet-{}", self.label))
+                .with_context(|| format!("side {}", self.label))?;
         runtime.block_on(async {
             let config = local_proxy_config(&self.upstream);
             let mut r = launch(&config, Some(settings)).await?;
@@ -214,68 +193,5 @@ impl Side {
                 None => Ok(()),
             }
         })
-    }
-}
-
-/// The CPUs of a list as `taskset -c` takes it (`0-3,6`).
-fn cpu_list(list: &str) -> anyhow::Result<Vec<usize>> {
-    let mut cpus = Vec::new();
-    for part in list.split(',') {
-        let (from, to) = part.split_once('-').unwrap_or((part, part));
-        let (from, to): (usize, usize) = (
-            from.parse().context("not a CPU number")?,
-            to.parse().context("not a CPU number")?,
-        );
-        if from > to || to >= libc::CPU_SETSIZE as usize {
-            bail!("{part} is not a CPU range");
-        }
-        cpus.extend(from..=to);
-    }
-    Ok(cpus)
-}
-
-/// Runs the calling thread (and the threads it starts from now on) on `cpus` only.
-fn pin_this_thread(cpus: &[usize]) -> anyhow::Result<()> {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes inside it for CPUs below
-    // CPU_SETSIZE (checked by cpu_list); sched_setaffinity(0) reads it for this thread only.
-    let got = unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for &cpu in cpus {
-            libc::CPU_SET(cpu, &mut set);
-        }
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
-    };
-    if got != 0 {
-        bail!(
-            "cannot run the side on CPUs {cpus:?}: {}",
-            std::io::Error::last_os_error()
-        );
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cpu_lists() {
-        assert_eq!(cpu_list("0").unwrap(), vec![0]);
-        assert_eq!(cpu_list("0-2,5").unwrap(), vec![0, 1, 2, 5]);
-        for bad in ["", "a", "2-1", "0-", "99999"] {
-            assert!(cpu_list(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn a_pinned_thread_runs_on_its_cpus_and_so_do_its_children() {
-        let first = allowed_cpus()[0];
-        let seen = std::thread::spawn(move || {
-            pin_this_thread(&[first]).unwrap();
-            std::thread::spawn(allowed_cpus).join().unwrap()
-        })
-        .join()
-        .unwrap();
-        assert_eq!(seen, vec![first]);
     }
 }

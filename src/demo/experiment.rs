@@ -105,6 +105,7 @@ pub struct ExperimentArgs {
 }
 
 pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
+    super::interrupt::install();
     for w in &args.workloads {
         if !WORKLOADS.contains(&w.as_str()) {
             bail!("unknown workload {w}; use {}", WORKLOADS.join(", "));

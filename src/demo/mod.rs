@@ -16,6 +16,7 @@ mod duet_on_copy;
 mod duet_run;
 pub mod experiment;
 mod experiment_duet;
+mod interrupt;
 pub mod published;
 pub mod server_choice;
 pub mod study;
@@ -44,7 +45,10 @@ use crate::proxy::ProxySettings;
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
-    /// About 3 minutes instead of about 8.
+    /// About 5 minutes: the five runtime scenarios for 90 s and the instrument groups for 2
+    /// minutes, pfsoff left out (without it: up to 35 minutes, with 3 minutes of runtime
+    /// scenarios, pfsoff through restarts until +-3 points or 20 minutes, and 8 minutes of
+    /// groups with a confirmed recommendation).
     #[arg(long)]
     pub quick: bool,
     /// Where to write the HTML report [default: ./psprobe-demo-report.html].
@@ -163,6 +167,7 @@ pub fn run_schedule(
     run: &ScheduledRun,
     who: &str,
 ) -> anyhow::Result<()> {
+    interrupt::check()?;
     let _ = std::fs::remove_file(&run.phase_log);
     let settings = controller_settings(server, plan, run, &run.phase_log, who)?;
     let nominal = plan.nominal();
@@ -190,13 +195,24 @@ pub fn run_schedule(
             nominal + Duration::from_secs(600),
             &run.sysbench_out,
         )?;
+        // SIGINT or SIGTERM (`interrupt`): stop here, so that the caller stops the server and
+        // removes its folder.
         if let Some(controller) = running.controller.as_mut() {
             let mut progress = Progress::start(who, nominal + Duration::from_secs(15));
-            let mut ticker = tokio::time::interval(Duration::from_secs(1));
+            let mut ticker = tokio::time::interval(Duration::from_millis(250));
+            let mut ticks = 0u64;
             loop {
                 tokio::select! {
                     _ = &mut *controller => break,
-                    _ = ticker.tick() => progress.tick(),
+                    _ = ticker.tick() => {
+                        if interrupt::interrupted() {
+                            break;
+                        }
+                        ticks += 1;
+                        if ticks % 4 == 0 {
+                            progress.tick();
+                        }
+                    }
                 }
             }
             progress.finish();
@@ -204,7 +220,7 @@ pub fn run_schedule(
         running.controller = None;
         load.stop();
         running.shutdown().await;
-        anyhow::Ok(())
+        interrupt::check()
     })
 }
 
@@ -294,7 +310,31 @@ const PFSOFF_CAP: Duration = Duration::from_secs(20 * 60);
 const DUET_TARGET: f64 = 1.5;
 const DUET_CAP: Duration = Duration::from_secs(5 * 60);
 
+/// The instrument groups' schedule in the demo, and the recommendation's confirmation in it.
+fn groups_time(quick: bool) -> (Duration, Option<Duration>) {
+    if quick {
+        (Duration::from_secs(120), None)
+    } else {
+        (Duration::from_secs(480), Some(Duration::from_secs(120)))
+    }
+}
+
+/// The longest the demo's schedules take with their starts and the server's setup: what
+/// `--quick`'s help, the README and scripts/demo.sh say (5 and 35 minutes).
+#[cfg(test)]
+fn longest(quick: bool) -> Duration {
+    let stage = budget::CELL_OVERHEAD;
+    let runtime = Plan::runtime(quick).duration + stage;
+    let pfsoff = if quick {
+        Duration::ZERO
+    } else {
+        PFSOFF_CAP + stage
+    };
+    budget::STUDY_SETUP + runtime + pfsoff + groups_time(quick).0 + stage
+}
+
 pub fn run(args: &DemoArgs) -> anyhow::Result<()> {
+    interrupt::install();
     // Clients refused while the server restarts for pfsoff are expected here; psprobe's own
     // account of each planned restart (what, why, how long) is shown.
     crate::runtime::init_logging_from_env(Some(
@@ -389,15 +429,11 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<()> {
         Some(DEMO_BUDGET),
         Vec::new(),
     );
-    let (attribution_time, confirm) = if args.quick {
-        (120, None)
-    } else {
-        (480, Some(Duration::from_secs(120)))
-    };
+    let (attribution_time, confirm) = groups_time(args.quick);
     plan.confirm = confirm;
     let attribution = run("groups", Vec::new(), Some(plan));
     let attribution_plan = Plan {
-        duration: Duration::from_secs(attribution_time),
+        duration: attribution_time,
         ..Plan::runtime(args.quick)
     };
     run_schedule(&server, &tables, &attribution_plan, &attribution, "demo")?;
@@ -423,4 +459,26 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot read the phase log {}", groups_log.display()))?;
     crate::report::write_demo_groups_report(&groups.phases, &groups.runs, &groups_output)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_demo_lasts_what_its_help_says() {
+        // --quick's help, the README and scripts/demo.sh: about 5 minutes, else up to 35
+        // (tests/checks/docs_links.rs holds the three texts to these figures).
+        let quick = longest(true);
+        assert!(
+            quick > Duration::from_secs(4 * 60) && quick <= Duration::from_secs(5 * 60 + 30),
+            "{quick:?}"
+        );
+        assert!(
+            longest(false) <= Duration::from_secs(35 * 60),
+            "{:?}",
+            longest(false)
+        );
+        assert!(longest(false) > Duration::from_secs(30 * 60));
+    }
 }

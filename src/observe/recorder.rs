@@ -32,14 +32,6 @@ struct Pending {
     digest: Option<DigestId>,
 }
 
-/// The commands that carry the workload's SQL (the analysis's "statements").
-fn is_statement(kind: CommandKind) -> bool {
-    matches!(
-        kind,
-        CommandKind::Query | CommandKind::StmtExecute | CommandKind::StmtBulkExecute
-    )
-}
-
 pub struct ConnectionRecorder<'a> {
     observer: &'a Observer,
     pending: VecDeque<Pending>,
@@ -117,7 +109,7 @@ impl EventSink for ConnectionRecorder<'_> {
     fn command_started(&mut self, event: &CommandStarted<'_>) {
         let scenarios = &self.observer.scenarios;
         let now = scenarios.now();
-        let bin = (now.state.binned() && is_statement(event.kind))
+        let bin = (now.state.binned() && event.kind.is_statement())
             .then(|| {
                 let started = scenarios.ms_since_base(event.at);
                 bin_of(started.saturating_sub(now.switched_at_ms))

@@ -1,6 +1,7 @@
 //! The report's content, computed once from the phase log and the analysis; every output
 //! format renders this.
 
+use psprobe_core::protocol::CommandKind;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -9,9 +10,6 @@ use crate::analysis::{Analysis, Estimate, Metric, RunAnalysis};
 use crate::phase_log::group_names::{point_groups, BASE_CHECK};
 use crate::phase_log::PhaseRecord;
 use crate::stats::histogram::bucket_value_ns;
-
-/// Statements are what a workload issues: text queries and prepared executions.
-pub(super) const STATEMENT_COMMANDS: [&str; 3] = ["query", "stmt_execute", "stmt_bulk_execute"];
 
 #[derive(Debug, Serialize)]
 pub struct HeadlineRow {
@@ -157,7 +155,7 @@ fn statements(p: &PhaseRecord) -> (u64, u64, u64) {
         .filter(|c| {
             c.command
                 .as_deref()
-                .is_some_and(|c| STATEMENT_COMMANDS.contains(&c))
+                .is_some_and(CommandKind::is_statement_label)
         })
         .fold((0, 0, 0), |(n, t, sum), c| {
             (
@@ -320,7 +318,7 @@ pub fn build(analysis: RunAnalysis, phases: &[PhaseRecord]) -> Report {
                 for c in p.commands.iter().filter(|c| {
                     c.command
                         .as_deref()
-                        .is_some_and(|c| STATEMENT_COMMANDS.contains(&c))
+                        .is_some_and(CommandKind::is_statement_label)
                 }) {
                     for (b, n) in &c.histogram {
                         *hist.entry(*b).or_default() += n;

@@ -3,13 +3,13 @@
 //!
 //! Must not: estimate anything (these are plain counts) or read anything but the logs.
 
+use psprobe_core::protocol::CommandKind;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::Serialize;
 
 use super::merge::NamedLog;
-use super::model::STATEMENT_COMMANDS;
 
 #[derive(Debug, Serialize, PartialEq)]
 pub struct Traffic {
@@ -80,7 +80,7 @@ pub(super) fn sum(logs: &[NamedLog]) -> Option<Traffic> {
         .filter(|c| {
             c.command
                 .as_deref()
-                .is_some_and(|c| STATEMENT_COMMANDS.contains(&c))
+                .is_some_and(CommandKind::is_statement_label)
         })
         .map(|c| c.totals.count)
         .sum();

@@ -186,3 +186,44 @@ fn the_link_scanner_sees_links_and_skips_code() {
     );
     assert!(!Path::new("does-not-exist.md").exists());
 }
+
+/// The demo's length and what it runs, where a new user reads them: `psprobe demo --help`,
+/// the README and scripts/demo.sh state the same figures (src/demo/mod.rs checks the figures
+/// against the demo's schedules).
+#[test]
+fn the_demo_is_described_alike_everywhere() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let script = std::fs::read_to_string(root().join("scripts/demo.sh")).unwrap();
+    let help = help("demo");
+    let flat = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    let (readme, script, help) = (flat(&readme), flat(&script), flat(&help));
+    for (what, text) in [
+        ("README.md", &readme),
+        ("scripts/demo.sh", &script),
+        ("demo --help", &help),
+    ] {
+        assert!(
+            text.contains("About 5 minutes"),
+            "{what}: the quick demo's length"
+        );
+        assert!(
+            text.contains("up to 35 minutes"),
+            "{what}: the full demo's length"
+        );
+    }
+    for (what, text) in [("README.md", &readme), ("demo --help", &help)] {
+        assert!(
+            text.contains("five runtime scenarios"),
+            "{what}: what the demo runs"
+        );
+    }
+    let top = Command::new(env!("CARGO_BIN_EXE_psprobe"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let top = flat(&String::from_utf8_lossy(&top.stdout));
+    assert!(
+        top.contains("the five runtime scenarios, pfsoff (not with --quick)"),
+        "{top}"
+    );
+}

@@ -20,6 +20,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod closed_stdout;
 mod container_image;
 mod debian_package;
 mod digest_cli;

@@ -60,11 +60,26 @@ pub fn unavailable() -> Option<String> {
     .clone()
 }
 
-/// Prints why a test does not run, bypassing libtest's capture so it shows in CI logs.
-/// Returns true when the test must skip.
+/// Set (to anything) to make namespaces unavailable on purpose: the skip rule's own test.
+pub const FORCE_UNAVAILABLE: &str = "PSPROBE_TEST_NO_NETNS";
+
+/// Whether this runs under CI (`CI=true`, as CI services set it; or `CI=1`).
+pub fn under_ci() -> bool {
+    matches!(std::env::var("CI").as_deref(), Ok("true") | Ok("1"))
+}
+
+/// True when the test must skip, after printing why (bypassing libtest's capture, so it shows
+/// in CI logs; scripts/test.sh counts these lines). Under CI a test that cannot make its
+/// namespaces fails with the reason instead: a CI run must not pass without running it.
 pub fn skip_unless_available(test: &str) -> bool {
-    match unavailable() {
+    let forced = std::env::var(FORCE_UNAVAILABLE)
+        .ok()
+        .map(|v| format!("{FORCE_UNAVAILABLE}={v}: namespaces made unavailable on purpose"));
+    match forced.or_else(unavailable) {
         None => false,
+        Some(why) if under_ci() => {
+            panic!("{test} cannot run its real setup under CI (CI is set): {why}")
+        }
         Some(why) => {
             let _ = writeln!(io::stderr(), "SKIPPED {test}: {why}");
             true

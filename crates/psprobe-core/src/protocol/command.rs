@@ -41,6 +41,15 @@ macro_rules! command_kinds {
             pub fn index(self) -> usize {
                 self as usize
             }
+
+            /// The kind a [`CommandKind::label`] names (`None` for a label no kind has).
+            pub fn from_label(label: &str) -> Option<CommandKind> {
+                match label {
+                    $($label => Some(CommandKind::$variant),)*
+                    "other" => Some(CommandKind::Other),
+                    _ => None,
+                }
+            }
         }
     };
 }
@@ -99,6 +108,21 @@ pub enum ResponseShape {
 }
 
 impl CommandKind {
+    /// The commands that carry the workload's SQL: the "statements" every statement count,
+    /// rate and comparison of psprobe is about (the recorder's latency bins, the analysis, the
+    /// report, the admin tables). Prepares, pings and other connection chatter are not.
+    pub fn is_statement(self) -> bool {
+        matches!(
+            self,
+            CommandKind::Query | CommandKind::StmtExecute | CommandKind::StmtBulkExecute
+        )
+    }
+
+    /// [`CommandKind::is_statement`] for a command as phase logs and metrics label it.
+    pub fn is_statement_label(label: &str) -> bool {
+        CommandKind::from_label(label).is_some_and(CommandKind::is_statement)
+    }
+
     /// What the server answers this command with, so the session knows when it is done.
     pub fn response_shape(self) -> ResponseShape {
         use CommandKind::*;
@@ -216,6 +240,23 @@ mod tests {
         assert_eq!(CommandKind::from_byte(0x03), CommandKind::Query);
         assert_eq!(CommandKind::from_byte(0xfa), CommandKind::StmtBulkExecute);
         assert_eq!(CommandKind::from_byte(0x99), CommandKind::Other);
+        for k in CommandKind::ALL {
+            assert_eq!(CommandKind::from_label(k.label()), Some(*k));
+        }
+        assert_eq!(CommandKind::from_label("nonsense"), None);
+    }
+
+    #[test]
+    fn statements_are_the_commands_that_carry_sql() {
+        let statements: Vec<&str> = CommandKind::ALL
+            .iter()
+            .filter(|k| k.is_statement())
+            .map(|k| k.label())
+            .collect();
+        assert_eq!(statements, ["query", "stmt_execute", "stmt_bulk_execute"]);
+        assert!(CommandKind::is_statement_label("stmt_bulk_execute"));
+        assert!(!CommandKind::is_statement_label("stmt_prepare"));
+        assert!(!CommandKind::is_statement_label("nonsense"));
     }
 
     #[test]

@@ -3,6 +3,8 @@
 //!
 //! Must not: hold measurement or protocol logic; it connects the modules that do.
 
+mod duet_side;
+
 use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -53,25 +55,34 @@ pub fn run_proxy(args: &ProxyArgs) -> anyhow::Result<()> {
     for warning in warnings {
         tracing::warn!("{warning}");
     }
-    crate::runtime::block_on_multi_thread(async move {
+    // A duet's sides each get workers of their own (side a this runtime's, on its CPUs when
+    // pinned); otherwise one runtime with a worker per CPU.
+    let runtime = match &side_b {
+        Some(b) => crate::runtime::side_runtime(b.pins.as_ref().map(|p| p[0].as_str()), "duet-a")
+            .context("side a")?,
+        None => crate::runtime::multi_thread()?,
+    };
+    runtime.block_on(async move {
         // Before anything starts: a shutdown signal during the start waits for it to finish.
         let signals = crate::signals::Signals::install();
         let running = launch_with_tls(&config, controller, Some(tls.clone())).await?;
         let running_b = match side_b {
-            Some(b) => match launch_with_tls(&b.config, Some(b.settings), Some(tls)).await {
-                Ok(r) => Some(r),
-                Err(e) => {
-                    let a = running.shutdown().await;
-                    return Err(e.context(format!(
-                        "side b of the duet ({}) did not start; side a stopped{}",
-                        b.config.settings.upstream,
-                        match a {
-                            Some(Ok(())) => ", its server's settings as found",
-                            _ => "",
-                        }
-                    )));
+            Some(b) => {
+                let upstream = b.config.settings.upstream.clone();
+                match duet_side::start(b, tls).await {
+                    Ok(r) => Some(r),
+                    Err(e) => {
+                        let a = running.shutdown().await;
+                        return Err(e.context(format!(
+                            "side b of the duet ({upstream}) did not start; side a stopped{}",
+                            match a {
+                                Some(Ok(())) => ", its server's settings as found",
+                                _ => "",
+                            }
+                        )));
+                    }
                 }
-            },
+            }
             None => None,
         };
         signals.set_reloads_certificate(running.reloads_certificate());

@@ -5,6 +5,7 @@
 //! servers, each with its own restart command, at the same moments into the two scenarios of
 //! every pair, measure the same seconds and swap the roles at the next phase
 //! (`controller::schedule::duet`); `psprobe report A B` reads the two phase logs as one duet.
+//! The flags are `DuetProxyArgs` in config.rs; side b runs in src/app/duet_side.rs.
 //!
 //! Must not: start a duet that cannot be one (one server twice, a side without its restart
 //! command), or talk to a server (the controllers do).

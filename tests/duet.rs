@@ -540,7 +540,7 @@ fn proxy_duet_on_an_operators_two_instances() {
         &servers[0],
         &common(&[
             "--duration",
-            "40s",
+            "30s",
             "--seed",
             "5",
             "--duet-upstream",

@@ -216,82 +216,22 @@ fn demo_quick_then_reports_and_html_in_chromium() {
 /// stopped with its folder removed.
 #[test]
 fn a_demo_stopped_by_sigterm_leaves_no_server_behind() {
-    use std::io::BufRead;
-    use std::process::{Command, Stdio};
-    use std::time::{Duration, Instant};
+    use common::signalled::{assert_interrupted, assert_servers_gone, Signalled};
 
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_psprobe"))
-        .args(["demo", "--quick", "-o"])
-        .arg(dir.path().join("report.html"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start psprobe demo");
-    // Both pipes drained all along (a full pipe would stop psprobe, not the signal).
-    let stdout = child.stdout.take().expect("stdout");
-    let (lines_tx, lines) = std::sync::mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let _ = lines_tx.send(line);
-        }
-    });
-    let stderr = child.stderr.take().expect("stderr");
-    let err_reader = std::thread::spawn(move || {
-        let mut err = String::new();
-        let _ = std::io::Read::read_to_string(&mut { stderr }, &mut err);
-        err
-    });
-    let mut seen: Vec<String> = Vec::new();
-    while !seen.iter().any(|l| l.contains("threads through psprobe")) {
-        let line = lines
-            .recv_timeout(Duration::from_secs(120))
-            .unwrap_or_else(|e| panic!("the demo's schedule did not start ({e}): {seen:?}"));
-        seen.push(line);
-    }
-    // SAFETY: a plain kill(2) of our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "psprobe demo did not end within 60 s of SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(100)); // poll interval
-    };
-    let err = err_reader.join().expect("stderr read");
-    reader.join().expect("stdout read");
-    assert!(!status.success());
-    let said: Vec<&str> = err
-        .lines()
-        .filter(|l| l.starts_with("psprobe: error"))
-        .collect();
-    assert_eq!(said.len(), 1, "{err}");
-    assert!(said[0].contains("interrupted"), "{err}");
-    let named = seen
-        .iter()
-        .find(|l| l.contains("(data in "))
-        .unwrap_or_else(|| panic!("no server named: {seen:?}"));
-    let data = named
-        .split("(data in ")
-        .nth(1)
-        .unwrap()
-        .trim_end_matches(')');
-    assert!(!std::path::Path::new(data).exists(), "{data} left");
-    let port = named
-        .split(" on ")
-        .nth(1)
-        .and_then(|s| s.split_whitespace().next())
-        .and_then(|a| a.rsplit(':').next())
-        .unwrap_or_else(|| panic!("no port in {named}"));
-    assert!(
-        !common::procfs::any_process_with(&format!("--port={port}\u{0}")),
-        "a server on {port} was left"
+    let html = dir.path().join("report.html");
+    let mut demo = Signalled::start(&[
+        "demo".as_ref(),
+        "--quick".as_ref(),
+        "-o".as_ref(),
+        html.as_os_str(),
+    ]);
+    demo.wait_for_line("threads through psprobe", 120);
+    let (status, err, seen) = demo.terminate();
+    assert_interrupted(status, &err);
+    assert_eq!(
+        assert_servers_gone(seen.iter().map(String::as_str)),
+        1,
+        "{seen:?}"
     );
 }

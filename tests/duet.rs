@@ -52,27 +52,11 @@ fn side(path: &Path) -> (serde_json::Value, Phases) {
 /// The servers `psprobe duet` named in `stdout` ("side X on ADDR (data in DIR)") are gone,
 /// and their folders with them.
 fn assert_servers_gone<'a>(stdout: impl IntoIterator<Item = &'a str>) {
-    let mut named = 0;
-    for line in stdout.into_iter().filter(|l| l.contains("(data in ")) {
-        named += 1;
-        let data = line
-            .split("(data in ")
-            .nth(1)
-            .unwrap()
-            .trim_end_matches(')');
-        assert!(!Path::new(data).exists(), "{data} left");
-        let port = line
-            .split(" on ")
-            .nth(1)
-            .and_then(|s| s.split_whitespace().next())
-            .and_then(|a| a.rsplit(':').next())
-            .unwrap_or_else(|| panic!("no port in {line}"));
-        assert!(
-            !common::procfs::any_process_with(&format!("--port={port}\u{0}")),
-            "a server on {port} was left"
-        );
-    }
-    assert_eq!(named, 2, "two servers named");
+    assert_eq!(
+        common::signalled::assert_servers_gone(stdout),
+        2,
+        "two servers named"
+    );
 }
 
 /// psprobe's WARN and ERROR lines (what a failed assertion shows of its log).
@@ -376,85 +360,38 @@ fn duet_on_mysql_9_7() {
 /// would stop them).
 #[test]
 fn a_duet_stopped_by_sigterm_leaves_no_server_behind() {
-    use std::io::BufRead;
-    use std::process::{Command, Stdio};
+    use common::signalled::{assert_interrupted, Signalled};
     use std::time::{Duration, Instant};
 
     let dir = tempfile::tempdir().expect("tempdir");
     let md = dir.path().join("duet.md");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_psprobe"))
-        .args([
-            "duet",
-            "--threads",
-            "2",
-            "--slow-phase",
-            "3s",
-            "--duration",
-            "5m",
-            "-o",
-        ])
-        .arg(&md)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start psprobe duet");
-    // Both pipes are drained all along (a closed or full pipe would stop psprobe, not the
-    // signal). Both servers are up once it names them; the duet runs once side b's log has a
-    // phase.
-    let stdout = child.stdout.take().expect("stdout");
-    let (lines_tx, lines) = std::sync::mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let _ = lines_tx.send(line);
-        }
-    });
-    let stderr = child.stderr.take().expect("stderr");
-    let err_reader = std::thread::spawn(move || {
-        let mut err = String::new();
-        let _ = std::io::Read::read_to_string(&mut { stderr }, &mut err);
-        err
-    });
-    let mut seen = Vec::new();
-    while !seen.iter().any(|l: &String| l.contains("side b on ")) {
-        let line = lines
-            .recv_timeout(Duration::from_secs(120))
-            .unwrap_or_else(|e| panic!("psprobe duet named no second server ({e}): {seen:?}"));
-        seen.push(line);
-    }
+    let args = [
+        "duet",
+        "--threads",
+        "2",
+        "--slow-phase",
+        "3s",
+        "--duration",
+        "5m",
+        "-o",
+    ];
+    let mut args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();
+    args.push(md.as_os_str());
+    let mut duet = Signalled::start(&args);
+    // Both servers are up once it names them; the duet runs once side b's log has a phase.
+    duet.wait_for_line("side b on ", 120);
     let log_b = dir.path().join("duet.b.phases.jsonl");
     let deadline = Instant::now() + Duration::from_secs(120);
     while !std::fs::read_to_string(&log_b).is_ok_and(|t| t.contains("\"kind\":\"phase\"")) {
         assert!(
             Instant::now() < deadline,
-            "no phase in two minutes: {seen:?}"
+            "no phase in two minutes: {:?}",
+            duet.seen
         );
-        std::thread::sleep(Duration::from_millis(200));
+        std::thread::sleep(Duration::from_millis(200)); // poll interval
     }
-    // SAFETY: a plain kill(2) of our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "psprobe duet did not end within 60 s of SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let err = err_reader.join().expect("stderr read");
-    reader.join().expect("stdout read");
-    assert!(!status.success());
-    let said: Vec<&str> = err
-        .lines()
-        .filter(|l| l.starts_with("psprobe: error"))
-        .collect();
-    assert_eq!(said.len(), 1, "{err}");
-    assert!(said[0].contains("interrupted"), "{err}");
+    let (status, err, seen) = duet.terminate();
+    assert_interrupted(status, &err);
     assert_servers_gone(seen.iter().map(String::as_str));
 }
 

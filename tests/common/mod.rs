@@ -19,5 +19,6 @@ pub mod prom;
 pub mod prometheus;
 pub mod restart;
 pub mod server;
+pub mod signalled;
 pub mod sysbench;
 pub mod wire;

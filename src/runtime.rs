@@ -9,7 +9,6 @@ use std::io::IsTerminal;
 use anyhow::Context;
 use tracing_subscriber::EnvFilter;
 
-/// Runs `f` to completion on a multi-threaded runtime (the proxy, the demo).
 /// A runtime with a worker thread per CPU (the proxy's).
 pub(crate) fn multi_thread() -> anyhow::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
@@ -38,14 +37,11 @@ pub(crate) fn side_runtime(
         .context("cannot start the async runtime")
 }
 
+/// Runs `f` to completion on a [`multi_thread`] runtime (the demo's schedules).
 pub(crate) fn block_on_multi_thread<T>(
     f: impl Future<Output = anyhow::Result<T>>,
 ) -> anyhow::Result<T> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?
-        .block_on(f)
+    multi_thread()?.block_on(f)
 }
 
 /// Runs `f` to completion on this thread (short-lived clients such as `psprobe ps`).

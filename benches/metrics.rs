@@ -17,9 +17,9 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use psprobe::metrics::{DigestCollector, ProxyMetrics, DEFAULT_TOP_DIGESTS};
-use psprobe::observe::{ConnectionRecorder, Observer};
-use psprobe::stats::{DigestStore, Scenarios, DEFAULT_MAX_DIGESTS};
+use psprobe::white_box::{ConnectionRecorder, Observer};
+use psprobe::white_box::{DigestCollector, ProxyMetrics, DEFAULT_TOP_DIGESTS};
+use psprobe::white_box::{DigestStore, Scenarios, DEFAULT_MAX_DIGESTS};
 use psprobe_core::digest::FingerprintOptions;
 use psprobe_core::protocol::CommandKind;
 use psprobe_core::session::{CommandFinished, CommandStarted, EventSink, Outcome, Statement};

@@ -10,10 +10,10 @@
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use psprobe::benching::relay_recording;
-use psprobe::metrics::{DigestCollector, ProxyMetrics, DEFAULT_TOP_DIGESTS};
-use psprobe::observe::Observer;
-use psprobe::stats::{DigestStore, Scenarios, DEFAULT_MAX_DIGESTS};
+use psprobe::white_box::relay_recording;
+use psprobe::white_box::Observer;
+use psprobe::white_box::{DigestCollector, ProxyMetrics, DEFAULT_TOP_DIGESTS};
+use psprobe::white_box::{DigestStore, Scenarios, DEFAULT_MAX_DIGESTS};
 use psprobe_core::digest::FingerprintOptions;
 
 const POINT_SELECT_PS: &[u8] =

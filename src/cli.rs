@@ -10,7 +10,7 @@ use crate::config::ProxyArgs;
 use crate::package_assets::PackageAssetsArgs;
 
 /// `psprobe --version`: the crate's version and the commit it was built from (build.rs).
-pub const VERSION: &str = concat!(
+pub(crate) const VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     " (commit ",
     env!("PSPROBE_GIT_COMMIT"),
@@ -26,13 +26,13 @@ pub const VERSION: &str = concat!(
 parses the protocol on the way through, times each command from the client's side and exports \
 Prometheus metrics.\n\nPoint clients (sysbench, your application) at the --listen address instead of mysqld."
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Run the proxy: listen for clients, forward to the upstream server, serve /metrics.
     Proxy(Box<ProxyArgs>),
     /// Inspect and change performance_schema settings (scenarios) on a server.
@@ -55,11 +55,11 @@ pub enum Command {
 }
 
 /// The hidden command scripts/package.sh runs to write the man pages and completions.
-pub const PACKAGE_ASSETS: &str = "package-assets";
+pub(crate) const PACKAGE_ASSETS: &str = "package-assets";
 
 /// What the command line asks for: one of [`Cli`]'s commands, or the hidden `package-assets`.
 #[derive(Debug)]
-pub enum Invocation {
+pub(crate) enum Invocation {
     Run(Box<Cli>),
     PackageAssets(PackageAssetsArgs),
 }
@@ -67,7 +67,7 @@ pub enum Invocation {
 /// Parses the process's arguments (clap's usage errors, --help and --version exit here).
 /// The exit status of a command that failed with `e`: 3 when a stop left settings of
 /// psprobe's on the server (the line before says which, and how to finish), 2 otherwise.
-pub fn exit_status(e: &anyhow::Error) -> u8 {
+pub(crate) fn exit_status(e: &anyhow::Error) -> u8 {
     use crate::controller::error::{ControllerError, EXIT_NOT_RESTORED};
     match e.downcast_ref::<ControllerError>() {
         Some(c) if c.leaves_server_changed() => EXIT_NOT_RESTORED,
@@ -78,7 +78,7 @@ pub fn exit_status(e: &anyhow::Error) -> u8 {
 /// `package-assets` is added to [`Cli`] only for this parse: what it writes is made from
 /// `Cli::command()`, which then does not list it (clap_complete would offer even a hidden
 /// command to users).
-pub fn parse() -> Invocation {
+pub(crate) fn parse() -> Invocation {
     let hidden = PackageAssetsArgs::augment_args(
         clap::Command::new(PACKAGE_ASSETS)
             .about("Write the man pages and shell completions (scripts/package.sh)")
@@ -99,9 +99,47 @@ pub fn parse() -> Invocation {
 /// early (`| head`) ends psprobe quietly, as it ends `cat`, instead of a panic on the failed
 /// write (Rust ignores SIGPIPE, so `print!` would panic with EPIPE). Not for the proxy, whose
 /// writes to closed sockets must fail as errors, not end the process.
-pub fn end_quietly_on_closed_stdout() {
+pub(crate) fn end_quietly_on_closed_stdout() {
     // SAFETY: restoring a signal's default disposition touches no memory of this process.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+/// The binary's one entry point: parses the command line, runs the command, and turns its
+/// result into the exit status (a failure is one line on stderr: what failed, with its causes).
+pub fn main() -> std::process::ExitCode {
+    let cli = match parse() {
+        Invocation::Run(cli) => cli,
+        Invocation::PackageAssets(args) => {
+            return finish(crate::package_assets::run(Cli::command(), &args).map(drop));
+        }
+    };
+    let result = match cli.command {
+        Command::Proxy(args) => crate::app::run_proxy(&args),
+        Command::Ps(args) => crate::controller::cli::run(&args),
+        Command::Report(args) => {
+            end_quietly_on_closed_stdout();
+            crate::report::run(&args)
+        }
+        Command::Demo(args) => crate::demo::run(&args),
+        Command::Experiment(args) => crate::demo::experiment::run(&args),
+        Command::Duet(args) => crate::demo::duet::run(&args),
+        Command::Digest(args) => {
+            end_quietly_on_closed_stdout();
+            crate::digest_cli::run(&args)
+        }
+    };
+    finish(result)
+}
+
+fn finish(result: Result<(), impl Into<anyhow::Error>>) -> std::process::ExitCode {
+    let result: anyhow::Result<()> = result.map_err(Into::into);
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("psprobe: error: {e:#}");
+            std::process::ExitCode::from(exit_status(&e))
+        }
     }
 }

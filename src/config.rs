@@ -31,7 +31,7 @@ pub(crate) use crate::proxy::config::{
 pub(crate) use crate::setting::ConfigError;
 
 #[derive(Debug, Args)]
-pub struct ProxyArgs {
+pub(crate) struct ProxyArgs {
     /// TOML config file; its [proxy] table sets the same options (flags override it).
     #[arg(long, short = 'c', value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -133,7 +133,7 @@ pub struct ProxyArgs {
 
 /// `psprobe proxy --duet-upstream` and its companions (checked in src/proxy_duet.rs).
 #[derive(Debug, Args, Default)]
-pub struct DuetProxyArgs {
+pub(crate) struct DuetProxyArgs {
     /// Run --scenarios as a duet (docs/measurement.md, "Duet runs"): HOST:PORT of a second
     /// instance of your server on the same host, a clone of --upstream's (same version, same
     /// data, same accounts). Every phase is entered by restart on both servers at once, into
@@ -179,7 +179,7 @@ pub struct DuetProxyArgs {
 /// The `[proxy]` table of the config file.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ProxyFile {
+pub(crate) struct ProxyFile {
     pub listen: Option<String>,
     pub upstream: Option<String>,
     pub metrics: Option<String>,
@@ -227,7 +227,7 @@ pub(crate) struct ConfigFile {
 
 /// Everything `psprobe proxy` runs with.
 #[derive(Debug, Clone)]
-pub struct ProxyConfig {
+pub(crate) struct ProxyConfig {
     pub listen: SocketAddr,
     pub metrics: SocketAddr,
     pub settings: ProxySettings,
@@ -247,7 +247,7 @@ pub struct ProxyConfig {
 }
 
 impl ProxyConfig {
-    pub fn from_args(args: &ProxyArgs) -> Result<Self, ConfigError> {
+    pub(crate) fn from_args(args: &ProxyArgs) -> Result<Self, ConfigError> {
         let file = match &args.config {
             Some(path) => load_file(path)?.proxy,
             None => ProxyFile::default(),
@@ -257,7 +257,7 @@ impl ProxyConfig {
 
     /// The settings from the flags and the config file's `[proxy]` table (flags win): each
     /// module's options picked here, defaulted and checked by the module.
-    pub fn resolve(args: &ProxyArgs, file: ProxyFile) -> Result<Self, ConfigError> {
+    pub(crate) fn resolve(args: &ProxyArgs, file: ProxyFile) -> Result<Self, ConfigError> {
         let proxy = proxy_config::Options {
             listen: args.listen.clone().or(file.listen),
             upstream: args.upstream.clone().or(file.upstream),

@@ -15,7 +15,7 @@ use psprobe_core::digest::{split_statements, DigestStyle, FingerprintOptions, Fi
     psprobe digest --query 'SELECT c FROM sbtest1 WHERE id=42'\n  \
     psprobe digest --semicolon --format json queries.sql\n  \
     mysqlbinlog ... | psprobe digest --digest-style mysql")]
-pub struct DigestArgs {
+pub(crate) struct DigestArgs {
     /// A statement to fingerprint (repeat for several). Without --query or FILE, statements
     /// are read from stdin.
     #[arg(long, short = 'q', value_name = "SQL", allow_hyphen_values = true)]
@@ -43,7 +43,7 @@ pub struct DigestArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
+pub(crate) enum Format {
     Text,
     Json,
 }
@@ -55,7 +55,7 @@ fn parse_style(s: &str) -> Result<DigestStyle, String> {
 
 /// One fingerprinted statement.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct DigestLine {
+pub(crate) struct DigestLine {
     /// 16 uppercase hex digits.
     pub digest: String,
     pub fingerprint: String,
@@ -63,7 +63,7 @@ pub struct DigestLine {
 }
 
 impl DigestArgs {
-    pub fn options(&self) -> FingerprintOptions {
+    pub(crate) fn options(&self) -> FingerprintOptions {
         FingerprintOptions {
             fold_identifier_digits: self.digest_fold_digits,
             style: self.digest_style,
@@ -73,7 +73,7 @@ impl DigestArgs {
 }
 
 /// The statements of one input text: one per non-blank line, or separated by `;`.
-pub fn statements(text: &[u8], semicolon: bool) -> Vec<&[u8]> {
+pub(crate) fn statements(text: &[u8], semicolon: bool) -> Vec<&[u8]> {
     if semicolon {
         return split_statements(text);
     }
@@ -84,7 +84,7 @@ pub fn statements(text: &[u8], semicolon: bool) -> Vec<&[u8]> {
 }
 
 /// Fingerprints each statement with `options`.
-pub fn digest_lines<'a>(
+pub(crate) fn digest_lines<'a>(
     statements: impl IntoIterator<Item = &'a [u8]>,
     options: FingerprintOptions,
 ) -> Vec<DigestLine> {
@@ -115,7 +115,7 @@ fn read_input(path: &PathBuf) -> anyhow::Result<Vec<u8>> {
     Ok(text)
 }
 
-pub fn run(args: &DigestArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: &DigestArgs) -> anyhow::Result<()> {
     let mut texts = Vec::new();
     let mut files = args.files.clone();
     if args.query.is_empty() && files.is_empty() {

@@ -8,7 +8,7 @@ use std::time::Duration;
 /// key to fix.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{setting} = {value:?} is not a duration (examples: 5s, 500ms, 2m)")]
-pub struct DurationError {
+pub(crate) struct DurationError {
     pub setting: &'static str,
     pub value: String,
 }

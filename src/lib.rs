@@ -9,23 +9,22 @@
 //! Must not: run anything at load; the runtime, logging and signals belong to the binary's
 //! entry points (`cli`, `app`, `runtime`).
 
-// Modules nothing outside the crate uses are `pub(crate)`, and so is every item in them that
-// is not reachable from outside: `pub` says "used by the binary, the tests or the benches".
+// The public face is `main` (the binary's one entry point), `white_box` (benches and white-box
+// tests) and `fuzzing` (behind its feature). Every other module is `pub(crate)`, so the
+// compiler's dead-code check sees into all of them, and `unreachable_pub` keeps `pub` for what
+// those three reach.
 #![warn(unreachable_pub)]
 
-pub mod admin;
+pub(crate) mod admin;
 pub(crate) mod analysis;
-pub mod app;
-/// Entry points for `benches/` that need the crate's private parts; not an API.
-#[doc(hidden)]
-pub mod benching;
-pub mod cli;
+pub(crate) mod app;
+pub(crate) mod cli;
 pub(crate) mod clock;
 pub(crate) mod config;
-pub mod controller;
+pub(crate) mod controller;
 pub(crate) mod cpus;
-pub mod demo;
-pub mod digest_cli;
+pub(crate) mod demo;
+pub(crate) mod digest_cli;
 pub(crate) mod duration;
 /// Fuzz targets shared by `fuzz/` (cargo-fuzz) and `tests/fuzz_corpus.rs`; not an API. Behind
 /// the `fuzzing` feature, so that a normal build neither compiles nor links them
@@ -35,19 +34,24 @@ pub(crate) mod duration;
 pub mod fuzzing;
 pub(crate) mod live;
 pub(crate) mod log_limit;
-pub mod metrics;
-pub mod observe;
-pub mod package_assets;
-pub mod phase_log;
+pub(crate) mod metrics;
+pub(crate) mod observe;
+pub(crate) mod package_assets;
+pub(crate) mod phase_log;
 pub(crate) mod private_fs;
 pub(crate) mod progress;
 pub(crate) mod proxy;
-pub mod proxy_duet;
-pub mod report;
+pub(crate) mod proxy_duet;
+pub(crate) mod report;
 pub(crate) mod runtime;
 pub(crate) mod secrets;
 pub(crate) mod setting;
 pub(crate) mod signals;
-pub mod stats;
+pub(crate) mod stats;
 pub(crate) mod timestamp;
 pub(crate) mod tls;
+/// What `benches/` and the white-box tests in `tests/` reach inside the crate for; not an API.
+#[doc(hidden)]
+pub mod white_box;
+
+pub use cli::main;

@@ -14,7 +14,7 @@ use clap_complete::Shell;
 const SHELLS: [Shell; 3] = [Shell::Bash, Shell::Zsh, Shell::Fish];
 
 #[derive(Debug, Args)]
-pub struct PackageAssetsArgs {
+pub(crate) struct PackageAssetsArgs {
     /// Directory to write into: man/ (one page per command, `psprobe.1`, `psprobe-proxy.1`,
     /// ...) and completions/ (`psprobe.bash`, `_psprobe`, `psprobe.fish`). Created if missing.
     #[arg(long, value_name = "DIR")]
@@ -23,14 +23,17 @@ pub struct PackageAssetsArgs {
 
 #[derive(Debug, thiserror::Error)]
 #[error("cannot write {what} under {}: {source} (check that the directory is writable)", dir.display())]
-pub struct AssetsError {
+pub(crate) struct AssetsError {
     what: &'static str,
     dir: PathBuf,
     source: std::io::Error,
 }
 
 /// Writes every page and completion file; returns their paths.
-pub fn run(cmd: clap::Command, args: &PackageAssetsArgs) -> Result<Vec<PathBuf>, AssetsError> {
+pub(crate) fn run(
+    cmd: clap::Command,
+    args: &PackageAssetsArgs,
+) -> Result<Vec<PathBuf>, AssetsError> {
     let mut written = write_man_pages(cmd.clone(), &args.out.join("man"))?;
     written.extend(write_completions(cmd, &args.out.join("completions"))?);
     for path in &written {
@@ -42,7 +45,7 @@ pub fn run(cmd: clap::Command, args: &PackageAssetsArgs) -> Result<Vec<PathBuf>,
 /// `psprobe.1` and one page per visible subcommand, nested ones too (`psprobe-ps-apply.1`), each
 /// saying in its footer which psprobe it documents (clap_mangen's own walk leaves a
 /// subcommand's blank: only the root has a version).
-pub fn write_man_pages(cmd: clap::Command, dir: &Path) -> Result<Vec<PathBuf>, AssetsError> {
+pub(crate) fn write_man_pages(cmd: clap::Command, dir: &Path) -> Result<Vec<PathBuf>, AssetsError> {
     fn walk(
         cmd: &clap::Command,
         source: &str,
@@ -82,7 +85,10 @@ pub fn write_man_pages(cmd: clap::Command, dir: &Path) -> Result<Vec<PathBuf>, A
 /// One completion script per shell in [`SHELLS`], named as each shell's loader expects.
 /// clap_complete offers hidden commands too: `cmd` should have none (`cli::parse` adds its
 /// hidden one only for parsing).
-pub fn write_completions(mut cmd: clap::Command, dir: &Path) -> Result<Vec<PathBuf>, AssetsError> {
+pub(crate) fn write_completions(
+    mut cmd: clap::Command,
+    dir: &Path,
+) -> Result<Vec<PathBuf>, AssetsError> {
     let fail = |source| AssetsError {
         what: "shell completions",
         dir: dir.to_path_buf(),

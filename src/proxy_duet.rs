@@ -25,7 +25,7 @@ use crate::controller::schedule::duet::DuetSide;
 use crate::controller::schedule::settings::ControllerSettings;
 
 /// The second side of a duet: its proxy and its controller.
-pub struct SideB {
+pub(crate) struct SideB {
     pub config: ProxyConfig,
     pub settings: ControllerSettings,
     /// Each side's CPUs (`--duet-cpus`; `None`: not pinned).
@@ -34,7 +34,7 @@ pub struct SideB {
 
 /// Without `--duet-upstream`: `controller` as it is. With it: side a's settings (the duet's
 /// side a) and side b's proxy and controller, checked.
-pub fn split(
+pub(crate) fn split(
     args: &DuetProxyArgs,
     schedule: &ScheduleArgs,
     config: &ProxyConfig,

@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::duration::{parse_duration, DurationError};
 
 #[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
+pub(crate) enum ConfigError {
     #[error("cannot read config file {path}: {source}")]
     Read {
         path: PathBuf,

@@ -676,10 +676,10 @@ fn a_restart_after_the_snapshot_is_reported_and_restore_still_returns_to_it(db: 
 
 /// The async API the scheduler uses, without the CLI.
 fn library_api_applies_verifies_and_restores(db: &Server) {
-    use psprobe::controller::client::dsn::ControllerDsn;
-    use psprobe::controller::client::server::Controller;
-    use psprobe::controller::model::catalog::Catalog;
-    use psprobe::controller::model::snapshot::Snapshot;
+    use psprobe::white_box::controller::Catalog;
+    use psprobe::white_box::controller::Controller;
+    use psprobe::white_box::controller::ControllerDsn;
+    use psprobe::white_box::controller::Snapshot;
     let scratch = Scratch::new();
     let before = dump(db);
     let path = scratch.home().join("api.json");

@@ -9,9 +9,9 @@ use std::io::Read;
 use sha1::{Digest, Sha1};
 
 /// Length of the handshake salt (scramble) `mysql_native_password` uses.
-pub const SALT_LEN: usize = 20;
-pub const NATIVE_PASSWORD: &str = "mysql_native_password";
-pub const DEFAULT_USER: &str = "admin";
+pub(crate) const SALT_LEN: usize = 20;
+pub(crate) const NATIVE_PASSWORD: &str = "mysql_native_password";
+pub(crate) const DEFAULT_USER: &str = "admin";
 
 /// Who may log in to the admin interface. The password is required: with an empty one every
 /// login is refused.
@@ -58,7 +58,7 @@ fn sha1(parts: &[&[u8]]) -> [u8; 20] {
 }
 
 /// The `mysql_native_password` auth response for `password` and `salt`.
-pub fn scramble(password: &[u8], salt: &[u8]) -> [u8; 20] {
+pub(crate) fn scramble(password: &[u8], salt: &[u8]) -> [u8; 20] {
     let stage1 = sha1(&[password]);
     let stage2 = sha1(&[&stage1]);
     let mask = sha1(&[salt, &stage2]);
@@ -75,7 +75,7 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 /// A fresh per-connection salt of printable ASCII (no NUL, which would end it on the wire, and
 /// no `$`), from the OS random source.
-pub fn new_salt() -> [u8; SALT_LEN] {
+pub(crate) fn new_salt() -> [u8; SALT_LEN] {
     let mut raw = [0u8; SALT_LEN];
     let filled = std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut raw))

@@ -12,29 +12,29 @@ use std::sync::{Arc, Mutex};
 
 /// What all admin results held at once may take (in the engine's count: value bytes plus 8 per
 /// value); twice the per-query limit, so two full results fit.
-pub const RESULT_BUDGET_BYTES: usize = 128 << 20;
+pub(crate) const RESULT_BUDGET_BYTES: usize = 128 << 20;
 /// A query is refused when less than this is left for it.
-pub const MIN_RESERVATION: usize = 1 << 20;
+pub(crate) const MIN_RESERVATION: usize = 1 << 20;
 /// Results this large are given back to the system when freed (glibc keeps freed memory in
 /// its arenas otherwise: 2.8 GB stayed after the clients of issue 23 had gone).
 const TRIM_AFTER_BYTES: usize = 8 << 20;
 
 /// The budget; one per admin interface.
 #[derive(Debug)]
-pub struct ResultBudget {
+pub(crate) struct ResultBudget {
     total: usize,
     used: Mutex<usize>,
 }
 
 /// Bytes of the budget held by one query's result; given back when dropped.
 #[derive(Debug)]
-pub struct Reservation {
+pub(crate) struct Reservation {
     budget: Arc<ResultBudget>,
     bytes: usize,
 }
 
 impl ResultBudget {
-    pub fn new(total: usize) -> Arc<Self> {
+    pub(crate) fn new(total: usize) -> Arc<Self> {
         Arc::new(ResultBudget {
             total,
             used: Mutex::new(0),
@@ -43,7 +43,7 @@ impl ResultBudget {
 
     /// Reserves up to `want` bytes: what is left when less, `None` when less than
     /// [`MIN_RESERVATION`] (or `want`, if smaller) is left.
-    pub fn reserve(self: &Arc<Self>, want: usize) -> Option<Reservation> {
+    pub(crate) fn reserve(self: &Arc<Self>, want: usize) -> Option<Reservation> {
         let mut used = self.lock();
         let left = self.total.saturating_sub(*used);
         let bytes = want.min(left);
@@ -57,13 +57,10 @@ impl ResultBudget {
         })
     }
 
+    #[cfg(test)]
     /// Bytes reserved now.
-    pub fn used(&self) -> usize {
+    pub(crate) fn used(&self) -> usize {
         *self.lock()
-    }
-
-    pub fn total(&self) -> usize {
-        self.total
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, usize> {
@@ -72,12 +69,12 @@ impl ResultBudget {
 }
 
 impl Reservation {
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.bytes
     }
 
     /// Keeps only `bytes` (what the result took); the rest goes back at once.
-    pub fn shrink_to(&mut self, bytes: usize) {
+    pub(crate) fn shrink_to(&mut self, bytes: usize) {
         if bytes < self.bytes {
             let mut used = self.budget.lock();
             *used = used.saturating_sub(self.bytes - bytes);
@@ -108,7 +105,7 @@ pub(crate) fn give_back_freed_memory() {
 }
 
 /// The counted size of a result: as the engine counts it against its limit.
-pub fn result_bytes(rows: &[Vec<Option<Vec<u8>>>]) -> usize {
+pub(crate) fn result_bytes(rows: &[Vec<Option<Vec<u8>>>]) -> usize {
     rows.iter()
         .flatten()
         .map(|v| 8 + v.as_ref().map_or(0, Vec::len))

@@ -32,7 +32,7 @@ pub(crate) struct Options {
 
 /// The admin interface's address and credentials.
 #[derive(Clone)]
-pub struct AdminConfig {
+pub(crate) struct AdminConfig {
     pub listen: SocketAddr,
     pub user: String,
     pub password: String,

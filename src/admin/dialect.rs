@@ -22,7 +22,7 @@ use super::variables;
 /// A statement for the engine: SQLite text, parameters for `?1`, `?2`, ..., and
 /// `(rewritten, original)` fragments to put back into result column names.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct EngineQuery {
+pub(crate) struct EngineQuery {
     pub sql: String,
     pub params: Vec<String>,
     pub renames: Vec<(String, String)>,
@@ -37,7 +37,7 @@ impl EngineQuery {
     }
 
     /// The name a result column is shown under.
-    pub fn column_name(&self, name: &str) -> String {
+    pub(crate) fn column_name(&self, name: &str) -> String {
         // A string literal's column is named by its value, as MySQL does (SQLite: `'x'`).
         if let Some(inner) = name
             .strip_prefix('\'')
@@ -57,7 +57,7 @@ impl EngineQuery {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Statement {
+pub(crate) enum Statement {
     Query(EngineQuery),
     Use(String),
     /// A session setting: accepted, without effect.
@@ -127,7 +127,7 @@ fn unescape(body: &str, quote: char) -> String {
 }
 
 /// A SQLite string literal of `s`.
-pub fn sql_literal(s: &str) -> String {
+pub(crate) fn sql_literal(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
 }
 
@@ -337,7 +337,7 @@ const WRITES: &[&str] = &[
 ];
 
 /// Parses one statement as a MySQL client sends it.
-pub fn parse(sql: &str) -> Result<Statement, AdminError> {
+pub(crate) fn parse(sql: &str) -> Result<Statement, AdminError> {
     let toks = lex(sql)?;
     let Some(first) = toks.first() else {
         return Err(AdminError::empty_query());

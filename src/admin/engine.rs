@@ -32,7 +32,7 @@ use super::variables;
 
 /// The schema psprobe's tables live in (`SELECT * FROM psprobe.digests` works, as does the
 /// unqualified name).
-pub const SCHEMA: &str = "psprobe";
+pub(crate) const SCHEMA: &str = "psprobe";
 
 /// Bounds on one admin query (and on logins).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,7 +50,7 @@ pub struct Limits {
 }
 
 /// Default [`Limits::max_query_bytes`]: 1 MiB.
-pub const MAX_QUERY_BYTES: usize = 1 << 20;
+pub(crate) const MAX_QUERY_BYTES: usize = 1 << 20;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -87,7 +87,7 @@ const READ_ONLY_PRAGMAS: &[&str] = &[
 
 /// How a result column is typed towards the client, and so rendered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ResultKind {
+pub(crate) enum ResultKind {
     /// BIGINT.
     Int,
     /// DOUBLE; `fixed` (a psprobe REAL column): with [`FLOAT_DECIMALS`] decimals, else the
@@ -100,14 +100,14 @@ pub enum ResultKind {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ResultColumn {
+pub(crate) struct ResultColumn {
     pub name: String,
     pub kind: ResultKind,
 }
 
 /// A result set, values already rendered as the text protocol sends them (`None`: NULL).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ResultSet {
+pub(crate) struct ResultSet {
     pub columns: Vec<ResultColumn>,
     pub rows: Vec<Vec<Option<Vec<u8>>>>,
 }
@@ -219,7 +219,7 @@ fn sql_type(kind: ColumnKind) -> &'static str {
 }
 
 /// `CREATE TABLE` of one of psprobe's tables.
-pub fn create_table_sql(table: Table) -> String {
+pub(crate) fn create_table_sql(table: Table) -> String {
     let columns: Vec<String> = table
         .columns()
         .iter()
@@ -265,7 +265,7 @@ fn set_heap_limit() {
 }
 
 /// One admin connection's SQLite database.
-pub struct Engine {
+pub(crate) struct Engine {
     conn: Connection,
     auth: Arc<Mutex<AuthState>>,
     /// The query being stepped, if any: its time limit and CPU pacing.
@@ -274,7 +274,7 @@ pub struct Engine {
 }
 
 impl Engine {
-    pub fn new(limits: Limits, session: Arc<SessionInfo>) -> Result<Engine, AdminError> {
+    pub(crate) fn new(limits: Limits, session: Arc<SessionInfo>) -> Result<Engine, AdminError> {
         set_heap_limit();
         let conn = Connection::open_in_memory().map_err(AdminError::internal)?;
         let auth = Arc::new(Mutex::new(AuthState {
@@ -347,12 +347,9 @@ impl Engine {
         Ok(())
     }
 
-    pub fn limits(&self) -> Limits {
-        self.limits
-    }
-
     /// Runs one client statement (SQLite's dialect) with `params` bound to `?1`, `?2`, ...
-    pub fn query(
+    #[cfg(test)]
+    pub(crate) fn query(
         &mut self,
         sql: &str,
         params: &[String],
@@ -361,9 +358,9 @@ impl Engine {
         self.query_within(sql, params, data, self.limits.max_result_bytes)
     }
 
-    /// [`Engine::query`] with at most `max_result_bytes` of result (what the admin's shared
+    /// `Engine::query` with at most `max_result_bytes` of result (what the admin's shared
     /// result budget could give this query; never more than [`Limits::max_result_bytes`]).
-    pub fn query_within(
+    pub(crate) fn query_within(
         &mut self,
         sql: &str,
         params: &[String],

@@ -8,7 +8,7 @@ use super::tables::Table;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
-pub struct AdminError {
+pub(crate) struct AdminError {
     pub code: u16,
     pub sqlstate: [u8; 5],
     pub message: String,
@@ -21,7 +21,7 @@ fn table_names() -> String {
 impl AdminError {
     /// opensrv-mysql's name for the code (it sends the SQLSTATE that goes with it). Every code
     /// this module produces is listed; anything else is sent as 1105 (unknown error).
-    pub fn kind(&self) -> opensrv_mysql::ErrorKind {
+    pub(crate) fn kind(&self) -> opensrv_mysql::ErrorKind {
         use opensrv_mysql::ErrorKind as K;
         match self.code {
             1041 => K::ER_OUT_OF_RESOURCES,
@@ -44,7 +44,7 @@ impl AdminError {
         }
     }
 
-    pub fn new(code: u16, sqlstate: &[u8; 5], message: impl Into<String>) -> Self {
+    pub(crate) fn new(code: u16, sqlstate: &[u8; 5], message: impl Into<String>) -> Self {
         AdminError {
             code,
             sqlstate: *sqlstate,
@@ -52,12 +52,12 @@ impl AdminError {
         }
     }
 
-    pub fn internal(e: impl fmt::Display) -> Self {
+    pub(crate) fn internal(e: impl fmt::Display) -> Self {
         AdminError::new(1105, b"HY000", format!("psprobe admin: {e}"))
     }
 
     /// ER_OPTION_PREVENTS_STATEMENT, as a read-only MySQL server answers writes.
-    pub fn read_only(what: &str) -> Self {
+    pub(crate) fn read_only(what: &str) -> Self {
         AdminError::new(
             1290,
             b"HY000",
@@ -68,15 +68,15 @@ impl AdminError {
         )
     }
 
-    pub fn syntax(message: impl Into<String>) -> Self {
+    pub(crate) fn syntax(message: impl Into<String>) -> Self {
         AdminError::new(1064, b"42000", message)
     }
 
-    pub fn empty_query() -> Self {
+    pub(crate) fn empty_query() -> Self {
         AdminError::new(1065, b"42000", "Query was empty")
     }
 
-    pub fn timeout(limit: Duration) -> Self {
+    pub(crate) fn timeout(limit: Duration) -> Self {
         AdminError::new(
             1317,
             b"70100",
@@ -88,7 +88,7 @@ impl AdminError {
         )
     }
 
-    pub fn too_many_rows(limit: usize) -> Self {
+    pub(crate) fn too_many_rows(limit: usize) -> Self {
         AdminError::new(
             1104,
             b"42000",
@@ -99,7 +99,7 @@ impl AdminError {
         )
     }
 
-    pub fn result_too_large(limit: usize) -> Self {
+    pub(crate) fn result_too_large(limit: usize) -> Self {
         AdminError::new(
             1104,
             b"42000",
@@ -112,7 +112,7 @@ impl AdminError {
     }
 
     /// Every query slot stayed taken for `waited`.
-    pub fn busy(slots: usize, waited: std::time::Duration) -> Self {
+    pub(crate) fn busy(slots: usize, waited: std::time::Duration) -> Self {
         AdminError::new(
             1205,
             b"HY000",
@@ -125,7 +125,7 @@ impl AdminError {
     }
 
     /// The shared result budget ([`super::budget`]) had less room than this result needs.
-    pub fn results_budget_full(room: usize) -> Self {
+    pub(crate) fn results_budget_full(room: usize) -> Self {
         AdminError::new(
             1041,
             b"HY000",
@@ -139,7 +139,7 @@ impl AdminError {
         )
     }
 
-    pub fn out_of_memory(limit: u64) -> Self {
+    pub(crate) fn out_of_memory(limit: u64) -> Self {
         AdminError::new(
             1041,
             b"HY000",
@@ -151,7 +151,7 @@ impl AdminError {
         )
     }
 
-    pub fn query_too_large(len: usize, limit: usize) -> Self {
+    pub(crate) fn query_too_large(len: usize, limit: usize) -> Self {
         AdminError::new(
             1153,
             b"08S01",
@@ -162,7 +162,7 @@ impl AdminError {
         )
     }
 
-    pub fn not_utf8() -> Self {
+    pub(crate) fn not_utf8() -> Self {
         AdminError::new(
             1300,
             b"HY000",
@@ -170,7 +170,7 @@ impl AdminError {
         )
     }
 
-    pub fn unknown_database(name: &str) -> Self {
+    pub(crate) fn unknown_database(name: &str) -> Self {
         AdminError::new(
             1049,
             b"42000",
@@ -178,7 +178,7 @@ impl AdminError {
         )
     }
 
-    pub fn unknown_variable(name: &str) -> Self {
+    pub(crate) fn unknown_variable(name: &str) -> Self {
         AdminError::new(
             1193,
             b"HY000",
@@ -186,7 +186,7 @@ impl AdminError {
         )
     }
 
-    pub fn unknown_table(name: &str) -> Self {
+    pub(crate) fn unknown_table(name: &str) -> Self {
         AdminError::new(
             1146,
             b"42S02",
@@ -198,7 +198,7 @@ impl AdminError {
     }
 
     /// An error from SQLite, with the MySQL code a client expects for it.
-    pub fn from_sqlite(e: &rusqlite::Error) -> Self {
+    pub(crate) fn from_sqlite(e: &rusqlite::Error) -> Self {
         // Without rusqlite's " in <whole statement> at offset N" tail.
         let message = match e {
             rusqlite::Error::SqlInputError { msg, offset, .. } if msg.contains("syntax error") => {

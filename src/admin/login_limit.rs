@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use crate::log_limit::RateLimited;
 
 /// One warning line at most this often about refused admin logins.
-pub const LOG_INTERVAL: Duration = Duration::from_secs(10);
+pub(crate) const LOG_INTERVAL: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LoginLimits {
@@ -65,7 +65,7 @@ impl Bucket {
 
 /// Why a login was refused, for the rate-limited log line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     WrongCredentials,
     /// Refused without a check: the peer used up its checks.
     Blocked,
@@ -73,7 +73,7 @@ pub enum Refusal {
 
 /// The peers' buckets and the refusal log of one admin interface.
 #[derive(Debug)]
-pub struct LoginLimiter {
+pub(crate) struct LoginLimiter {
     limits: LoginLimits,
     peers: Mutex<HashMap<IpAddr, Bucket>>,
     log: RateLimited,
@@ -104,7 +104,7 @@ impl Default for LoginLimiter {
 }
 
 impl LoginLimiter {
-    pub fn new(limits: LoginLimits) -> Self {
+    pub(crate) fn new(limits: LoginLimits) -> Self {
         LoginLimiter {
             limits: LoginLimits {
                 burst: limits.burst.max(1),
@@ -117,7 +117,7 @@ impl LoginLimiter {
         }
     }
 
-    pub fn limits(&self) -> &LoginLimits {
+    pub(crate) fn limits(&self) -> &LoginLimits {
         &self.limits
     }
 
@@ -127,7 +127,7 @@ impl LoginLimiter {
 
     /// Takes one password check for `ip`; `Err(wait)` when it has none left (one comes back in
     /// `wait`).
-    pub fn begin(&self, ip: IpAddr, now: Instant) -> Result<(), Duration> {
+    pub(crate) fn begin(&self, ip: IpAddr, now: Instant) -> Result<(), Duration> {
         let limits = self.limits;
         let mut peers = self.lock();
         let mut key = peer_key(ip);
@@ -155,13 +155,13 @@ impl LoginLimiter {
     }
 
     /// `ip` logged in: its failures are forgotten.
-    pub fn succeeded(&self, ip: IpAddr) {
+    pub(crate) fn succeeded(&self, ip: IpAddr) {
         self.lock().remove(&peer_key(ip));
     }
 
     /// Logs a refused login: at debug each time, at warn once per [`LOG_INTERVAL`] with the
     /// count of the others.
-    pub fn refused(&self, user: &str, ip: IpAddr, why: Refusal) {
+    pub(crate) fn refused(&self, user: &str, ip: IpAddr, why: Refusal) {
         let reason = match why {
             Refusal::WrongCredentials => "wrong user or password",
             Refusal::Blocked => "too many failed logins from this peer",
@@ -180,7 +180,7 @@ impl LoginLimiter {
     }
 
     /// Reports refusals not logged yet once the interval has passed; called periodically.
-    pub fn flush_log(&self, now: Instant) {
+    pub(crate) fn flush_log(&self, now: Instant) {
         if let Some(more) = self.log.take_overdue(now) {
             tracing::warn!(
                 "{more} more admin login(s) refused since the last such line (at most one line \
@@ -190,8 +190,9 @@ impl LoginLimiter {
         }
     }
 
+    #[cfg(test)]
     /// Peers tracked now (for tests).
-    pub fn tracked_peers(&self) -> usize {
+    pub(crate) fn tracked_peers(&self) -> usize {
         self.lock().len()
     }
 }

@@ -22,25 +22,21 @@
 //! Must not: change what psprobe measures or the server's settings; it reads snapshots of the
 //! live statistics, and a slow admin query never blocks the relay.
 
-pub mod auth;
-pub mod budget;
+pub(crate) mod auth;
+pub(crate) mod budget;
 pub(crate) mod config;
-pub mod dialect;
-pub mod engine;
-pub mod error;
-pub mod login_limit;
-pub mod pacing;
-pub mod server;
-pub mod session;
-pub mod tables;
-pub mod variables;
-pub mod wire;
+pub(crate) mod dialect;
+pub(crate) mod engine;
+pub(crate) mod error;
+pub(crate) mod login_limit;
+pub(crate) mod pacing;
+pub(crate) mod server;
+pub(crate) mod session;
+pub(crate) mod tables;
+pub(crate) mod variables;
+pub(crate) mod wire;
 
-pub use auth::{AdminAuth, DEFAULT_USER};
-pub use engine::Limits;
-pub use error::AdminError;
-pub use login_limit::{LoginLimiter, LoginLimits};
-pub use server::{serve, serve_with, spawn_dedicated, AdminHandle};
-pub use tables::{
-    AdminData, AttributionRow, Column, ColumnKind, ObserverData, OverheadRow, Row, Table, Value,
-};
+pub(crate) use auth::{AdminAuth, DEFAULT_USER};
+pub(crate) use engine::Limits;
+pub(crate) use server::{spawn_dedicated, AdminHandle};
+pub(crate) use tables::{AttributionRow, ObserverData, OverheadRow};

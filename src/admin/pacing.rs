@@ -11,13 +11,13 @@
 use std::time::{Duration, Instant};
 
 /// Running time between two pauses.
-pub const SLICE: Duration = Duration::from_millis(5);
+pub(crate) const SLICE: Duration = Duration::from_millis(5);
 /// Length of each pause.
-pub const PAUSE: Duration = Duration::from_millis(15);
+pub(crate) const PAUSE: Duration = Duration::from_millis(15);
 
 /// What SQLite's progress handler does next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Past the time limit: interrupt the query.
     Interrupt,
     /// The slice is used up: sleep this long, then [`Running::resume`].
@@ -28,14 +28,14 @@ pub enum Verdict {
 
 /// One query from its start to its end.
 #[derive(Debug, Clone, Copy)]
-pub struct Running {
+pub(crate) struct Running {
     deadline: Instant,
     slice_began: Instant,
 }
 
 impl Running {
     /// A query that starts at `now` and may run for `timeout`; its first slice begins.
-    pub fn new(now: Instant, timeout: Duration) -> Self {
+    pub(crate) fn new(now: Instant, timeout: Duration) -> Self {
         Running {
             deadline: now + timeout,
             slice_began: now,
@@ -43,7 +43,7 @@ impl Running {
     }
 
     /// What to do at `now`.
-    pub fn check(&self, now: Instant) -> Verdict {
+    pub(crate) fn check(&self, now: Instant) -> Verdict {
         if now >= self.deadline {
             Verdict::Interrupt
         } else if now.saturating_duration_since(self.slice_began) >= SLICE {
@@ -54,7 +54,7 @@ impl Running {
     }
 
     /// A pause is over at `now`: the next slice begins.
-    pub fn resume(&mut self, now: Instant) {
+    pub(crate) fn resume(&mut self, now: Instant) {
         self.slice_began = now;
     }
 }

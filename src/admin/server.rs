@@ -35,21 +35,15 @@ use super::wire::{
 };
 
 /// Admin queries running at once in [`spawn_dedicated`]; more wait for a thread.
-pub const MAX_CONCURRENT_QUERIES: usize = 2;
+pub(crate) const MAX_CONCURRENT_QUERIES: usize = 2;
 /// A query waits at most this long for one of the [`MAX_CONCURRENT_QUERIES`] slots, then is
 /// answered with an error (before, a cheap query waited up to 30 s behind heavy ones).
-pub const QUERY_SLOT_WAIT: Duration = Duration::from_secs(3);
+pub(crate) const QUERY_SLOT_WAIT: Duration = Duration::from_secs(3);
 /// Admin connections open at once; more get ERR 1040 and are closed (each may hold a result).
-pub const MAX_CONNECTIONS: usize = 32;
+pub(crate) const MAX_CONNECTIONS: usize = 32;
 /// A result not written within this long (its client does not read) ends the connection, and
 /// the memory it held goes back to the other admin connections.
-pub const RESULT_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Serves the admin interface on `listener` with the default [`Limits`] until this future is
-/// dropped (which also ends the open admin connections).
-pub async fn serve(listener: TcpListener, data: Arc<dyn AdminData>, auth: AdminAuth) {
-    serve_with(listener, data, auth, Limits::default()).await
-}
+pub(crate) const RESULT_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Serves the admin interface on `listener` until this future is dropped. Each connection runs
 /// in its own task; failures are logged.
@@ -125,7 +119,7 @@ pub async fn serve_with(
 }
 
 /// The admin interface running on its own thread; [`AdminHandle::stop`] ends it.
-pub struct AdminHandle {
+pub(crate) struct AdminHandle {
     stop: Option<oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -133,7 +127,7 @@ pub struct AdminHandle {
 impl AdminHandle {
     /// Stops accepting, closes the admin connections and waits for the thread (a query still
     /// running finishes on its own, within the query time limit, and is discarded).
-    pub fn stop(mut self) {
+    pub(crate) fn stop(mut self) {
         self.stop_now();
     }
 
@@ -170,7 +164,7 @@ fn lower_thread_priority() {
 
 /// Runs [`serve_with`] on a new thread with its own runtime. `listener` must be non-blocking
 /// (as [`tokio::net::TcpListener::into_std`] leaves it).
-pub fn spawn_dedicated(
+pub(crate) fn spawn_dedicated(
     listener: std::net::TcpListener,
     data: Arc<dyn AdminData>,
     auth: AdminAuth,

@@ -6,10 +6,10 @@ use std::sync::RwLock;
 use super::error::AdminError;
 
 /// The only database.
-pub const DATABASE: &str = "psprobe";
+pub(crate) const DATABASE: &str = "psprobe";
 
 #[derive(Debug)]
-pub struct SessionInfo {
+pub(crate) struct SessionInfo {
     pub user: String,
     pub host: String,
     pub connection_id: u32,
@@ -17,7 +17,7 @@ pub struct SessionInfo {
 }
 
 impl SessionInfo {
-    pub fn new(user: &str, host: &str, connection_id: u32) -> Self {
+    pub(crate) fn new(user: &str, host: &str, connection_id: u32) -> Self {
         SessionInfo {
             user: user.to_string(),
             host: host.to_string(),
@@ -26,7 +26,7 @@ impl SessionInfo {
         }
     }
 
-    pub fn database(&self) -> Option<String> {
+    pub(crate) fn database(&self) -> Option<String> {
         self.database
             .read()
             .unwrap_or_else(|e| e.into_inner())
@@ -34,7 +34,7 @@ impl SessionInfo {
     }
 
     /// `USE name` and the database of the handshake: only `psprobe` exists.
-    pub fn use_database(&self, name: &str) -> Result<(), AdminError> {
+    pub(crate) fn use_database(&self, name: &str) -> Result<(), AdminError> {
         let name = name.trim().trim_end_matches(';').trim().trim_matches('`');
         if !name.eq_ignore_ascii_case(DATABASE) {
             return Err(AdminError::unknown_database(name));
@@ -44,7 +44,7 @@ impl SessionInfo {
     }
 
     /// `user@host`, as `USER()` shows it.
-    pub fn user_at_host(&self) -> String {
+    pub(crate) fn user_at_host(&self) -> String {
         format!("{}@{}", self.user, self.host)
     }
 }

@@ -33,7 +33,7 @@ pub enum ColumnKind {
 }
 
 /// Decimals shown for values of [`ColumnKind::Float`] columns.
-pub const FLOAT_DECIMALS: usize = 3;
+pub(crate) const FLOAT_DECIMALS: usize = 3;
 
 /// One column: name, type, and what it holds (shown by `SHOW FULL COLUMNS`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -241,7 +241,7 @@ const SCENARIO_KEY: Column = col(
     "scenario in effect when the command started",
 );
 
-pub const DIGEST_COLUMNS: &[Column] = &with_stats::<3, 12>([
+pub(crate) const DIGEST_COLUMNS: &[Column] = &with_stats::<3, 12>([
     SCENARIO_KEY,
     col(
         "digest",
@@ -251,7 +251,7 @@ pub const DIGEST_COLUMNS: &[Column] = &with_stats::<3, 12>([
     col("digest_text", Text, "the fingerprint, cut at 1024 bytes"),
 ]);
 
-pub const COMMAND_COLUMNS: &[Column] = &with_stats::<2, 11>([
+pub(crate) const COMMAND_COLUMNS: &[Column] = &with_stats::<2, 11>([
     SCENARIO_KEY,
     col(
         "command",
@@ -260,7 +260,7 @@ pub const COMMAND_COLUMNS: &[Column] = &with_stats::<2, 11>([
     ),
 ]);
 
-pub const PHASE_COLUMNS: &[Column] = &[
+pub(crate) const PHASE_COLUMNS: &[Column] = &[
     col(
         "phase",
         Int,
@@ -308,7 +308,7 @@ pub const PHASE_COLUMNS: &[Column] = &[
     ),
 ];
 
-pub const OVERHEAD_COLUMNS: &[Column] = &[
+pub(crate) const OVERHEAD_COLUMNS: &[Column] = &[
     col(
         "schedule",
         Text,
@@ -345,7 +345,7 @@ pub const OVERHEAD_COLUMNS: &[Column] = &[
     ),
 ];
 
-pub const ATTRIBUTION_COLUMNS: &[Column] = &[
+pub(crate) const ATTRIBUTION_COLUMNS: &[Column] = &[
     col(
         "instrument_group",
         Text,
@@ -380,7 +380,7 @@ pub const ATTRIBUTION_COLUMNS: &[Column] = &[
     ),
 ];
 
-pub const SETTING_CHANGE_COLUMNS: &[Column] = &[
+pub(crate) const SETTING_CHANGE_COLUMNS: &[Column] = &[
     col("seen_at", Text, "when psprobe first saw it (UTC, RFC 3339)"),
     col(
         "setting",
@@ -404,7 +404,7 @@ pub const SETTING_CHANGE_COLUMNS: &[Column] = &[
     ),
 ];
 
-pub const CONNECTION_COLUMNS: &[Column] = &[
+pub(crate) const CONNECTION_COLUMNS: &[Column] = &[
     col("id", Int, "psprobe's number for the connection, from 1"),
     col("client", Text, "client address and port"),
     col("user", Text, "user name from the handshake (NULL before it)"),
@@ -419,7 +419,7 @@ pub const CONNECTION_COLUMNS: &[Column] = &[
     col("unobserved_reason", Text, "why it is not observed (tls, compression, ...)"),
 ];
 
-pub const SCENARIO_COLUMNS: &[Column] = &[
+pub(crate) const SCENARIO_COLUMNS: &[Column] = &[
     col("id", Int, "the scenario's number (0 is `none`)"),
     col("scenario", Text, "name"),
     col("active", Int, "1 for the scenario in effect now"),
@@ -438,7 +438,7 @@ pub const SCENARIO_COLUMNS: &[Column] = &[
     ),
 ];
 
-pub const STATUS_COLUMNS: &[Column] = &[
+pub(crate) const STATUS_COLUMNS: &[Column] = &[
     col("variable_name", Text, "name"),
     col("value", Any, "value (a number or a text)"),
 ];
@@ -467,21 +467,21 @@ fn stats_values(stats: &DigestStats) -> [Value; STATS_COLUMNS.len()] {
 }
 
 /// The `digests` row of one (scenario, digest) aggregate.
-pub fn digest_row(scenario: &str, digest: &str, text: &str, stats: &DigestStats) -> Row {
+pub(crate) fn digest_row(scenario: &str, digest: &str, text: &str, stats: &DigestStats) -> Row {
     let mut row = vec![scenario.into(), digest.into(), text.into()];
     row.extend(stats_values(stats));
     row
 }
 
 /// The `commands` row of one (scenario, command kind) aggregate.
-pub fn command_row(scenario: &str, command: CommandKind, stats: &DigestStats) -> Row {
+pub(crate) fn command_row(scenario: &str, command: CommandKind, stats: &DigestStats) -> Row {
     let mut row = vec![scenario.into(), command.label().into()];
     row.extend(stats_values(stats));
     row
 }
 
 /// The `phases` row of one phase-log record.
-pub fn phase_row(record: &PhaseRecord) -> Row {
+pub(crate) fn phase_row(record: &PhaseRecord) -> Row {
     let statements: Vec<&Aggregate> = record
         .commands
         .iter()
@@ -563,7 +563,7 @@ pub struct AttributionRow {
 }
 
 /// The `attribution` row of one group's cost (a NaN bound becomes NULL).
-pub fn attribution_row(row: &AttributionRow) -> Row {
+pub(crate) fn attribution_row(row: &AttributionRow) -> Row {
     let halfwidth = (row.ci_high_pct - row.ci_low_pct) / 2.0;
     vec![
         row.group.as_str().into(),
@@ -578,7 +578,7 @@ pub fn attribution_row(row: &AttributionRow) -> Row {
 }
 
 /// The `setting_changes` row of one row someone else set.
-pub fn setting_change_row(c: &crate::observe::SettingChange) -> Row {
+pub(crate) fn setting_change_row(c: &crate::observe::SettingChange) -> Row {
     vec![
         rfc3339(c.seen_at_ms / 1000).into(),
         c.setting.clone().into(),
@@ -589,7 +589,7 @@ pub fn setting_change_row(c: &crate::observe::SettingChange) -> Row {
 }
 
 /// The `connections` row of one live connection.
-pub fn connection_row(c: &ConnectionInfo) -> Row {
+pub(crate) fn connection_row(c: &ConnectionInfo) -> Row {
     let connected_at = c
         .connected_at
         .duration_since(UNIX_EPOCH)
@@ -612,7 +612,7 @@ pub fn connection_row(c: &ConnectionInfo) -> Row {
 
 /// Per-scenario sums the `scenarios` table shows.
 #[derive(Debug, Default, Clone, PartialEq)]
-pub struct ScenarioTotals {
+pub(crate) struct ScenarioTotals {
     pub commands: u64,
     pub statements: u64,
     pub errors: u64,
@@ -621,7 +621,7 @@ pub struct ScenarioTotals {
 }
 
 /// The `scenarios` row of one scenario.
-pub fn scenario_row(id: ScenarioId, name: &str, active: bool, t: &ScenarioTotals) -> Row {
+pub(crate) fn scenario_row(id: ScenarioId, name: &str, active: bool, t: &ScenarioTotals) -> Row {
     vec![
         u64::from(id).into(),
         name.into(),
@@ -836,7 +836,7 @@ impl AdminData for ObserverData {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::Sample;
+    use crate::stats::digest_stats::Sample;
 
     /// Every value of a row fits its column's type.
     fn check_row(table: Table, row: &Row) {

@@ -6,22 +6,22 @@ use super::tables::Value;
 use crate::timestamp::rfc3339;
 
 /// The SQL function `@@name` is rewritten to.
-pub const FUNCTION: &str = "psprobe_variable";
+pub(crate) const FUNCTION: &str = "psprobe_variable";
 
 /// Shown by the `mariadb` CLI on connect (`@@version_comment`).
-pub const VERSION_COMMENT: &str = "psprobe admin";
+pub(crate) const VERSION_COMMENT: &str = "psprobe admin";
 
 /// What opensrv-mysql answers to exactly `SELECT @@max_allowed_packet`; said everywhere else too.
-pub const MAX_ALLOWED_PACKET: u64 = 67_108_864;
+pub(crate) const MAX_ALLOWED_PACKET: u64 = 67_108_864;
 
 /// The MySQL version the admin interface claims: drivers refuse versions that do not look like
 /// MySQL's (mysql-connector-python: `X.Y.Z` with X.Y >= 4.1) or pick protocol features by it;
 /// 5.7 asks for nothing psprobe admin lacks.
-pub const MYSQL_VERSION: &str = "5.7.99";
+pub(crate) const MYSQL_VERSION: &str = "5.7.99";
 
 /// The server version announced in the handshake and returned by `VERSION()`:
 /// `5.7.99-psprobe-admin-<psprobe version>`.
-pub fn server_version() -> String {
+pub(crate) fn server_version() -> String {
     format!(
         "{MYSQL_VERSION}-psprobe-admin-{}",
         env!("CARGO_PKG_VERSION")
@@ -29,7 +29,7 @@ pub fn server_version() -> String {
 }
 
 /// Every variable, by name.
-pub fn all() -> Vec<(&'static str, Value)> {
+pub(crate) fn all() -> Vec<(&'static str, Value)> {
     let text = |s: &str| Value::Text(s.to_string());
     let utf8 = || text("utf8mb3");
     let collation = || text("utf8mb3_general_ci");
@@ -74,19 +74,19 @@ pub fn all() -> Vec<(&'static str, Value)> {
 }
 
 /// The value of a variable (name without `@@` and scope, any case).
-pub fn lookup(name: &str) -> Option<Value> {
+pub(crate) fn lookup(name: &str) -> Option<Value> {
     all()
         .into_iter()
         .find(|(n, _)| n.eq_ignore_ascii_case(name))
         .map(|(_, v)| v)
 }
 
-pub fn unix_seconds() -> i64 {
+pub(crate) fn unix_seconds() -> i64 {
     crate::clock::unix_now() as i64
 }
 
 /// `NOW()`: `YYYY-MM-DD HH:MM:SS`, UTC.
-pub fn now_text() -> String {
+pub(crate) fn now_text() -> String {
     rfc3339(unix_seconds() as u64)
         .replace('T', " ")
         .trim_end_matches('Z')

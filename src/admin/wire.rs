@@ -24,11 +24,11 @@ use psprobe_core::protocol::{encode_packet, read_le24};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// Query text COM_FIELD_LIST is rewritten to (a NUL first, so no client types it by accident).
-pub const FIELD_LIST_MARKER: &str = "\0psprobe:COM_FIELD_LIST";
+pub(crate) const FIELD_LIST_MARKER: &str = "\0psprobe:COM_FIELD_LIST";
 /// Query text a command over the size cap is replaced with, followed by its length in bytes.
-pub const TOO_LARGE_MARKER: &str = "\0psprobe:TOO_LARGE:";
+pub(crate) const TOO_LARGE_MARKER: &str = "\0psprobe:TOO_LARGE:";
 /// Query text a COM_QUERY that is not UTF-8 is replaced with.
-pub const NOT_UTF8_MARKER: &str = "\0psprobe:NOT_UTF8";
+pub(crate) const NOT_UTF8_MARKER: &str = "\0psprobe:NOT_UTF8";
 
 const COM_QUERY: u8 = 0x03;
 const COM_FIELD_LIST: u8 = 0x04;
@@ -37,9 +37,9 @@ const MAX_PAYLOAD: usize = 0xFF_FFFF;
 
 /// The ERR packet payload to send instead of opensrv-mysql's own when a login is refused; set
 /// by the shim's `authenticate`, taken by [`DenialWriter`].
-pub type Denial = Arc<Mutex<Option<Vec<u8>>>>;
+pub(crate) type Denial = Arc<Mutex<Option<Vec<u8>>>>;
 
-pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -52,7 +52,7 @@ fn packet(seq: u8, payload: &[u8]) -> Vec<u8> {
 }
 
 /// Passes bytes through until a login is refused; then replaces opensrv's ERR packet.
-pub struct DenialWriter<W> {
+pub(crate) struct DenialWriter<W> {
     inner: W,
     denial: Denial,
     state: DenialState,
@@ -71,7 +71,7 @@ enum DenialState {
 }
 
 impl<W> DenialWriter<W> {
-    pub fn new(inner: W, denial: Denial) -> Self {
+    pub(crate) fn new(inner: W, denial: Denial) -> Self {
         DenialWriter {
             inner,
             denial,
@@ -146,7 +146,7 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for DenialWriter<W> {
 
 /// Passes the client's packets through to opensrv, with the rewrites described in the module
 /// documentation. Reads whole packets (up to the cap) before handing them on.
-pub struct CommandReader<R> {
+pub(crate) struct CommandReader<R> {
     inner: R,
     /// Longest command payload (command byte included) passed on.
     max_command: usize,
@@ -181,7 +181,7 @@ fn marker_packet(seq: u8, marker: &str) -> Vec<u8> {
 }
 
 impl<R> CommandReader<R> {
-    pub fn new(inner: R, max_command: usize) -> Self {
+    pub(crate) fn new(inner: R, max_command: usize) -> Self {
         CommandReader {
             inner,
             max_command: max_command.max(1),

@@ -29,7 +29,7 @@ pub(crate) const PFSOFF: &str = "pfsoff";
 /// Why the baseline is the one it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum BaselineRule {
+pub(crate) enum BaselineRule {
     Pfsoff,
     Requested,
     LeastInstrumented,

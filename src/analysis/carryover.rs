@@ -37,7 +37,7 @@ const MIN_COUNT: u64 = 10;
 
 /// A mean log-ratio with its interval, as a relative change (`exp(x) - 1`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Change {
+pub(crate) struct Change {
     pub change: f64,
     pub low: f64,
     pub high: f64,
@@ -61,14 +61,14 @@ impl Change {
     }
 
     /// Significantly away from zero by more than the tolerance.
-    pub fn deviates(&self) -> bool {
+    pub(crate) fn deviates(&self) -> bool {
         (self.low > TOLERANCE) || (self.high < -TOLERANCE)
     }
 }
 
 /// One early bin of one scenario.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct BinPoint {
+pub(crate) struct BinPoint {
     pub bin: u16,
     /// Start of the bin after the switch, ms.
     pub from_ms: u64,
@@ -86,7 +86,7 @@ pub struct BinPoint {
 
 impl BinPoint {
     /// The effect in this bin is not the steady one.
-    pub fn shifted(&self) -> bool {
+    pub(crate) fn shifted(&self) -> bool {
         [self.latency_shift, self.rate_shift]
             .iter()
             .flatten()
@@ -95,7 +95,7 @@ impl BinPoint {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ScenarioProfile {
+pub(crate) struct ScenarioProfile {
     pub scenario: String,
     pub points: Vec<BinPoint>,
     /// Mean latency against the baseline over the steady bins, for comparison with
@@ -104,7 +104,7 @@ pub struct ScenarioProfile {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CarryoverProfile {
+pub(crate) struct CarryoverProfile {
     pub bin_ms: u64,
     pub baseline: String,
     /// Bins from here on are the steady state.
@@ -119,7 +119,8 @@ pub struct CarryoverProfile {
 }
 
 impl CarryoverProfile {
-    pub fn seen(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn seen(&self) -> bool {
         self.carryover_ms.is_some()
     }
 }

@@ -10,7 +10,7 @@ use super::baseline::BaselineRule;
 /// error rate a fraction of statements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Metric {
+pub(crate) enum Metric {
     Throughput,
     /// Mix-adjusted mean statement latency.
     MeanLatency,
@@ -25,7 +25,7 @@ pub enum Metric {
 }
 
 impl Metric {
-    pub const ALL: [Metric; 7] = [
+    pub(crate) const ALL: [Metric; 7] = [
         Metric::Throughput,
         Metric::MeanLatency,
         Metric::P50Latency,
@@ -36,9 +36,9 @@ impl Metric {
     ];
 
     /// The metrics whose intervals "stop when precise" waits for.
-    pub const HEADLINE: [Metric; 2] = [Metric::Throughput, Metric::MeanLatency];
+    pub(crate) const HEADLINE: [Metric; 2] = [Metric::Throughput, Metric::MeanLatency];
 
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Metric::Throughput => "throughput",
             Metric::MeanLatency => "mean_latency",
@@ -51,7 +51,7 @@ impl Metric {
     }
 
     /// The quantile a percentile metric reads.
-    pub fn quantile(self) -> Option<f64> {
+    pub(crate) fn quantile(self) -> Option<f64> {
         match self {
             Metric::P50Latency => Some(0.50),
             Metric::P95Latency => Some(0.95),
@@ -59,17 +59,12 @@ impl Metric {
             _ => None,
         }
     }
-
-    /// Whether a rise of this metric is an improvement (only throughput).
-    pub fn higher_is_better(self) -> bool {
-        self == Metric::Throughput
-    }
 }
 
 /// How [`Estimate::ratio`] and its bounds read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Scale {
+pub(crate) enum Scale {
     /// Relative: scenario / baseline − 1 (−0.05 is 5% lower than the baseline).
     Ratio,
     /// Absolute: scenario − baseline (error rates, which are often zero, so a ratio would be
@@ -80,7 +75,7 @@ pub enum Scale {
 /// How the interval was computed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Method {
+pub(crate) enum Method {
     /// Student's t on the per-block log-ratios (or differences), standard error the larger of
     /// the plain and the Newey–West one, variance pooled across comparisons when few blocks.
     T,
@@ -91,7 +86,7 @@ pub enum Method {
 
 /// One scenario's difference from the baseline in one metric, paired by block.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Estimate {
+pub(crate) struct Estimate {
     /// `fast` (switched at runtime) or `slow` (entered through restarts).
     pub schedule: String,
     pub metric: Metric,
@@ -131,7 +126,7 @@ pub struct Estimate {
 /// What an estimate without an interval would need: about `blocks` more blocks (slow pairs,
 /// or fast segments), `minutes` of schedule, for an interval of +-`halfwidth_points`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct MoreBlocks {
+pub(crate) struct MoreBlocks {
     pub blocks: u64,
     pub minutes: f64,
     pub halfwidth_points: f64,
@@ -142,7 +137,7 @@ pub struct MoreBlocks {
 impl MoreBlocks {
     /// "not enough restarts (blocks) for an interval: about N more blocks (M minutes) for +-P
     /// points".
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let what = if self.schedule == crate::phase_log::SLOW {
             "restarts"
         } else {
@@ -158,20 +153,15 @@ impl MoreBlocks {
 }
 
 impl Estimate {
-    /// `ratio` as a percentage, for display.
-    pub fn percent(&self) -> f64 {
-        self.ratio * 100.0
-    }
-
     /// Half the interval's width in percentage points (`None` without an interval).
-    pub fn halfwidth_points(&self) -> Option<f64> {
+    pub(crate) fn halfwidth_points(&self) -> Option<f64> {
         Some((self.ci_high? - self.ci_low?) * 50.0)
     }
 }
 
 /// A trend, over blocks, of a scenario's paired log-ratios (throughput, mean latency).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Drift {
+pub(crate) struct Drift {
     pub scenario: String,
     pub baseline: String,
     pub metric: Metric,
@@ -187,7 +177,7 @@ pub struct Drift {
 
 /// Everything the analysis found.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Analysis {
+pub(crate) struct Analysis {
     /// `fast` (switched at runtime) or `slow` (entered through restarts).
     pub schedule: String,
     pub baseline: String,
@@ -205,19 +195,20 @@ pub struct Analysis {
 }
 
 impl Analysis {
-    pub fn estimate(&self, scenario: &str, metric: Metric) -> Option<&Estimate> {
+    pub(crate) fn estimate(&self, scenario: &str, metric: Metric) -> Option<&Estimate> {
         self.estimates
             .iter()
             .find(|e| e.scenario == scenario && e.metric == metric)
     }
 
-    pub fn drift_of(&self, scenario: &str, metric: Metric) -> Option<&Drift> {
+    #[cfg(test)]
+    pub(crate) fn drift_of(&self, scenario: &str, metric: Metric) -> Option<&Drift> {
         self.drift
             .iter()
             .find(|d| d.scenario == scenario && d.metric == metric)
     }
 
-    pub fn flagged_drift(&self) -> impl Iterator<Item = &Drift> {
+    pub(crate) fn flagged_drift(&self) -> impl Iterator<Item = &Drift> {
         self.drift.iter().filter(|d| d.flagged)
     }
 }

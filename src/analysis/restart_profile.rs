@@ -32,7 +32,7 @@ const WINDOW_MS: u64 = 1000;
 
 /// The medians of one scenario's restarts (ms).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RestartParts {
+pub(crate) struct RestartParts {
     pub scenario: String,
     pub restarts: usize,
     /// Until the server refused connections.
@@ -46,7 +46,7 @@ pub struct RestartParts {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RestartProfile {
+pub(crate) struct RestartProfile {
     pub bin_ms: u64,
     /// Slow phases with a rate profile behind it.
     pub phases: usize,

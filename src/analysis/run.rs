@@ -26,7 +26,7 @@ use super::switch_load::{run_warning, slot_lengths_ms, slots_time_ms};
 
 /// What switching into a scenario cost over the run (fast schedule).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SwitchSummary {
+pub(crate) struct SwitchSummary {
     pub scenario: String,
     pub switches: u64,
     pub mean_ms: f64,
@@ -39,7 +39,7 @@ pub struct SwitchSummary {
 /// One scenario's cost set at startup against the same settings flipped at runtime, both
 /// against the same reference.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct StartupComparison {
+pub(crate) struct StartupComparison {
     /// The runtime scenario (`NAME`); the startup one is `NAME@startup`.
     pub scenario: String,
     pub reference: String,
@@ -51,7 +51,7 @@ pub struct StartupComparison {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RunAnalysis {
+pub(crate) struct RunAnalysis {
     pub level: f64,
     pub fast: Option<Analysis>,
     pub slow: Option<Analysis>,
@@ -73,17 +73,17 @@ pub struct RunAnalysis {
 
 impl RunAnalysis {
     /// Both designs' analyses, fast first.
-    pub fn analyses(&self) -> impl Iterator<Item = &Analysis> {
+    pub(crate) fn analyses(&self) -> impl Iterator<Item = &Analysis> {
         self.fast.iter().chain(self.slow.iter())
     }
 
-    pub fn estimates(&self) -> impl Iterator<Item = &Estimate> {
+    pub(crate) fn estimates(&self) -> impl Iterator<Item = &Estimate> {
         self.analyses().flat_map(|a| a.estimates.iter())
     }
 
     /// Widest half-width (points) of the restart comparisons' headline estimates, `None` while
     /// any has no interval yet (too few pairs).
-    pub fn slow_halfwidth(&self) -> Option<f64> {
+    pub(crate) fn slow_halfwidth(&self) -> Option<f64> {
         let slow = self.slow.as_ref()?;
         let mut widest: Option<f64> = None;
         for scenario in slow.scenarios.iter().filter(|s| **s != slow.baseline) {
@@ -97,7 +97,7 @@ impl RunAnalysis {
 
     /// Widest half-width (points) of the fast headline estimates (an attribution's main
     /// effects), `None` while any is missing its interval or there is nothing to compare yet.
-    pub fn fast_halfwidth(&self) -> Option<f64> {
+    pub(crate) fn fast_halfwidth(&self) -> Option<f64> {
         if let Some(a) = &self.attribution {
             return a.widest_halfwidth();
         }

@@ -26,7 +26,7 @@ use crate::observe::{ControllerHandle, Observer};
 use crate::proxy;
 use crate::tls::{TlsRuntime, TlsSettings};
 
-pub fn run_proxy(args: &ProxyArgs) -> anyhow::Result<()> {
+pub(crate) fn run_proxy(args: &ProxyArgs) -> anyhow::Result<()> {
     let config = ProxyConfig::from_args(args)?;
     let tls = crate::config::tls_settings(args)?;
     let controller = args
@@ -145,12 +145,11 @@ fn stopped(ended: Option<Result<(), ControllerError>>, side: &str) -> anyhow::Re
 }
 
 /// A proxy (and its controller, when scheduled) running in this process.
-pub struct Running {
+pub(crate) struct Running {
     pub proxy_addr: SocketAddr,
     pub metrics_addr: SocketAddr,
     /// Where the admin interface listens, when it is on.
     pub admin_addr: Option<SocketAddr>,
-    pub observer: Arc<Observer>,
     /// Finishes when the controller does (schedule complete, stopped, or failed), with how it
     /// ended (already logged).
     pub controller: Option<JoinHandle<Result<(), ControllerError>>>,
@@ -164,13 +163,13 @@ pub struct Running {
 
 impl Running {
     /// The proxy terminates TLS and reloads its certificate on SIGHUP.
-    pub fn reloads_certificate(&self) -> bool {
+    pub(crate) fn reloads_certificate(&self) -> bool {
         self.tls_reload.is_some()
     }
 
     /// Restores performance_schema settings (controller), then stops the proxy gracefully.
     /// Returns how the controller ended (`None`: none ran, or it was taken by the caller).
-    pub async fn shutdown(mut self) -> Option<Result<(), ControllerError>> {
+    pub(crate) async fn shutdown(mut self) -> Option<Result<(), ControllerError>> {
         let _ = self.stop_controller.send(true);
         let controller = match self.controller.take() {
             Some(task) => task.await.ok(),
@@ -191,7 +190,7 @@ impl Running {
 
 /// [`launch_with_tls`] without TLS termination: clients that ask for TLS are forwarded
 /// verbatim (psprobe in-process in front of a throwaway server needs no certificate).
-pub async fn launch(
+pub(crate) async fn launch(
     config: &ProxyConfig,
     controller: Option<ControllerSettings>,
 ) -> anyhow::Result<Running> {
@@ -201,7 +200,7 @@ pub async fn launch(
 /// Binds the listeners, loads (or makes) the TLS certificate, then (before the first client
 /// is accepted) connects the controller, checks credentials, privileges and
 /// performance_schema, and restores a crashed run's settings; then serves.
-pub async fn launch_with_tls(
+pub(crate) async fn launch_with_tls(
     config: &ProxyConfig,
     controller: Option<ControllerSettings>,
     tls: Option<TlsSettings>,
@@ -342,7 +341,6 @@ pub async fn launch_with_tls(
         proxy_addr,
         metrics_addr,
         admin_addr,
-        observer,
         controller,
         stop_controller,
         stop_proxy,
@@ -354,7 +352,7 @@ pub async fn launch_with_tls(
 }
 
 /// The observer `config` describes (observe/config.rs builds it).
-pub fn observer(config: &ProxyConfig) -> prometheus::Result<Observer> {
+pub(crate) fn observer(config: &ProxyConfig) -> prometheus::Result<Observer> {
     config.observe().build(config.metrics_top_digests)
 }
 

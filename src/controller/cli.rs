@@ -57,7 +57,7 @@ as it is; leaving out `timed` makes it equal to `enable`.";
                   --config, never from argv. \
                   See --help for the details."
 )]
-pub struct PsArgs {
+pub(crate) struct PsArgs {
     /// TOML file with [controller] dsn = "mysql://USER:PASS@HOST:PORT/" (and optional
     /// state_dir) and any [[scenario]] tables; other tables are ignored.
     #[arg(long, short = 'c', value_name = "FILE", global = true)]
@@ -75,7 +75,7 @@ pub struct PsArgs {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum PsCommand {
+pub(crate) enum PsCommand {
     /// List the scenarios psprobe knows: name, whether it needs a restart, description.
     ///
     /// Needs no server. User scenarios come from the [[scenario]] tables of --config.
@@ -152,7 +152,7 @@ pub enum PsCommand {
     },
 }
 
-pub fn run(args: &PsArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: &PsArgs) -> anyhow::Result<()> {
     crate::runtime::init_logging_from_env(None);
     let config = args.config.as_deref().map(PsConfig::load).transpose()?;
     let mut catalog = Catalog::builtin();

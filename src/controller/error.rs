@@ -242,6 +242,6 @@ impl ControllerError {
 }
 
 /// Exit status of a `psprobe proxy` that stopped without restoring the settings it changed.
-pub const EXIT_NOT_RESTORED: u8 = 3;
+pub(crate) const EXIT_NOT_RESTORED: u8 = 3;
 
-pub type Result<T, E = ControllerError> = std::result::Result<T, E>;
+pub(crate) type Result<T, E = ControllerError> = std::result::Result<T, E>;

@@ -26,12 +26,12 @@
 //! Must not: touch the relay's hot path (it publishes the scenario in effect through `stats`,
 //! read with one atomic load), or leave a server changed: every path out restores or says how.
 
-pub mod client;
-pub mod local;
-pub mod model;
-pub mod schedule;
+pub(crate) mod client;
+pub(crate) mod local;
+pub(crate) mod model;
+pub(crate) mod schedule;
 
-pub mod cli;
-pub mod error;
-pub mod paths;
-pub mod show;
+pub(crate) mod cli;
+pub(crate) mod error;
+pub(crate) mod paths;
+pub(crate) mod show;

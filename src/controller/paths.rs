@@ -7,7 +7,7 @@ use super::error::{ControllerError, Result};
 
 /// `ps-snapshot-HOST-PORT.json`, with anything but letters, digits, '.', '-' and '_' in the host
 /// replaced by '_' (IPv6 colons, for instance).
-pub fn state_file_name(host: &str, port: u16) -> String {
+pub(crate) fn state_file_name(host: &str, port: u16) -> String {
     let host: String = host
         .chars()
         .map(|c| {
@@ -22,7 +22,10 @@ pub fn state_file_name(host: &str, port: u16) -> String {
 }
 
 /// The default directory from the environment (`XDG_STATE_HOME`, `HOME`), without touching it.
-pub fn default_state_dir(xdg_state_home: Option<&str>, home: Option<&str>) -> Option<PathBuf> {
+pub(crate) fn default_state_dir(
+    xdg_state_home: Option<&str>,
+    home: Option<&str>,
+) -> Option<PathBuf> {
     let absolute = |v: Option<&str>| v.map(PathBuf::from).filter(|p| p.is_absolute());
     if let Some(xdg) = absolute(xdg_state_home) {
         return Some(xdg.join("psprobe"));
@@ -31,7 +34,7 @@ pub fn default_state_dir(xdg_state_home: Option<&str>, home: Option<&str>) -> Op
 }
 
 /// Resolve the state file for the server at `host:port`.
-pub fn state_file(
+pub(crate) fn state_file(
     explicit_file: Option<&Path>,
     dir: Option<&Path>,
     host: &str,

@@ -12,7 +12,7 @@ use super::model::setup_tables::{yes_no, SetupState};
 use super::model::snapshot::Snapshot;
 
 /// The scenario list: name, whether it needs a restart, description; with `sql`, the statements.
-pub fn scenarios(catalog: &Catalog, sql: bool) -> String {
+pub(crate) fn scenarios(catalog: &Catalog, sql: bool) -> String {
     let width = catalog.names().map(str::len).max().unwrap_or(4).max(4);
     let mut out = format!("{:<width$}  RESTART  DESCRIPTION\n", "NAME");
     for s in catalog.iter() {
@@ -42,7 +42,7 @@ pub fn scenarios(catalog: &Catalog, sql: bool) -> String {
 /// The instrument groups: name, what each turns on, description; with `sql`, the statements
 /// that turn that group alone on; with `server`, how many of the server's rows each turns on
 /// (a group with none is left out of an attribution there).
-pub fn groups(groups: &Groups, sql: bool, server: Option<&SetupState>) -> String {
+pub(crate) fn groups(groups: &Groups, sql: bool, server: Option<&SetupState>) -> String {
     let width = groups
         .iter()
         .map(|g| g.name.len())
@@ -127,7 +127,7 @@ pub fn groups(groups: &Groups, sql: bool, server: Option<&SetupState>) -> String
 }
 
 /// What `ps show` prints about a server.
-pub struct ShowInput<'a> {
+pub(crate) struct ShowInput<'a> {
     pub target: &'a str,
     pub info: &'a ServerInfo,
     /// `None` when performance_schema is off.
@@ -137,7 +137,7 @@ pub struct ShowInput<'a> {
     pub snapshot: Option<&'a Snapshot>,
 }
 
-pub fn server(input: &ShowInput<'_>) -> String {
+pub(crate) fn server(input: &ShowInput<'_>) -> String {
     let mut out = String::new();
     let info = input.info;
     let _ = writeln!(out, "server:             {}", input.target);

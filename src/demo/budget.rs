@@ -11,15 +11,15 @@ use std::time::Duration;
 use thiserror::Error;
 
 /// Starting the study's throwaway server and preparing its tables (measured: 20-40 s).
-pub const STUDY_SETUP: Duration = Duration::from_secs(60);
+pub(crate) const STUDY_SETUP: Duration = Duration::from_secs(60);
 /// Each cell's own start and stop around its schedule: psprobe, sysbench connecting, the
 /// report (the progress estimate's 15 s).
-pub const CELL_OVERHEAD: Duration = Duration::from_secs(15);
+pub(crate) const CELL_OVERHEAD: Duration = Duration::from_secs(15);
 /// The least fast part worth a cell: a few dozen slots per scenario.
-pub const MIN_FAST: Duration = Duration::from_secs(30);
+pub(crate) const MIN_FAST: Duration = Duration::from_secs(30);
 
 #[derive(Debug, Error, PartialEq, Eq)]
-pub enum BudgetError {
+pub(crate) enum BudgetError {
     #[error("--budget {} is too short for {cells} cells: each needs at least {} ({}), so the study needs at least {}; give a longer --budget, fewer --threads or --workloads{}", text(.budget), text(.per_cell), needs(.slow), text(.needed), if .slow.is_some_and(|s| s.blocks > 1 && !s.duet) { " or --slow-blocks" } else { "" })]
     TooShort {
         budget: Duration,
@@ -56,7 +56,7 @@ fn needs(slow: &Option<Slow>) -> String {
 
 /// The slow part of each cell: blocks of two restart phases.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Slow {
+pub(crate) struct Slow {
     pub blocks: u64,
     pub phase: Duration,
     /// The blocks are a duet's pairs (`--duet`: their number is the duet's least, not
@@ -72,7 +72,7 @@ impl Slow {
 
 /// The schedule length of each of `cells` cells that `budget` allows (`slow`: the blocks each
 /// cell must hold, when pfsoff is studied).
-pub fn cell_duration(
+pub(crate) fn cell_duration(
     budget: Duration,
     cells: usize,
     slow: Option<Slow>,
@@ -98,7 +98,7 @@ pub fn cell_duration(
 }
 
 /// 90m, 2m38s, 45s: durations as `--budget` takes them.
-pub fn human(d: Duration) -> String {
+pub(crate) fn human(d: Duration) -> String {
     let s = d.as_secs();
     match (s / 3600, s % 3600 / 60, s % 60) {
         (0, 0, sec) => format!("{sec}s"),

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::report::Report;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CellRow {
+pub(crate) struct CellRow {
     pub workload: String,
     pub threads: u32,
     pub scenario: String,
@@ -39,7 +39,7 @@ pub struct CellRow {
 
 /// The rows of one run, in the order of `scenarios`; a scenario the report has no row for is
 /// left out.
-pub fn rows_of(
+pub(crate) fn rows_of(
     workload: &str,
     threads: u32,
     report: &Report,
@@ -69,11 +69,11 @@ pub fn rows_of(
         .collect()
 }
 
-pub const CSV_HEADER: &str = "workload,threads,scenario,schedule,baseline,qps,change_percent,ci_low_percent,ci_high_percent,significant,sysbench_qps,needs";
+pub(crate) const CSV_HEADER: &str = "workload,threads,scenario,schedule,baseline,qps,change_percent,ci_low_percent,ci_high_percent,significant,sysbench_qps,needs";
 
 /// The rows as CSV (the header first; names are plain words, and what a cell needs has no
 /// comma, so no quoting is needed).
-pub fn csv(rows: &[CellRow]) -> String {
+pub(crate) fn csv(rows: &[CellRow]) -> String {
     let mut out = format!("{CSV_HEADER}\n");
     let pct = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.2}"));
     for r in rows {
@@ -99,7 +99,7 @@ pub fn csv(rows: &[CellRow]) -> String {
 
 /// `STEM.SUFFIX`: a file of the study beside its report. (`Path::with_extension` would take a
 /// dot in the stem for an extension: `-o study-9.7.md` wrote `study-9.html`.)
-pub fn beside(stem: &Path, suffix: &str) -> std::path::PathBuf {
+pub(crate) fn beside(stem: &Path, suffix: &str) -> std::path::PathBuf {
     let mut name = stem.as_os_str().to_owned();
     name.push(".");
     name.push(suffix);
@@ -108,7 +108,7 @@ pub fn beside(stem: &Path, suffix: &str) -> std::path::PathBuf {
 
 /// Writes `STEM.cells.csv` and `STEM.cells.json` (each through a temporary file, so a study
 /// killed while writing leaves the previous complete version).
-pub fn write(stem: &Path, rows: &[CellRow]) -> anyhow::Result<()> {
+pub(crate) fn write(stem: &Path, rows: &[CellRow]) -> anyhow::Result<()> {
     let json = serde_json::to_string_pretty(rows).context("cannot encode the cells")?;
     replace_file(&beside(stem, "cells.csv"), &csv(rows))?;
     replace_file(&beside(stem, "cells.json"), &(json + "\n"))

@@ -20,7 +20,7 @@ use crate::controller::model::catalog::Catalog;
 const WORKLOADS: [&str; 3] = ["oltp_read_only", "oltp_read_write", "oltp_write_only"];
 
 #[derive(Debug, Args)]
-pub struct DuetArgs {
+pub(crate) struct DuetArgs {
     /// The scenarios, the reference first: every phase of each is entered by a restart, on
     /// both servers at once [default: pfson_conoff_insoff,pfsoff, whether performance_schema
     /// ON with nothing instrumented costs anything against OFF].
@@ -71,7 +71,7 @@ pub struct DuetArgs {
 }
 
 /// What a duet run wrote.
-pub struct DuetFiles {
+pub(crate) struct DuetFiles {
     pub logs: [PathBuf; 2],
     pub sysbench: [PathBuf; 2],
     /// Where each side ran (one sentence, for the report).
@@ -80,7 +80,7 @@ pub struct DuetFiles {
 
 impl DuetFiles {
     /// The files of a duet whose report is `stem`.md.
-    pub fn beside(stem: &Path) -> Self {
+    pub(crate) fn beside(stem: &Path) -> Self {
         let at =
             |side: &str, what: &str| PathBuf::from(format!("{}.{side}.{what}", stem.display()));
         DuetFiles {
@@ -91,7 +91,7 @@ impl DuetFiles {
     }
 }
 
-pub fn run(args: &DuetArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: &DuetArgs) -> anyhow::Result<()> {
     super::interrupt::install();
     crate::runtime::init_logging_from_env(Some(
         "warn,psprobe::proxy=error,psprobe::controller::schedule::lead=info,psprobe::controller::schedule::tuning=info",

@@ -25,7 +25,7 @@ const DEFAULT_SLOW_PHASE: std::time::Duration = std::time::Duration::from_secs(1
 const WORKLOADS: [&str; 3] = ["oltp_read_only", "oltp_read_write", "oltp_write_only"];
 
 #[derive(Debug, Args)]
-pub struct ExperimentArgs {
+pub(crate) struct ExperimentArgs {
     /// sysbench workloads, comma-separated.
     #[arg(
         long,
@@ -104,7 +104,7 @@ pub struct ExperimentArgs {
     pub output: Option<PathBuf>,
 }
 
-pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
     super::interrupt::install();
     for w in &args.workloads {
         if !WORKLOADS.contains(&w.as_str()) {
@@ -501,7 +501,7 @@ fn check_server_takes(server: &throwaway::Throwaway, levels: &[u32]) -> anyhow::
 }
 
 /// Mean of sysbench's per-interval `qps:` figures (over every respawned run).
-pub fn sysbench_mean_qps(text: &str) -> f64 {
+pub(crate) fn sysbench_mean_qps(text: &str) -> f64 {
     let values: Vec<f64> = text
         .lines()
         .filter(|l| l.starts_with('['))

@@ -7,24 +7,24 @@
 //!
 //! Must not: touch any server but the throwaway one it started, or leave processes behind.
 
-pub mod budget;
-pub mod cells;
+pub(crate) mod budget;
+pub(crate) mod cells;
 mod compare;
 mod direct_check;
-pub mod duet;
+pub(crate) mod duet;
 mod duet_on_copy;
 mod duet_run;
-pub mod experiment;
+pub(crate) mod experiment;
 mod experiment_duet;
 mod interrupt;
-pub mod published;
-pub mod server_choice;
-pub mod study;
+pub(crate) mod published;
+pub(crate) mod server_choice;
+pub(crate) mod study;
 mod study_html;
 mod study_tables;
-pub mod sysbench;
-pub mod threads_list;
-pub mod throwaway;
+pub(crate) mod sysbench;
+pub(crate) mod threads_list;
+pub(crate) mod throwaway;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -44,7 +44,7 @@ use crate::progress::Progress;
 use crate::proxy::ProxySettings;
 
 #[derive(Debug, Args)]
-pub struct DemoArgs {
+pub(crate) struct DemoArgs {
     /// About 5 minutes: the five runtime scenarios for 90 s and the instrument groups for 2
     /// minutes, pfsoff left out (without it: up to 35 minutes, with 3 minutes of runtime
     /// scenarios, pfsoff through restarts until +-3 points or 20 minutes, and 8 minutes of
@@ -73,7 +73,7 @@ pub struct DemoArgs {
 
 /// The schedule of a demo or experiment run: the runtime scenarios switched fast for
 /// `duration`, with `slow_blocks` blocks of the restart scenarios spread over it.
-pub struct Plan {
+pub(crate) struct Plan {
     /// Slot of a runtime scenario; `None`: psprobe's default.
     pub phase: Option<Duration>,
     /// `None`: chosen from the carryover profile.
@@ -91,7 +91,7 @@ pub struct Plan {
 
 impl Plan {
     /// The runtime scenarios' schedule of a demo.
-    pub fn runtime(quick: bool) -> Self {
+    pub(crate) fn runtime(quick: bool) -> Self {
         Plan {
             phase: None,
             settle: None,
@@ -105,7 +105,7 @@ impl Plan {
     }
 
     /// pfsoff against pfson_conoff_insoff in slow pairs until +-`target` points (or `cap`).
-    pub fn pfsoff(cap: Duration, target: f64) -> Self {
+    pub(crate) fn pfsoff(cap: Duration, target: f64) -> Self {
         Plan {
             duration: cap,
             // Short phases, many restarts: each server start's own level is most of the noise
@@ -122,7 +122,7 @@ impl Plan {
     /// A duet's schedule: every phase `slow_phase` long and entered by restart (its settle
     /// chosen from the restart profile after a first second), for up to `duration` or until
     /// +-`target` points.
-    pub fn duet(
+    pub(crate) fn duet(
         duration: Duration,
         slow_phase: Duration,
         target: Option<f64>,
@@ -140,13 +140,13 @@ impl Plan {
     }
 
     /// Expected length of the schedule.
-    pub fn nominal(&self) -> Duration {
+    pub(crate) fn nominal(&self) -> Duration {
         self.duration
     }
 }
 
 /// One schedule under one sysbench load, on a throwaway server.
-pub struct ScheduledRun {
+pub(crate) struct ScheduledRun {
     pub workload: &'static str,
     pub threads: u32,
     /// The built-in scenarios and any from a config file.
@@ -160,7 +160,7 @@ pub struct ScheduledRun {
 
 /// Runs psprobe in-process in front of `server` with the controller cycling `run.scenarios`,
 /// and sysbench through it until the schedule is done. The phase log is in `run.phase_log`.
-pub fn run_schedule(
+pub(crate) fn run_schedule(
     server: &throwaway::Throwaway,
     tables: &sysbench::Tables,
     plan: &Plan,
@@ -277,7 +277,7 @@ fn controller_settings(
 }
 
 /// A proxy configuration listening on free local ports in front of `upstream`.
-pub fn local_proxy_config(upstream: &str) -> ProxyConfig {
+pub(crate) fn local_proxy_config(upstream: &str) -> ProxyConfig {
     ProxyConfig {
         listen: ([127, 0, 0, 1], 0).into(),
         metrics: ([127, 0, 0, 1], 0).into(),
@@ -333,7 +333,7 @@ fn longest(quick: bool) -> Duration {
     budget::STUDY_SETUP + runtime + pfsoff + groups_time(quick).0 + stage
 }
 
-pub fn run(args: &DemoArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<()> {
     interrupt::install();
     // Clients refused while the server restarts for pfsoff are expected here; psprobe's own
     // account of each planned restart (what, why, how long) is shown.

@@ -15,7 +15,7 @@ use thiserror::Error;
 const NEEDS: &str = "a published table needs the columns workload, threads (or concurrency), scenario, and qps or change_percent";
 
 #[derive(Debug, Error, PartialEq, Eq)]
-pub enum PublishedError {
+pub(crate) enum PublishedError {
     #[error("cannot read --compare {path}: {why}")]
     Read { path: String, why: String },
     #[error("--compare {path} has no {column} column: {NEEDS}")]
@@ -92,7 +92,7 @@ struct Level {
 
 /// Every `--compare` file's values, by workload and concurrency.
 #[derive(Debug, Default)]
-pub struct Published {
+pub(crate) struct Published {
     pub files: Vec<PathBuf>,
     levels: BTreeMap<(String, u32), Level>,
 }
@@ -110,7 +110,7 @@ fn fields(line: &str) -> Vec<String> {
 impl Published {
     /// Reads every file; `workloads`: those psprobe runs; `known`: whether a scenario name is
     /// one psprobe knows.
-    pub fn load(
+    pub(crate) fn load(
         paths: &[PathBuf],
         workloads: &[&str],
         mut known: impl FnMut(&str) -> bool,
@@ -246,7 +246,7 @@ impl Published {
     }
 
     /// The published change of `scenario` against `baseline` (percent), where both have a value.
-    pub fn change(
+    pub(crate) fn change(
         &self,
         workload: &str,
         threads: u32,
@@ -259,7 +259,7 @@ impl Published {
     }
 
     /// Each scenario's level (comparable within one workload and concurrency only).
-    pub fn levels(&self, workload: &str, threads: u32) -> BTreeMap<String, f64> {
+    pub(crate) fn levels(&self, workload: &str, threads: u32) -> BTreeMap<String, f64> {
         self.levels
             .get(&(workload.to_string(), threads))
             .map(|l| l.scenarios.iter().map(|(s, v)| (s.clone(), v.0)).collect())
@@ -267,7 +267,7 @@ impl Published {
     }
 
     /// The concurrencies published for `workload`.
-    pub fn threads(&self, workload: &str) -> Vec<u32> {
+    pub(crate) fn threads(&self, workload: &str) -> Vec<u32> {
         self.levels
             .keys()
             .filter(|(w, _)| w == workload)

@@ -19,7 +19,7 @@ const HOST_MYSQLD: &str = "/usr/sbin/mysqld";
 
 /// MariaDB or Oracle MySQL: their installers and options differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     MariaDb,
     MySql,
 }
@@ -27,7 +27,7 @@ pub enum Kind {
 /// A server to run: what it is, where (a tree run with chroot, or the host), its program as it
 /// is run (inside the tree for a tree), and what `--version` said.
 #[derive(Debug, Clone)]
-pub struct ServerChoice {
+pub(crate) struct ServerChoice {
     pub kind: Kind,
     pub tree: Option<PathBuf>,
     pub program: String,
@@ -38,7 +38,7 @@ impl ServerChoice {
     /// `mariadb` (the host's, the default), `mysql` (the host's), a Debian tree holding either
     /// (`usr/sbin/mysqld` or `usr/sbin/mariadbd`), or a server program's path; checked by
     /// running it with `--version`.
-    pub fn resolve(text: &str) -> anyhow::Result<Self> {
+    pub(crate) fn resolve(text: &str) -> anyhow::Result<Self> {
         let (kind, tree, program) = match text {
             "mariadb" => (Some(Kind::MariaDb), None, HOST_MARIADBD.to_string()),
             "mysql" => {
@@ -97,7 +97,7 @@ impl ServerChoice {
     }
 
     /// "MySQL" or "MariaDB", for messages.
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self.kind {
             Kind::MariaDb => "MariaDB",
             Kind::MySql => "MySQL",
@@ -105,7 +105,7 @@ impl ServerChoice {
     }
 
     /// The harness's flavor whose command lines fit this server.
-    pub fn flavor(&self) -> Flavor {
+    pub(crate) fn flavor(&self) -> Flavor {
         match (self.kind, &self.tree) {
             (Kind::MySql, _) => Flavor::MySql97,
             (Kind::MariaDb, None) => Flavor::MariaDb1011,
@@ -114,20 +114,20 @@ impl ServerChoice {
     }
 
     /// `program` run where the server runs (`chroot TREE program`, or on the host).
-    pub fn command(&self, program: &str) -> Command {
+    pub(crate) fn command(&self, program: &str) -> Command {
         Flavor::command_in(self.tree.as_deref(), program)
     }
 
     /// Where the throwaway's folder goes: the tree's /tmp (the server sees it there), or the
     /// host's temporary folder.
-    pub fn temp_parent(&self) -> PathBuf {
+    pub(crate) fn temp_parent(&self) -> PathBuf {
         self.tree
             .as_ref()
             .map_or_else(std::env::temp_dir, |t| t.join("tmp"))
     }
 
     /// `path` (on the host) as the server sees it.
-    pub fn seen(&self, path: &Path) -> PathBuf {
+    pub(crate) fn seen(&self, path: &Path) -> PathBuf {
         match &self.tree {
             Some(tree) => path
                 .strip_prefix(tree)

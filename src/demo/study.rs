@@ -16,7 +16,7 @@ use super::cells::CellRow;
 
 /// What makes two runs of a study cells of one table.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StudyPlan {
+pub(crate) struct StudyPlan {
     pub workloads: Vec<String>,
     pub threads: Vec<u32>,
     pub scenarios: Vec<String>,
@@ -41,7 +41,7 @@ fn mariadb() -> String {
 
 /// A direct check's line for one run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DirectLine {
+pub(crate) struct DirectLine {
     pub workload: String,
     pub threads: u32,
     pub line: String,
@@ -59,7 +59,7 @@ struct StudyFile {
 }
 
 /// The study at one output stem.
-pub struct Study {
+pub(crate) struct Study {
     path: PathBuf,
     file: StudyFile,
     /// Finished runs' cells (from an earlier part of the study).
@@ -68,7 +68,7 @@ pub struct Study {
 
 impl Study {
     /// Starts the study at `stem`, or with `resume` goes on with the one there.
-    pub fn begin(stem: &Path, plan: StudyPlan, resume: bool) -> anyhow::Result<Self> {
+    pub(crate) fn begin(stem: &Path, plan: StudyPlan, resume: bool) -> anyhow::Result<Self> {
         let path = super::cells::beside(stem, "study.json");
         let exists = path.exists();
         if !resume {
@@ -137,7 +137,7 @@ impl Study {
     }
 
     /// True when `workload` at `threads` finished in an earlier part of the study.
-    pub fn finished(&self, workload: &str, threads: u32) -> bool {
+    pub(crate) fn finished(&self, workload: &str, threads: u32) -> bool {
         self.done
             .iter()
             .any(|c| c.workload == workload && c.threads == threads)
@@ -145,23 +145,23 @@ impl Study {
 
     /// Records the throwaway server the study runs on (stopped by a later `--resume` if this
     /// process dies with it running).
-    pub fn server(&mut self, dir: Option<&Path>) -> anyhow::Result<()> {
+    pub(crate) fn server(&mut self, dir: Option<&Path>) -> anyhow::Result<()> {
         self.file.server_dir = dir.map(Path::to_path_buf);
         self.save()
     }
 
     /// Records the copy of the server a duet runs on (`None` once it is gone).
-    pub fn twin(&mut self, dir: Option<&Path>) -> anyhow::Result<()> {
+    pub(crate) fn twin(&mut self, dir: Option<&Path>) -> anyhow::Result<()> {
         self.file.twin_dir = dir.map(Path::to_path_buf);
         self.save()
     }
 
-    pub fn add_direct(&mut self, line: DirectLine) -> anyhow::Result<()> {
+    pub(crate) fn add_direct(&mut self, line: DirectLine) -> anyhow::Result<()> {
         self.file.direct.push(line);
         self.save()
     }
 
-    pub fn direct(&self) -> &[DirectLine] {
+    pub(crate) fn direct(&self) -> &[DirectLine] {
         &self.file.direct
     }
 

@@ -10,7 +10,7 @@ use psprobe_harness::sysbench::{parse_summary, Connection};
 
 use super::throwaway::{DATABASE, PASSWORD, USER};
 
-pub struct Tables {
+pub(crate) struct Tables {
     pub count: u32,
     pub size: u32,
 }
@@ -35,7 +35,7 @@ fn base(addr: &str, workload: &str, tables: &Tables) -> anyhow::Result<Command> 
     Ok(cmd)
 }
 
-pub fn prepare(addr: &str, tables: &Tables) -> anyhow::Result<()> {
+pub(crate) fn prepare(addr: &str, tables: &Tables) -> anyhow::Result<()> {
     let out = base(addr, "oltp_read_write", tables)?
         .arg("prepare")
         .output()
@@ -51,7 +51,7 @@ pub fn prepare(addr: &str, tables: &Tables) -> anyhow::Result<()> {
 
 /// Runs sysbench for `seconds` against `addr` and returns its queries per second (the
 /// "queries: N (Q per sec.)" line of its summary).
-pub fn run_for(
+pub(crate) fn run_for(
     addr: &str,
     workload: &str,
     tables: &Tables,
@@ -80,24 +80,14 @@ pub fn run_for(
 /// drops every connection and sysbench 1.0.20 then stops with a fatal error (with
 /// `--mysql-ignore-errors=all` it keeps its dead prepared statements and stalls instead), so
 /// the load is a loop that starts sysbench again whenever it exits, until stopped.
-pub struct Load {
+pub(crate) struct Load {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     child: std::sync::Arc<std::sync::Mutex<Option<Child>>>,
     thread: Option<std::thread::JoinHandle<u32>>,
 }
 
 impl Load {
-    pub fn start(
-        addr: &str,
-        tables: &Tables,
-        threads: u32,
-        time: Duration,
-        output: &Path,
-    ) -> anyhow::Result<Self> {
-        Self::start_workload(addr, "oltp_read_write", tables, threads, time, output)
-    }
-
-    pub fn start_workload(
+    pub(crate) fn start_workload(
         addr: &str,
         workload: &str,
         tables: &Tables,
@@ -109,7 +99,7 @@ impl Load {
     }
 
     /// As [`Load::start_workload`], sysbench on `cpus` only (`taskset -c`) when given.
-    pub fn start_pinned(
+    pub(crate) fn start_pinned(
         addr: &str,
         workload: &str,
         tables: &Tables,
@@ -191,7 +181,7 @@ impl Load {
     }
 
     /// Ends the load (the schedule it was measured under is over).
-    pub fn stop(mut self) {
+    pub(crate) fn stop(mut self) {
         self.halt();
     }
 

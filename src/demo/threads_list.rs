@@ -9,13 +9,13 @@
 use thiserror::Error;
 
 /// The seed study's concurrencies, as `--threads` writes them.
-pub const SEED_STUDY: &str = "1,2,4,...,1024";
+pub(crate) const SEED_STUDY: &str = "1,2,4,...,1024";
 
 /// The most levels one study takes (1,2,...,1000 read as adding 1 would be 1,000 cells).
-pub const MAX_LEVELS: usize = 64;
+pub(crate) const MAX_LEVELS: usize = 64;
 
 #[derive(Debug, Error, PartialEq, Eq)]
-pub enum ThreadsError {
+pub(crate) enum ThreadsError {
     #[error("--threads is empty: give concurrencies such as 1,8,64 or {SEED_STUDY}")]
     Empty,
     #[error(
@@ -42,7 +42,7 @@ pub enum ThreadsError {
 }
 
 /// The levels `spec` names, in its order; `limit`: the most client threads a cell may have.
-pub fn parse_threads(spec: &str, limit: u32) -> Result<Vec<u32>, ThreadsError> {
+pub(crate) fn parse_threads(spec: &str, limit: u32) -> Result<Vec<u32>, ThreadsError> {
     let words: Vec<&str> = spec
         .split(',')
         .map(str::trim)

@@ -15,19 +15,19 @@ use psprobe_harness::server::{ping_args, shell_quote, Layout, ADMIN};
 use super::server_choice::{Kind, ServerChoice};
 use crate::controller::model::version::buffer_pool_still_loading;
 
-pub const USER: &str = "psprobe_demo";
-pub const PASSWORD: &str = "psprobe-demo";
-pub const DATABASE: &str = "sbtest";
+pub(crate) const USER: &str = "psprobe_demo";
+pub(crate) const PASSWORD: &str = "psprobe-demo";
+pub(crate) const DATABASE: &str = "sbtest";
 /// How the throwaway server's temporary directory is named (a resumed study stops a server
 /// only in such a directory).
-pub const DIR_PREFIX: &str = "psprobe-demo-";
+pub(crate) const DIR_PREFIX: &str = "psprobe-demo-";
 /// Connections the throwaway server takes: the seed study's 1,024 clients and room to spare.
-pub const MAX_CONNECTIONS: u32 = 4000;
+pub(crate) const MAX_CONNECTIONS: u32 = 4000;
 /// Prepared statements it holds: sysbench's oltp tests prepare about 17 per thread, so at
 /// 1,024 threads the default 16,382 runs out (directly as through any proxy).
-pub const MAX_PREPARED_STMTS: u32 = 1_048_576;
+pub(crate) const MAX_PREPARED_STMTS: u32 = 1_048_576;
 
-pub struct Throwaway {
+pub(crate) struct Throwaway {
     dir: tempfile::TempDir,
     port: u16,
     /// "MySQL" or "MariaDB", for messages.
@@ -116,7 +116,7 @@ esac
 
 impl Throwaway {
     /// Creates a data directory and starts `server` with performance_schema ON.
-    pub fn start(server: &ServerChoice) -> anyhow::Result<Self> {
+    pub(crate) fn start(server: &ServerChoice) -> anyhow::Result<Self> {
         if !Path::new(ADMIN).exists() {
             bail!("{ADMIN} not found: install mariadb-client (scripts/setup.sh does)");
         }
@@ -176,7 +176,7 @@ impl Throwaway {
     /// A second server with this one's data (a duet's other side): this one is stopped, its
     /// data directory copied to a new temporary directory served on a new port, and both are
     /// started with performance_schema ON.
-    pub fn twin(&self, server: &ServerChoice) -> anyhow::Result<Self> {
+    pub(crate) fn twin(&self, server: &ServerChoice) -> anyhow::Result<Self> {
         let dir = tempfile::Builder::new()
             .prefix(DIR_PREFIX)
             .tempdir_in(server.temp_parent())
@@ -211,12 +211,12 @@ impl Throwaway {
     }
 
     /// From the next start on, the server runs on `cpus` only (a list `taskset -c` takes).
-    pub fn pin(&self, server: &ServerChoice, cpus: &str) -> anyhow::Result<()> {
+    pub(crate) fn pin(&self, server: &ServerChoice, cpus: &str) -> anyhow::Result<()> {
         self.write_script(server, Some(cpus))
     }
 
     /// From the next start on, the server runs on every CPU again.
-    pub fn unpin(&self, server: &ServerChoice) -> anyhow::Result<()> {
+    pub(crate) fn unpin(&self, server: &ServerChoice) -> anyhow::Result<()> {
         self.write_script(server, None)
     }
 
@@ -250,7 +250,7 @@ impl Throwaway {
 
     /// Restarts the server with performance_schema ON or OFF, and waits until it serves and
     /// has loaded its buffer pool back (as the controller's restart does).
-    pub fn restart(&self, performance_schema: bool) -> anyhow::Result<()> {
+    pub(crate) fn restart(&self, performance_schema: bool) -> anyhow::Result<()> {
         self.control(&["restart", if performance_schema { "ON" } else { "OFF" }])?;
         let deadline = Instant::now() + std::time::Duration::from_secs(60);
         while Instant::now() < deadline {
@@ -264,17 +264,17 @@ impl Throwaway {
         Ok(())
     }
 
-    pub fn script(&self) -> PathBuf {
+    pub(crate) fn script(&self) -> PathBuf {
         self.dir.path().join("server.sh")
     }
 
     /// The controller's restart hook for this server.
-    pub fn restart_cmd(&self) -> String {
+    pub(crate) fn restart_cmd(&self) -> String {
         format!("sh {} restart {{pfs}} {{opts}}", self.script().display())
     }
 
     /// mysqld's pid file (the pid changes when the server restarts).
-    pub fn pid_file(&self) -> PathBuf {
+    pub(crate) fn pid_file(&self) -> PathBuf {
         self.layout().pid_file()
     }
 
@@ -283,24 +283,20 @@ impl Throwaway {
     }
 
     /// "MySQL" or "MariaDB".
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         self.name
     }
 
-    pub fn port(&self) -> u16 {
-        self.port
-    }
-
-    pub fn addr(&self) -> String {
+    pub(crate) fn addr(&self) -> String {
         format!("127.0.0.1:{}", self.port)
     }
 
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         self.dir.path()
     }
 
     /// DSN of the demo account (also the controller's).
-    pub fn dsn(&self) -> String {
+    pub(crate) fn dsn(&self) -> String {
         format!(
             "mysql://{USER}:{PASSWORD}@127.0.0.1:{}/{DATABASE}",
             self.port
@@ -308,7 +304,7 @@ impl Throwaway {
     }
 
     /// Runs SQL as root through the `mariadb` CLI.
-    pub fn sql(&self, sql: &str) -> anyhow::Result<String> {
+    pub(crate) fn sql(&self, sql: &str) -> anyhow::Result<String> {
         let out = Command::new("mariadb")
             .args(root_cli_args(self.port))
             .args(["-e", sql])

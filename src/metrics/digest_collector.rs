@@ -19,7 +19,7 @@ use crate::stats::{DigestStats, ScenarioId, Scenarios};
 /// Default of `--metrics-top-digests`.
 pub const DEFAULT_TOP_DIGESTS: usize = 50;
 /// Longest `digest_text` label value, in characters.
-pub const DIGEST_TEXT_LABEL_CHARS: usize = 120;
+pub(crate) const DIGEST_TEXT_LABEL_CHARS: usize = 120;
 const QUANTILES: [f64; 3] = [0.5, 0.95, 0.99];
 
 pub struct DigestCollector {

@@ -6,12 +6,13 @@
 
 pub(crate) mod config;
 mod digest_collector;
-pub mod http;
-pub mod load;
+pub(crate) mod http;
+pub(crate) mod load;
 mod registry;
-pub mod transport;
+pub(crate) mod transport;
 
-pub use digest_collector::{DigestCollector, DEFAULT_TOP_DIGESTS, DIGEST_TEXT_LABEL_CHARS};
-pub use load::{LoadMetrics, Refusal};
-pub use registry::{duration_buckets, Direction, ProxyMetrics};
-pub use transport::{TlsCarriage, TransportMetrics};
+pub use digest_collector::{DigestCollector, DEFAULT_TOP_DIGESTS};
+pub(crate) use load::{LoadMetrics, Refusal};
+pub(crate) use registry::Direction;
+pub use registry::ProxyMetrics;
+pub(crate) use transport::{TlsCarriage, TransportMetrics};

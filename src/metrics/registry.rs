@@ -15,7 +15,7 @@ use crate::stats::scenario::{ScenarioId, Scenarios, MAX_SCENARIOS, NO_SCENARIO};
 /// Histogram bucket bounds in seconds: 31 geometric steps from 50 µs to 10 s (factor ≈ 1.5),
 /// fine enough for sub-millisecond point selects and wide enough for slow reports. Bounds are
 /// rounded to 3 significant digits so the `le` labels stay readable.
-pub fn duration_buckets() -> Vec<f64> {
+pub(crate) fn duration_buckets() -> Vec<f64> {
     const LOW: f64 = 50e-6;
     const HIGH: f64 = 10.0;
     const STEPS: i32 = 30;

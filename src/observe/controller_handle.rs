@@ -13,48 +13,48 @@ use super::Observer;
 
 /// The controller's narrow view of the [`Observer`] (cloning shares it).
 #[derive(Clone)]
-pub struct ControllerHandle(Arc<Observer>);
+pub(crate) struct ControllerHandle(Arc<Observer>);
 
 impl ControllerHandle {
-    pub fn new(observer: Arc<Observer>) -> Self {
+    pub(crate) fn new(observer: Arc<Observer>) -> Self {
         ControllerHandle(observer)
     }
 
     /// The scenario slot state the recorders read on every command.
-    pub fn scenarios(&self) -> &Arc<Scenarios> {
+    pub(crate) fn scenarios(&self) -> &Arc<Scenarios> {
         &self.0.scenarios
     }
 
     /// Snapshots of the digest statistics (a phase is the difference of two).
-    pub fn digests(&self) -> &DigestStore {
+    pub(crate) fn digests(&self) -> &DigestStore {
         &self.0.digests
     }
 
     /// Statements that finished under `scenario` so far (a phase waits for traffic).
-    pub fn statements_finished(&self, scenario: ScenarioId) -> u64 {
+    pub(crate) fn statements_finished(&self, scenario: ScenarioId) -> u64 {
         self.0.metrics.statements_finished(scenario)
     }
 
     /// psprobe_controller_leader: whether this psprobe leads the schedule now.
-    pub fn set_leading(&self, leading: bool) {
+    pub(crate) fn set_leading(&self, leading: bool) {
         self.0.metrics.controller_leader.set(i64::from(leading));
     }
 
     /// psprobe_controller_schedule_active: whether a schedule runs (leading or following).
-    pub fn set_schedule_active(&self, active: bool) {
+    pub(crate) fn set_schedule_active(&self, active: bool) {
         self.0
             .metrics
             .controller_schedule_active
             .set(i64::from(active));
     }
 
-    pub fn restore_failed(&self) {
+    pub(crate) fn restore_failed(&self) {
         self.0.metrics.controller_restore_failures.inc();
     }
 
     /// A row someone else set, seen by the controller: for the admin's `setting_changes`
     /// table and psprobe_controller_settings_claimed_total.
-    pub fn setting_claimed(
+    pub(crate) fn setting_claimed(
         &self,
         setting: String,
         value: String,
@@ -72,13 +72,13 @@ impl ControllerHandle {
         });
     }
 
-    pub fn lead_lost(&self) {
+    pub(crate) fn lead_lost(&self) {
         self.0.metrics.controller_lead_lost.inc();
     }
 
     /// A phase (of `slots` slots) was written to the phase log; `verified` false when its
     /// scenario's settings did not hold and it was left out.
-    pub fn phase_written(&self, scenario: &str, slots: u64, verified: bool) {
+    pub(crate) fn phase_written(&self, scenario: &str, slots: u64, verified: bool) {
         self.0.metrics.phases(scenario).inc_by(slots);
         if !verified {
             self.0.metrics.controller_verification_failures.inc();

@@ -19,7 +19,7 @@ pub(crate) mod config;
 pub(crate) mod connections;
 mod controller_handle;
 mod recorder;
-pub mod setting_changes;
+pub(crate) mod setting_changes;
 pub(crate) mod watch;
 
 use std::sync::Arc;
@@ -31,10 +31,10 @@ use crate::metrics::ProxyMetrics;
 use crate::stats::scenario::Scenarios;
 use crate::stats::store::DigestStore;
 
-pub use connections::ConnectionTable;
-pub use controller_handle::ControllerHandle;
+pub(crate) use connections::ConnectionTable;
+pub(crate) use controller_handle::ControllerHandle;
 pub use recorder::ConnectionRecorder;
-pub use setting_changes::{SettingChange, SettingChanges};
+pub(crate) use setting_changes::{SettingChange, SettingChanges};
 
 /// Everything a connection records into, shared by all connections.
 pub struct Observer {

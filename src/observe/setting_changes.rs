@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use std::sync::Mutex;
 
 /// Changes kept for the admin interface.
-pub const MAX_CHANGES: usize = 10_000;
+pub(crate) const MAX_CHANGES: usize = 10_000;
 
 /// One row someone else set.
 #[derive(Debug, Clone, PartialEq, Eq)]

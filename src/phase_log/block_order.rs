@@ -11,7 +11,7 @@ fn splitmix64(state: &mut u64) -> u64 {
 }
 
 /// The order of `count` scenarios (indices) in block `block` for `seed`.
-pub fn block_order(count: usize, block: u64, seed: u64) -> Vec<usize> {
+pub(crate) fn block_order(count: usize, block: u64, seed: u64) -> Vec<usize> {
     let mut order: Vec<usize> = (0..count).collect();
     let mut state = seed ^ block.wrapping_mul(0xD1B5_4A32_D192_ED03);
     // Fisher-Yates.

@@ -6,10 +6,10 @@ use serde::{Deserialize, Serialize};
 
 use super::PHASE_LOG_VERSION;
 
-pub const CLAIM: &str = "claim";
+pub(crate) const CLAIM: &str = "claim";
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct ClaimRecord {
+pub(crate) struct ClaimRecord {
     pub version: u32,
     pub kind: String,
     /// When psprobe first saw it (Unix milliseconds).
@@ -25,7 +25,7 @@ pub struct ClaimRecord {
 }
 
 impl ClaimRecord {
-    pub fn new(
+    pub(crate) fn new(
         at_ms: u64,
         setting: String,
         value: String,

@@ -10,23 +10,23 @@
 //! follower's, or several probes' merged) can be attributed without the controller's state.
 
 /// Prefix of a design point's name.
-pub const POINT_PREFIX: &str = "g:";
+pub(crate) const POINT_PREFIX: &str = "g:";
 /// The design point with no group on.
-pub const BASE_POINT: &str = "g:base";
+pub(crate) const BASE_POINT: &str = "g:base";
 /// The point with nothing instrumented (global and thread instrumentation off too).
-pub const NONE_POINT: &str = "pfson_conoff_insoff";
+pub(crate) const NONE_POINT: &str = "pfson_conoff_insoff";
 /// Global and thread instrumentation only, run in pairs with [`NONE_POINT`] to measure the
 /// base every configuration with a group pays.
-pub const BASE_CHECK: &str = "base_check";
+pub(crate) const BASE_CHECK: &str = "base_check";
 /// Prefix of the scenario that confirms a recommendation.
-pub const ADVICE_PREFIX: &str = "advice:";
+pub(crate) const ADVICE_PREFIX: &str = "advice:";
 /// Joins group names in a point's name.
-pub const JOIN: char = '+';
+pub(crate) const JOIN: char = '+';
 /// Names a group may not take (they would read as something else).
-pub const RESERVED: [&str; 2] = ["base", "none"];
+pub(crate) const RESERVED: [&str; 2] = ["base", "none"];
 
 /// A group name fits into point names: letters, digits, `_`, `-`, `.`, and not reserved.
-pub fn valid_group_name(name: &str) -> bool {
+pub(crate) fn valid_group_name(name: &str) -> bool {
     !name.is_empty()
         && !RESERVED.contains(&name)
         && name
@@ -43,7 +43,7 @@ fn joined<S: AsRef<str>>(groups: &[S]) -> String {
 }
 
 /// The design point that turns on `groups` (in the order given).
-pub fn point_name<S: AsRef<str>>(groups: &[S]) -> String {
+pub(crate) fn point_name<S: AsRef<str>>(groups: &[S]) -> String {
     if groups.is_empty() {
         return BASE_POINT.to_string();
     }
@@ -51,7 +51,7 @@ pub fn point_name<S: AsRef<str>>(groups: &[S]) -> String {
 }
 
 /// The groups a design point turns on (empty for `g:base`); `None` if `name` is not a point.
-pub fn point_groups(name: &str) -> Option<Vec<&str>> {
+pub(crate) fn point_groups(name: &str) -> Option<Vec<&str>> {
     if name == BASE_POINT {
         return Some(Vec::new());
     }
@@ -61,7 +61,7 @@ pub fn point_groups(name: &str) -> Option<Vec<&str>> {
 }
 
 /// The scenario that confirms `groups` as a recommendation.
-pub fn advice_name<S: AsRef<str>>(groups: &[S]) -> String {
+pub(crate) fn advice_name<S: AsRef<str>>(groups: &[S]) -> String {
     if groups.is_empty() {
         return format!("{ADVICE_PREFIX}base");
     }
@@ -69,7 +69,7 @@ pub fn advice_name<S: AsRef<str>>(groups: &[S]) -> String {
 }
 
 /// The groups of an `advice:` scenario; `None` for any other name.
-pub fn advice_groups(name: &str) -> Option<Vec<&str>> {
+pub(crate) fn advice_groups(name: &str) -> Option<Vec<&str>> {
     let rest = name.strip_prefix(ADVICE_PREFIX)?;
     if rest == "base" {
         return Some(Vec::new());

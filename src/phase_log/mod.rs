@@ -30,36 +30,36 @@ use serde::{Deserialize, Serialize};
 
 mod block_order;
 mod claims;
-pub mod group_names;
+pub(crate) mod group_names;
 mod naming;
 mod traffic;
 
 #[cfg(test)]
 mod format_tests;
 
-pub use block_order::block_order;
-pub use claims::{ClaimRecord, CLAIM};
-pub use naming::{twin_name, SUFFIX};
-pub use traffic::{traffic_between, TrafficRecord, TRAFFIC};
+pub(crate) use block_order::block_order;
+pub(crate) use claims::ClaimRecord;
+pub(crate) use naming::{twin_name, SUFFIX};
+pub(crate) use traffic::{traffic_between, TrafficRecord};
 
 use crate::stats::histogram::{BUCKET_FACTOR, FIRST_BOUND_NS};
 use crate::stats::store::DigestId;
 use crate::stats::{DigestStats, ScenarioId, StoreSnapshot, Totals};
 
-pub const PHASE_LOG_VERSION: u32 = 2;
+pub(crate) const PHASE_LOG_VERSION: u32 = 2;
 
 /// `schedule` of records switched at runtime, fast or slow.
-pub const FAST: &str = "fast";
+pub(crate) const FAST: &str = "fast";
 /// `schedule` of records entered through a server restart (pfsoff, startup scenarios, and the
 /// reference they are compared with).
-pub const SLOW: &str = "slow";
+pub(crate) const SLOW: &str = "slow";
 
 fn is_false(b: &bool) -> bool {
     !*b
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct RunRecord {
+pub(crate) struct RunRecord {
     pub version: u32,
     pub kind: String,
     pub started_at_ms: u64,
@@ -105,7 +105,7 @@ pub struct RunRecord {
 /// What an attribution run measures: the groups (what each turns on, so a report can print the
 /// advice's SQL without the config file), the design, and the advice asked for.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct AttributionRecord {
+pub(crate) struct AttributionRecord {
     pub groups: Vec<GroupRecord>,
     /// Design points per replicate.
     pub runs: u64,
@@ -123,7 +123,7 @@ pub struct AttributionRecord {
 
 /// One instrument group as run.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct GroupRecord {
+pub(crate) struct GroupRecord {
     pub name: String,
     pub description: String,
     pub consumers: Vec<String>,
@@ -315,16 +315,16 @@ pub(crate) fn test_aggregate(command: Option<&str>, digest: Option<&str>, count:
 
 /// Digests a record lists one by one; the rest are summed into one [`REST`] aggregate, so a
 /// segment record stays a few KiB whatever the number of query shapes.
-pub const MAX_DIGESTS_PER_RECORD: usize = 20;
+pub(crate) const MAX_DIGESTS_PER_RECORD: usize = 20;
 /// `text` of the aggregate that sums a record's digests past [`MAX_DIGESTS_PER_RECORD`] (no
 /// `digest` id). The records of one segment list the same digests (those with the most latency
 /// time over all its scenarios), so their rests hold the same query shapes and compare like
 /// one digest.
-pub const REST: &str = "(rest)";
+pub(crate) const REST: &str = "(rest)";
 
 /// The digests a segment's records list one by one: the [`MAX_DIGESTS_PER_RECORD`] with the
 /// most latency time over `scenarios` between two snapshots. `None`: every digest fits.
-pub fn listed_digests(
+pub(crate) fn listed_digests(
     start: &StoreSnapshot,
     end: &StoreSnapshot,
     scenarios: &[ScenarioId],
@@ -357,7 +357,7 @@ pub fn listed_digests(
 /// What `scenario` added between two snapshots: (per command kind, per digest), the digests
 /// by latency time; with `listed`, only those digests one by one and the others summed into a
 /// [`REST`] aggregate.
-pub fn window_aggregates(
+pub(crate) fn window_aggregates(
     start: &StoreSnapshot,
     end: &StoreSnapshot,
     scenario: ScenarioId,
@@ -422,13 +422,13 @@ pub struct PhaseLogError {
     pub source: std::io::Error,
 }
 
-pub struct PhaseLog {
+pub(crate) struct PhaseLog {
     path: PathBuf,
     file: File,
 }
 
 impl PhaseLog {
-    pub fn open(path: &Path) -> Result<Self, PhaseLogError> {
+    pub(crate) fn open(path: &Path) -> Result<Self, PhaseLogError> {
         let err = |source| PhaseLogError {
             path: path.to_path_buf(),
             source,
@@ -443,12 +443,8 @@ impl PhaseLog {
         })
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Appends one record as a line and makes it durable before returning.
-    pub fn append<T: Serialize>(&mut self, record: &T) -> Result<(), PhaseLogError> {
+    pub(crate) fn append<T: Serialize>(&mut self, record: &T) -> Result<(), PhaseLogError> {
         let err = |source| PhaseLogError {
             path: self.path.clone(),
             source,
@@ -461,18 +457,18 @@ impl PhaseLog {
 }
 
 /// The histogram layout every record's buckets refer to.
-pub fn histogram_layout() -> (f64, f64) {
+pub(crate) fn histogram_layout() -> (f64, f64) {
     (FIRST_BOUND_NS, BUCKET_FACTOR)
 }
 
 /// Reads the phase records of a phase log (versions 1 and 2).
-pub fn read_phases(path: &Path) -> std::io::Result<Vec<PhaseRecord>> {
+pub(crate) fn read_phases(path: &Path) -> std::io::Result<Vec<PhaseRecord>> {
     Ok(read_log(path)?.phases)
 }
 
 /// Every record of a phase log.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct LogContents {
+pub(crate) struct LogContents {
     pub runs: Vec<RunRecord>,
     pub phases: Vec<PhaseRecord>,
     /// One per run that ended (a killed probe's run has none).
@@ -486,12 +482,12 @@ pub struct LogContents {
 
 /// Reads every record of a phase log; lines that are not records (a torn last line after a
 /// crash) are counted in [`LogContents::torn`].
-pub fn read_log(path: &Path) -> std::io::Result<LogContents> {
+pub(crate) fn read_log(path: &Path) -> std::io::Result<LogContents> {
     let text = std::fs::read_to_string(path)?;
     Ok(parse_log(&text))
 }
 
-pub fn parse_log(text: &str) -> LogContents {
+pub(crate) fn parse_log(text: &str) -> LogContents {
     let mut out = LogContents::default();
     for (n, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -523,7 +519,7 @@ pub fn parse_log(text: &str) -> LogContents {
 }
 
 /// "lines 7, 9 and 12 of FILE": where torn lines are, for a warning.
-pub fn describe_torn(torn: &[usize], file: &str) -> String {
+pub(crate) fn describe_torn(torn: &[usize], file: &str) -> String {
     const SHOWN: usize = 5;
     let mut list: Vec<String> = torn.iter().take(SHOWN).map(usize::to_string).collect();
     if torn.len() > SHOWN {
@@ -544,7 +540,8 @@ pub fn describe_torn(torn: &[usize], file: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::{DigestStore, Sample};
+    use crate::stats::digest_stats::Sample;
+    use crate::stats::DigestStore;
     use psprobe_core::digest::DigestId;
 
     #[test]
@@ -555,7 +552,7 @@ mod tests {
             latency_ns: Some(ns),
             ..Sample::default()
         };
-        let tag = crate::stats::Tag::plain;
+        let tag = crate::stats::store::Tag::plain;
         store.record(tag(1), CommandKind::Query, Some(id), &sample(1_000_000));
         let start = store.snapshot();
         for _ in 0..3 {

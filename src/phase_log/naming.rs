@@ -2,9 +2,9 @@
 //! scenario `NAME` (see `controller::model::startup` for what it sets).
 
 /// The suffix that names the startup variant of a runtime scenario.
-pub const SUFFIX: &str = "@startup";
+pub(crate) const SUFFIX: &str = "@startup";
 
 /// `NAME@startup` → `NAME`.
-pub fn twin_name(name: &str) -> Option<&str> {
+pub(crate) fn twin_name(name: &str) -> Option<&str> {
     name.strip_suffix(SUFFIX).filter(|n| !n.is_empty())
 }

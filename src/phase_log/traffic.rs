@@ -21,10 +21,10 @@ use crate::stats::{DigestStats, StoreSnapshot};
 use super::{Aggregate, PHASE_LOG_VERSION};
 
 /// `kind` of the record.
-pub const TRAFFIC: &str = "traffic";
+pub(crate) const TRAFFIC: &str = "traffic";
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct TrafficRecord {
+pub(crate) struct TrafficRecord {
     pub version: u32,
     pub kind: String,
     /// Wall-clock ms of the two snapshots the record is the difference of.
@@ -37,7 +37,7 @@ pub struct TrafficRecord {
 }
 
 /// Everything relayed between two snapshots of the probe's store, scenarios summed.
-pub fn traffic_between(
+pub(crate) fn traffic_between(
     start: &StoreSnapshot,
     end: &StoreSnapshot,
     from_ms: u64,
@@ -88,7 +88,9 @@ pub fn traffic_between(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::{DigestStore, Sample, Tag};
+    use crate::stats::digest_stats::Sample;
+    use crate::stats::store::Tag;
+    use crate::stats::DigestStore;
     use psprobe_core::digest::DigestId as RawId;
 
     /// Every command counts, in whichever scenario (or none) it ran, measured or not.

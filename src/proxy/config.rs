@@ -27,7 +27,7 @@ const MAX_UPSTREAM_KEEPALIVE: Duration = Duration::from_secs(32_767);
 
 /// What the proxy needs to run, validated by the config layer.
 #[derive(Debug, Clone)]
-pub struct ProxySettings {
+pub(crate) struct ProxySettings {
     /// `host:port` of the MySQL / MariaDB server.
     pub upstream: String,
     pub connect_timeout: Duration,
@@ -45,7 +45,7 @@ pub struct ProxySettings {
 
 /// `--max-connections`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MaxConnections {
+pub(crate) enum MaxConnections {
     /// What the file-descriptor limit carries ([`limits::default_max_connections`]).
     FromFdLimit,
     Unlimited,
@@ -54,7 +54,7 @@ pub enum MaxConnections {
 
 impl MaxConnections {
     /// The limit in effect now; `None`: no limit.
-    pub fn resolve(self) -> Option<usize> {
+    pub(crate) fn resolve(self) -> Option<usize> {
         match self {
             MaxConnections::FromFdLimit => limits::default_max_connections(),
             MaxConnections::Unlimited => None,

@@ -15,7 +15,7 @@ use super::svg::{
 
 /// One level's figure: the change and its interval, in percent.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CurvePoint {
+pub(crate) struct CurvePoint {
     pub threads: u32,
     pub value: f64,
     pub low: Option<f64>,
@@ -24,7 +24,7 @@ pub struct CurvePoint {
 
 /// One scenario's line, and the published values to set beside it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Curve {
+pub(crate) struct Curve {
     pub label: String,
     pub points: Vec<CurvePoint>,
     pub published: Vec<(u32, f64)>,
@@ -84,7 +84,7 @@ fn point_text(label: &str, p: &CurvePoint) -> String {
 }
 
 /// The chart: `y_label` names what the percent is a change of.
-pub fn overhead_curves(title: &str, y_label: &str, curves: &[Curve]) -> String {
+pub(crate) fn overhead_curves(title: &str, y_label: &str, curves: &[Curve]) -> String {
     let (left, right, bottom) = (74.0, 24.0, 50.0);
     let has_published = curves.iter().any(|c| !c.published.is_empty());
     let mut labels: Vec<String> = curves

@@ -5,13 +5,13 @@
 //! Must not: compute estimates itself (that is `analysis`) or talk to a server.
 
 mod attribution;
-pub mod curves;
+pub(crate) mod curves;
 pub(crate) mod duet;
 mod html;
 mod merge;
 mod model;
 mod restarts;
-pub mod svg;
+pub(crate) mod svg;
 mod text;
 mod traffic;
 
@@ -25,11 +25,11 @@ use crate::phase_log::{parse_log, PhaseRecord, RunRecord};
 
 /// The report page's look and its markdown-table conversion, for the study's page.
 pub(crate) use html::{tables_from_markdown, STYLE};
-pub use model::{build, Interval, Report};
-pub use text::headline_markdown;
+pub(crate) use model::{build, Interval, Report};
+pub(crate) use text::headline_markdown;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
+pub(crate) enum Format {
     Md,
     Csv,
     Json,
@@ -37,7 +37,7 @@ pub enum Format {
 }
 
 #[derive(Debug, Args)]
-pub struct ReportArgs {
+pub(crate) struct ReportArgs {
     /// Phase logs written by `psprobe proxy --scenarios ...` (JSON Lines): one, or those of
     /// every probe of one schedule (leader and followers), merged slot by slot; or the two
     /// logs of a duet run (side a's and side b's: the duet's report, markdown or JSON); a
@@ -99,7 +99,7 @@ fn format_of(args: &ReportArgs) -> Format {
     })
 }
 
-pub fn render(report: &Report, format: Format) -> anyhow::Result<String> {
+pub(crate) fn render(report: &Report, format: Format) -> anyhow::Result<String> {
     Ok(match format {
         Format::Md => text::markdown(report),
         Format::Csv => text::csv(report),
@@ -110,17 +110,17 @@ pub fn render(report: &Report, format: Format) -> anyhow::Result<String> {
 
 /// The HTML report as a page of its own: `head` in its head (a title at least), `top` first in
 /// its body (the live page's title, script and status line around the same charts).
-pub fn html_page(report: &Report, head: &str, top: &str) -> String {
+pub(crate) fn html_page(report: &Report, head: &str, top: &str) -> String {
     html::page(report, head, top)
 }
 
-pub fn report_of(phases: &[PhaseRecord], baseline: Option<&str>) -> anyhow::Result<Report> {
+pub(crate) fn report_of(phases: &[PhaseRecord], baseline: Option<&str>) -> anyhow::Result<Report> {
     report_at(phases, &[], baseline, &Options::default())
 }
 
 /// The report of a run: its phases analysed, and what its run records say (an attribution's
 /// groups, its budget and needs when `options` gives none).
-pub fn report_of_run(
+pub(crate) fn report_of_run(
     phases: &[PhaseRecord],
     runs: &[RunRecord],
     baseline: Option<&str>,
@@ -191,7 +191,7 @@ fn read_logs(paths: &[PathBuf]) -> anyhow::Result<Vec<merge::NamedLog>> {
         .collect()
 }
 
-pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: &ReportArgs) -> anyhow::Result<()> {
     let logs = read_logs(&args.phase_logs)?;
     let traffic = traffic::sum(&logs);
     let torn: Vec<(PathBuf, Vec<usize>)> = logs
@@ -293,7 +293,7 @@ fn duet_report(args: &ReportArgs, logs: &[merge::NamedLog]) -> anyhow::Result<()
 }
 
 /// `psprobe demo`'s ending: the HTML report to `output`, the headline table to stdout.
-pub fn write_demo_report(
+pub(crate) fn write_demo_report(
     phases: &[PhaseRecord],
     runs: &[RunRecord],
     output: &Path,
@@ -309,7 +309,7 @@ pub fn write_demo_report(
 
 /// `psprobe demo`'s instrument groups: their HTML report to `output`, and to stdout the cost
 /// of each group, the precision the run's minutes gave, and the advice.
-pub fn write_demo_groups_report(
+pub(crate) fn write_demo_groups_report(
     phases: &[PhaseRecord],
     runs: &[RunRecord],
     output: &Path,

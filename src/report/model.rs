@@ -12,7 +12,7 @@ use crate::phase_log::PhaseRecord;
 use crate::stats::histogram::bucket_value_ns;
 
 #[derive(Debug, Serialize)]
-pub struct HeadlineRow {
+pub(crate) struct HeadlineRow {
     /// `fast` (switched at runtime) or `slow` (entered by restart).
     pub schedule: String,
     pub baseline: String,
@@ -31,7 +31,7 @@ pub struct HeadlineRow {
 
 /// A change in percent with its interval.
 #[derive(Debug, Serialize, Clone)]
-pub struct Interval {
+pub(crate) struct Interval {
     pub percent: f64,
     pub low: Option<f64>,
     pub high: Option<f64>,
@@ -42,7 +42,7 @@ pub struct Interval {
 }
 
 impl Interval {
-    pub fn of(e: &Estimate) -> Self {
+    pub(crate) fn of(e: &Estimate) -> Self {
         Interval {
             percent: e.ratio * 100.0,
             low: e.ci_low.map(|v| v * 100.0),
@@ -52,7 +52,7 @@ impl Interval {
         }
     }
 
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         match (self.low, self.high) {
             (Some(lo), Some(hi)) => format!(
                 "{:+.1}% ({:+.1}..{:+.1}){}",
@@ -67,15 +67,10 @@ impl Interval {
             },
         }
     }
-
-    /// Half the interval's width, in percentage points.
-    pub fn halfwidth(&self) -> Option<f64> {
-        Some((self.high? - self.low?) / 2.0)
-    }
 }
 
 #[derive(Debug, Serialize)]
-pub struct DigestRow {
+pub(crate) struct DigestRow {
     pub scenario: String,
     pub digest: String,
     pub text: String,
@@ -87,7 +82,7 @@ pub struct DigestRow {
 }
 
 #[derive(Debug, Serialize)]
-pub struct TimelineRow {
+pub(crate) struct TimelineRow {
     pub schedule: String,
     pub phase: u64,
     pub block: u64,
@@ -101,7 +96,7 @@ pub struct TimelineRow {
 }
 
 #[derive(Debug, Serialize)]
-pub struct Report {
+pub(crate) struct Report {
     pub analysis: RunAnalysis,
     pub headline: Vec<HeadlineRow>,
     pub digests: Vec<DigestRow>,
@@ -129,14 +124,14 @@ pub struct Report {
 impl Report {
     /// The row that says most about `scenario`: where it is compared, else where it is the
     /// baseline.
-    pub fn row(&self, scenario: &str) -> Option<&HeadlineRow> {
+    pub(crate) fn row(&self, scenario: &str) -> Option<&HeadlineRow> {
         let mut rows = self.headline.iter().filter(|h| h.scenario == scenario);
         let first = rows.clone().find(|h| !h.is_baseline);
         first.or_else(|| rows.next())
     }
 
     /// Every scenario in the log, fast ones first, each once.
-    pub fn scenarios(&self) -> Vec<String> {
+    pub(crate) fn scenarios(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
         for a in self.analysis.analyses() {
             for s in &a.scenarios {
@@ -215,7 +210,7 @@ fn headline_rows(a: &Analysis, phases: &[PhaseRecord]) -> Vec<HeadlineRow> {
         .collect()
 }
 
-pub fn build(analysis: RunAnalysis, phases: &[PhaseRecord]) -> Report {
+pub(crate) fn build(analysis: RunAnalysis, phases: &[PhaseRecord]) -> Report {
     let headline = analysis
         .analyses()
         .flat_map(|a| headline_rows(a, phases))

@@ -4,14 +4,14 @@
 
 use std::fmt::Write;
 
-pub const PALETTE: [&str; 8] = [
+pub(crate) const PALETTE: [&str; 8] = [
     "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#9c755f",
 ];
 
 /// Width of every chart, px.
-pub const WIDTH: f64 = 900.0;
+pub(crate) const WIDTH: f64 = 900.0;
 
-pub fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -19,7 +19,7 @@ pub fn escape(text: &str) -> String {
 }
 
 /// Round tick values covering `[lo, hi]`: about `n` of them, steps of 1, 2 or 5 × 10^k.
-pub fn nice_ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
+pub(crate) fn nice_ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
     let (lo, hi) = if hi > lo {
         (lo, hi)
     } else {
@@ -46,7 +46,7 @@ pub fn nice_ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
 }
 
 /// A tick value as text: no needless decimals, thousands as `k`.
-pub fn tick_text(v: f64) -> String {
+pub(crate) fn tick_text(v: f64) -> String {
     let a = v.abs();
     if a >= 10_000.0 {
         format!("{}k", trim(v / 1000.0))
@@ -66,7 +66,7 @@ fn trim(v: f64) -> String {
 }
 
 /// One bar with an interval whisker, in percent.
-pub struct Bar {
+pub(crate) struct Bar {
     pub label: String,
     pub value: f64,
     pub low: Option<f64>,
@@ -102,7 +102,7 @@ fn value_text(b: &Bar, unit: &str, lo: f64, hi: f64) -> String {
 
 /// Horizontal bars around a zero line, with interval whiskers, an x axis with round ticks in
 /// `unit`, and each bar's value and interval as text in a column right of the plot.
-pub fn bars_with_whiskers(title: &str, unit: &str, bars: &[Bar]) -> String {
+pub(crate) fn bars_with_whiskers(title: &str, unit: &str, bars: &[Bar]) -> String {
     let row = 34.0;
     let (left, top, bottom) = (250.0, 40.0, 44.0);
     let height = top + row * bars.len() as f64 + bottom;
@@ -205,13 +205,13 @@ pub fn bars_with_whiskers(title: &str, unit: &str, bars: &[Bar]) -> String {
 }
 
 /// A series of (x, y) points for a line chart.
-pub struct Series {
+pub(crate) struct Series {
     pub label: String,
     pub points: Vec<(f64, f64)>,
 }
 
 /// A shaded x-range with a label (a phase in the timeline).
-pub struct Band {
+pub(crate) struct Band {
     pub from: f64,
     pub to: f64,
     pub label: String,
@@ -219,7 +219,7 @@ pub struct Band {
 }
 
 /// How a line chart's axes read.
-pub struct Axes<'a> {
+pub(crate) struct Axes<'a> {
     pub x_label: &'a str,
     pub y_label: &'a str,
     pub log_x: bool,
@@ -267,7 +267,7 @@ pub(crate) fn legend_layout(labels: &[&str], left: f64, right: f64) -> Vec<(f64,
 }
 
 /// Line chart with optional shaded bands; legends in rows above the plot.
-pub fn lines(title: &str, axes: &Axes<'_>, series: &[Series], bands: &[Band]) -> String {
+pub(crate) fn lines(title: &str, axes: &Axes<'_>, series: &[Series], bands: &[Band]) -> String {
     let (left, right, bottom) = (74.0, 24.0, 50.0);
     let fitted: Vec<String> = series
         .iter()

@@ -69,7 +69,7 @@ fn table(rows: &[&HeadlineRow], baseline: &str, level: f64) -> String {
 }
 
 /// The headline tables alone (printed by `psprobe demo`): one per design.
-pub fn headline_markdown(r: &Report) -> String {
+pub(crate) fn headline_markdown(r: &Report) -> String {
     let mut s = String::new();
     for a in r.analysis.analyses() {
         let rows: Vec<&HeadlineRow> = r

@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::merge::NamedLog;
 
 #[derive(Debug, Serialize, PartialEq)]
-pub struct Traffic {
+pub(crate) struct Traffic {
     /// Logs whose traffic records were summed.
     pub probes: u64,
     /// Logs with phase records but no traffic record (a probe killed before its run ended, or
@@ -30,7 +30,7 @@ pub struct Traffic {
 }
 
 #[derive(Debug, Serialize, PartialEq)]
-pub struct TrafficDigest {
+pub(crate) struct TrafficDigest {
     pub digest: String,
     pub text: String,
     pub count: u64,

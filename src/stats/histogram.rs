@@ -4,11 +4,11 @@
 //! histogram costs a few hundred bytes, and recording allocates only when the range widens.
 
 /// Ratio between consecutive bucket bounds.
-pub const BUCKET_FACTOR: f64 = 1.05;
+pub(crate) const BUCKET_FACTOR: f64 = 1.05;
 /// Lower bound of bucket 0, in nanoseconds: everything faster lands there.
-pub const FIRST_BOUND_NS: f64 = 1_000.0;
+pub(crate) const FIRST_BOUND_NS: f64 = 1_000.0;
 /// Highest bucket index (1 µs · 1.05^500 ≈ 39 000 s): slower samples land in it.
-pub const MAX_BUCKET: u16 = 500;
+pub(crate) const MAX_BUCKET: u16 = 500;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LogHistogram {
@@ -18,7 +18,7 @@ pub struct LogHistogram {
 }
 
 /// Bucket index of a latency in nanoseconds.
-pub fn bucket_of(ns: u64) -> u16 {
+pub(crate) fn bucket_of(ns: u64) -> u16 {
     let ns = ns as f64;
     if ns <= FIRST_BOUND_NS {
         return 0;
@@ -32,7 +32,7 @@ pub fn bucket_of(ns: u64) -> u16 {
 }
 
 /// Representative value of a bucket: the geometric middle of its bounds (≤ 2.5% from both).
-pub fn bucket_value_ns(index: u16) -> f64 {
+pub(crate) fn bucket_value_ns(index: u16) -> f64 {
     FIRST_BOUND_NS * BUCKET_FACTOR.powf(f64::from(index) + 0.5)
 }
 

@@ -2,13 +2,12 @@
 //!
 //! Must not: allocate per command in the steady state, or know about I/O and the runtime.
 
-pub mod digest_stats;
-pub mod histogram;
-pub mod scenario;
-pub mod since_switch;
-pub mod store;
+pub(crate) mod digest_stats;
+pub(crate) mod histogram;
+pub(crate) mod scenario;
+pub(crate) mod since_switch;
+pub(crate) mod store;
 
-pub use digest_stats::{DigestStats, Sample, Totals};
-pub use histogram::LogHistogram;
-pub use scenario::{Current, ScenarioId, Scenarios, SlotState, NO_SCENARIO};
-pub use store::{DigestStore, StoreSnapshot, Tag, DEFAULT_MAX_DIGESTS, OTHER_DIGEST};
+pub(crate) use digest_stats::{DigestStats, Totals};
+pub(crate) use scenario::{ScenarioId, Scenarios, SlotState, NO_SCENARIO};
+pub(crate) use store::{DigestStore, StoreSnapshot, DEFAULT_MAX_DIGESTS};

@@ -10,13 +10,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
-pub type ScenarioId = u16;
+pub(crate) type ScenarioId = u16;
 
 /// Scenario of commands seen while no controller runs.
-pub const NO_SCENARIO: ScenarioId = 0;
-pub const NO_SCENARIO_NAME: &str = "none";
+pub(crate) const NO_SCENARIO: ScenarioId = 0;
+pub(crate) const NO_SCENARIO_NAME: &str = "none";
 /// Scenario names are label values: a bounded set.
-pub const MAX_SCENARIOS: usize = 64;
+pub(crate) const MAX_SCENARIOS: usize = 64;
 
 /// Where the schedule is within the current scenario's slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,9 +8,9 @@ use super::digest_stats::Sample;
 use super::scenario::ScenarioId;
 
 /// Width of one bin.
-pub const BIN_MS: u64 = 50;
+pub(crate) const BIN_MS: u64 = 50;
 /// Bins kept: the first 3.2 s after a switch (later starts are not binned).
-pub const BINS: usize = 64;
+pub(crate) const BINS: usize = 64;
 
 /// Statements that started in one bin.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -45,7 +45,7 @@ impl BinAgg {
 }
 
 /// Bin of a start `ms_after_switch` after the switch, if it is in the kept range.
-pub fn bin_of(ms_after_switch: u64) -> Option<u8> {
+pub(crate) fn bin_of(ms_after_switch: u64) -> Option<u8> {
     let bin = ms_after_switch / BIN_MS;
     (bin < BINS as u64).then_some(bin as u8)
 }
@@ -53,12 +53,12 @@ pub fn bin_of(ms_after_switch: u64) -> Option<u8> {
 /// One thread's bins for every scenario (indexed by scenario id; grows only when a scenario
 /// with a higher id appears, so recording allocates nothing in the steady state).
 #[derive(Debug, Default)]
-pub struct SwitchBins {
+pub(crate) struct SwitchBins {
     by_scenario: Vec<[BinAgg; BINS]>,
 }
 
 impl SwitchBins {
-    pub fn record(&mut self, scenario: ScenarioId, bin: u8, s: &Sample) {
+    pub(crate) fn record(&mut self, scenario: ScenarioId, bin: u8, s: &Sample) {
         let i = usize::from(scenario);
         if i >= self.by_scenario.len() {
             self.by_scenario.resize(i + 1, [BinAgg::default(); BINS]);
@@ -69,7 +69,7 @@ impl SwitchBins {
     }
 
     /// Adds this thread's bins into `into`.
-    pub fn merge_into(&self, into: &mut HashMap<ScenarioId, Vec<BinAgg>>) {
+    pub(crate) fn merge_into(&self, into: &mut HashMap<ScenarioId, Vec<BinAgg>>) {
         for (id, bins) in self.by_scenario.iter().enumerate() {
             if bins.iter().all(|b| b.count == 0) {
                 continue;

@@ -11,19 +11,19 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use psprobe_core::protocol::CommandKind;
 use rustc_hash::FxHashMap;
 
-pub use psprobe_core::digest::DigestId;
+pub(crate) use psprobe_core::digest::DigestId;
 
 use super::digest_stats::{DigestStats, Sample};
 use super::scenario::ScenarioId;
 use super::since_switch::{BinAgg, SwitchBins};
 
 /// Where commands of digests past the cap are counted.
-pub const OTHER_DIGEST: DigestId = DigestId(0);
-pub const OTHER_DIGEST_TEXT: &str = "other";
+pub(crate) const OTHER_DIGEST: DigestId = DigestId(0);
+pub(crate) const OTHER_DIGEST_TEXT: &str = "other";
 /// Default of `--max-digests`.
 pub const DEFAULT_MAX_DIGESTS: usize = 5000;
 /// Longest digest text kept (bytes); the fingerprint itself may be up to 64 KiB.
-pub const MAX_STORED_TEXT: usize = 1024;
+pub(crate) const MAX_STORED_TEXT: usize = 1024;
 /// Set in the scenario part of a shard key for commands that started outside a measured
 /// window (switching or settling): they count in every metric, but not in phase aggregates.
 const UNMEASURED: ScenarioId = 0x8000;

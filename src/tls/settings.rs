@@ -11,7 +11,7 @@ use serde::Deserialize;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[value(rename_all = "snake_case")]
-pub enum ClientTls {
+pub(crate) enum ClientTls {
     /// Answer the SSLRequest itself and observe the decrypted stream.
     Terminate,
     /// Forward the TLS bytes verbatim (the client talks TLS with the server; unobserved).
@@ -22,7 +22,7 @@ pub enum ClientTls {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[value(rename_all = "snake_case")]
-pub enum ServerTls {
+pub(crate) enum ServerTls {
     /// TLS upstream exactly when the client used TLS (and the server offers it).
     AsClient,
     /// TLS upstream for every connection; servers that do not offer it are refused.
@@ -35,7 +35,7 @@ pub enum ServerTls {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[value(rename_all = "snake_case")]
-pub enum ServerVerify {
+pub(crate) enum ServerVerify {
     /// Encrypt, check nothing (like a client with ssl-mode=PREFERRED / REQUIRED).
     Skip,
     /// The chain must lead to --server-tls-ca (like VERIFY_CA).
@@ -45,7 +45,7 @@ pub enum ServerVerify {
 }
 
 impl ClientTls {
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             ClientTls::Terminate => "terminate",
             ClientTls::Passthrough => "passthrough",
@@ -53,22 +53,14 @@ impl ClientTls {
     }
 }
 
-impl ServerTls {
-    pub fn label(self) -> &'static str {
-        match self {
-            ServerTls::AsClient => "as_client",
-            ServerTls::Required => "required",
-            ServerTls::Disabled => "disabled",
-        }
-    }
-}
+impl ServerTls {}
 
 /// Bound on each TLS handshake (client leg and server leg): a peer that stalls mid-handshake
 /// is dropped after this long. Matches mysqld's default connect_timeout.
 pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Default, Args)]
-pub struct TlsArgs {
+pub(crate) struct TlsArgs {
     /// When a client asks for TLS: `terminate` (psprobe answers with its own certificate and
     /// observes the decrypted stream; plain and TLS clients share the port) or `passthrough`
     /// (TLS bytes forwarded verbatim, connection unobserved) [default: terminate].
@@ -104,7 +96,7 @@ pub struct TlsArgs {
 /// The `[tls]` table of the config file (same options, snake_case).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct TlsFile {
+pub(crate) struct TlsFile {
     pub client_tls: Option<ClientTls>,
     pub server_tls: Option<ServerTls>,
     pub server_tls_verify: Option<ServerVerify>,
@@ -116,7 +108,7 @@ pub struct TlsFile {
 
 /// Where psprobe's own certificate comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CertSource {
+pub(crate) enum CertSource {
     Files {
         cert: PathBuf,
         key: PathBuf,
@@ -129,7 +121,7 @@ pub enum CertSource {
 
 /// Validated TLS settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TlsSettings {
+pub(crate) struct TlsSettings {
     pub client: ClientTls,
     pub server: ServerTls,
     pub verify: ServerVerify,
@@ -141,7 +133,7 @@ pub struct TlsSettings {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum TlsSettingsError {
+pub(crate) enum TlsSettingsError {
     #[error("[tls] needs both cert and key (or neither, to let psprobe make them)")]
     HalfPair,
     #[error("server_tls_verify = {0} needs server_tls_ca: the CA file (PEM) that signs the server's certificate")]
@@ -158,7 +150,7 @@ pub enum TlsSettingsError {
 
 impl TlsSettings {
     /// Flags win over the file; `state_dir` is where generated files go (its `tls` folder).
-    pub fn resolve(
+    pub(crate) fn resolve(
         args: &TlsArgs,
         file: Option<TlsFile>,
         state_dir: Option<&Path>,
@@ -243,7 +235,7 @@ impl TlsSettings {
 
     /// Today's behaviour before TLS termination: TLS clients are forwarded verbatim, nothing
     /// is made or loaded. Used where psprobe runs in-process in front of a throwaway server.
-    pub fn passthrough() -> TlsSettings {
+    pub(crate) fn passthrough() -> TlsSettings {
         TlsSettings {
             client: ClientTls::Passthrough,
             server: ServerTls::AsClient,
@@ -258,7 +250,7 @@ impl TlsSettings {
     }
 
     /// True when psprobe needs a certificate of its own.
-    pub fn terminates(&self) -> bool {
+    pub(crate) fn terminates(&self) -> bool {
         self.client == ClientTls::Terminate
     }
 }

@@ -570,8 +570,11 @@ fn the_controller_rooms_keep_their_rules() {
     for file in outside.iter().filter(|f| !f.starts_with(&controller)) {
         let text = read(file);
         for (at, m) in text.match_indices("controller::") {
-            if text[..at].ends_with("common::") || text[..at].ends_with("super::") {
-                continue; // the tests' own helper module of that name
+            if ["common::", "super::", "white_box::"]
+                .iter()
+                .any(|own| text[..at].ends_with(own))
+            {
+                continue; // the tests' helper module, or src/white_box's, of that name
             }
             let next = ident(&text[at + m.len()..]);
             if !next.is_empty() && !rooms.contains(&next) {
@@ -766,4 +769,79 @@ fn the_controller_reaches_observe_only_through_its_handle() {
         handle_seen,
         "the scan did not see the controller take its handle"
     );
+}
+
+/// The library's public face: `main` (the binary's one entry point), `white_box` (what the
+/// benches and white-box tests reach for) and `fuzzing` (behind its feature). Every other
+/// module is `pub(crate)`, so the compiler's dead-code check sees into all of them, and
+/// `unreachable_pub` keeps `pub` to what those reach; nothing switches either off crate-wide.
+#[test]
+fn the_public_face_is_main_white_box_and_fuzzing() {
+    let lib = read(&src().join("lib.rs"));
+    let public: BTreeSet<&str> = lib
+        .lines()
+        .filter(|l| l.starts_with("pub ") || l.starts_with("pub use "))
+        .collect();
+    let expected: BTreeSet<&str> = [
+        "pub mod fuzzing;",
+        "pub mod white_box;",
+        "pub use cli::main;",
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(public, expected, "src/lib.rs's public items");
+    assert!(lib.contains("#![warn(unreachable_pub)]"), "src/lib.rs");
+
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    for file in &files {
+        let text = read(file);
+        for banned in ["#![allow(dead_code)]", "#![allow(unreachable_pub)]"] {
+            assert!(!text.contains(banned), "{}: {banned}", file.display());
+        }
+    }
+
+    let main = read(&src().join("main.rs"));
+    let calls: Vec<&str> = main
+        .match_indices("psprobe::")
+        .map(|(at, _)| &main[at..])
+        .map(|rest| {
+            rest.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+                .next()
+                .unwrap_or("")
+        })
+        .collect();
+    assert!(
+        calls.iter().all(|c| *c == "psprobe::main"),
+        "src/main.rs calls more than `psprobe::main`: {calls:?}"
+    );
+
+    let graph = graph(&src());
+    for (from, to) in &graph {
+        if let Some(file) = to.get("white_box").filter(|_| from != "white_box") {
+            panic!(
+                "{} uses white_box, which is for benches and tests",
+                file.display()
+            );
+        }
+    }
+
+    // Outside the crate, `use psprobe::` names only the public face.
+    let mut outside = Vec::new();
+    for dir in ["tests", "benches"] {
+        rust_files(&root().join(dir), &mut outside);
+    }
+    for file in &outside {
+        for line in read(file).lines() {
+            let Some(path) = line.trim().strip_prefix("use psprobe::") else {
+                continue;
+            };
+            assert!(
+                ["white_box", "fuzzing"].iter().any(|m| path.starts_with(m)),
+                "{}: `{}` reaches past the public face (src/white_box)",
+                file.display(),
+                line.trim()
+            );
+        }
+    }
 }

@@ -10,14 +10,14 @@ use std::process::{Command, Output};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use psprobe::admin::tables::{overhead_row, status_row};
-use psprobe::admin::{
-    self, AdminAuth, AdminData, Limits, ObserverData, OverheadRow, Row, Table, Value,
+use psprobe::white_box::admin::{
+    self, overhead_row, status_row, AdminAuth, AdminData, Limits, ObserverData, OverheadRow, Row,
+    Table, Value,
 };
-use psprobe::metrics::ProxyMetrics;
-use psprobe::observe::{ConnectionRecorder, Observer};
-use psprobe::phase_log::{Aggregate, PhaseRecord};
-use psprobe::stats::{DigestStore, Scenarios, Totals};
+use psprobe::white_box::{
+    Aggregate, ConnectionRecorder, DigestStore, Observer, PhaseRecord, ProxyMetrics, Scenarios,
+    Totals,
+};
 use psprobe_core::digest::FingerprintOptions;
 use psprobe_core::protocol::CommandKind;
 use psprobe_core::session::{CommandFinished, CommandStarted, EventSink, Outcome, Statement};

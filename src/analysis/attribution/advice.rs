@@ -16,7 +16,7 @@ use super::Attribution;
 
 /// A configuration's predicted throughput cost (a fraction of statements/s lost: 0.02 is 2%).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Prediction {
+pub(crate) struct Prediction {
     pub groups: Vec<String>,
     pub predicted: f64,
     pub ci_low: Option<f64>,
@@ -26,7 +26,7 @@ pub struct Prediction {
 
 /// What to run for a budget.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Recommendation {
+pub(crate) struct Recommendation {
     /// Percent of throughput the DBA accepts to lose.
     pub budget: f64,
     pub need: Vec<String>,

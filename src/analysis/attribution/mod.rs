@@ -48,7 +48,7 @@ const DIGESTS_PER_GROUP: usize = 5;
 
 /// One contrast over segments, as a ratio (`exp(x) - 1`) with its interval.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Effect {
+pub(crate) struct Effect {
     pub ratio: f64,
     pub ci_low: Option<f64>,
     pub ci_high: Option<f64>,
@@ -77,14 +77,14 @@ impl Effect {
     }
 
     /// Half the interval's width in percentage points.
-    pub fn halfwidth_points(&self) -> Option<f64> {
+    pub(crate) fn halfwidth_points(&self) -> Option<f64> {
         Some((self.ci_high? - self.ci_low?) * 50.0)
     }
 }
 
 /// A group's main effect on one metric.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct GroupEffect {
+pub(crate) struct GroupEffect {
     pub group: String,
     pub metric: Metric,
     #[serde(flatten)]
@@ -93,7 +93,7 @@ pub struct GroupEffect {
 
 /// An alias chain of two-factor interactions and its contrast (throughput).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Interaction {
+pub(crate) struct Interaction {
     /// The pairs whose interactions this contrast sums.
     pub pairs: Vec<(String, String)>,
     pub metric: Metric,
@@ -105,7 +105,7 @@ pub struct Interaction {
 
 /// All groups on against no group on: measured, and as the main effects predict it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Additivity {
+pub(crate) struct Additivity {
     pub metric: Metric,
     /// `exp(sum of main effects) - 1`.
     pub predicted: f64,
@@ -119,7 +119,7 @@ pub struct Additivity {
 
 /// A statement shape's mean latency change when a group is on.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct DigestCost {
+pub(crate) struct DigestCost {
     pub group: String,
     pub digest: String,
     pub text: Option<String>,
@@ -137,7 +137,7 @@ pub(crate) struct Series {
 
 /// Everything the attribution found.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Attribution {
+pub(crate) struct Attribution {
     pub groups: Vec<String>,
     /// Design points per replicate (segment), besides the nothing-instrumented check.
     pub points: usize,
@@ -160,7 +160,7 @@ pub struct Attribution {
 }
 
 impl Attribution {
-    pub fn effect(&self, group: &str, metric: Metric) -> Option<&GroupEffect> {
+    pub(crate) fn effect(&self, group: &str, metric: Metric) -> Option<&GroupEffect> {
         self.effects
             .iter()
             .find(|e| e.group == group && e.metric == metric)
@@ -168,7 +168,7 @@ impl Attribution {
 
     /// Widest half-width (points) of the throughput and mean-latency main effects; `None`
     /// while any lacks an interval.
-    pub fn widest_halfwidth(&self) -> Option<f64> {
+    pub(crate) fn widest_halfwidth(&self) -> Option<f64> {
         let mut widest: Option<f64> = None;
         for metric in [Metric::Throughput, Metric::MeanLatency] {
             for g in &self.groups {
@@ -180,7 +180,7 @@ impl Attribution {
     }
 
     /// Groups by throughput cost, costliest first.
-    pub fn by_cost(&self) -> Vec<&GroupEffect> {
+    pub(crate) fn by_cost(&self) -> Vec<&GroupEffect> {
         let mut out: Vec<&GroupEffect> = self
             .effects
             .iter()

@@ -10,7 +10,7 @@ use mysql_async::{Opts, UrlError};
 use crate::controller::error::{ControllerError, Result};
 
 /// Environment variable holding the controller DSN.
-pub const DSN_ENV: &str = "PSPROBE_CONTROLLER_DSN";
+pub(crate) const DSN_ENV: &str = "PSPROBE_CONTROLLER_DSN";
 
 /// A parsed `mysql://USER:PASS@HOST:PORT/` URL plus where it came from.
 #[derive(Clone)]

@@ -97,7 +97,7 @@ struct Known {
 
 /// What one switch did.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Switched {
+pub(crate) struct Switched {
     /// Statements sent (checksum, intent, apply, publish).
     pub statements: u64,
     /// Every row was read back and compared.
@@ -109,7 +109,7 @@ pub struct Switched {
     pub claims: Vec<Claim>,
 }
 
-pub struct Switcher {
+pub(crate) struct Switcher {
     known: HashMap<String, Known>,
     /// The scenario in effect since the last switch.
     current: Option<String>,
@@ -118,7 +118,7 @@ pub struct Switcher {
 
 impl Switcher {
     /// A switcher over a server found as `ledger` says.
-    pub fn new(ledger: Ledger) -> Self {
+    pub(crate) fn new(ledger: Ledger) -> Self {
         Switcher {
             known: HashMap::new(),
             current: None,
@@ -126,23 +126,23 @@ impl Switcher {
         }
     }
 
-    pub fn ledger(&self) -> &Ledger {
+    pub(crate) fn ledger(&self) -> &Ledger {
         &self.ledger
     }
 
-    pub fn ledger_mut(&mut self) -> &mut Ledger {
+    pub(crate) fn ledger_mut(&mut self) -> &mut Ledger {
         &mut self.ledger
     }
 
     /// The scenario in effect (`None`: the settings as found, or not known).
-    pub fn current(&self) -> Option<&str> {
+    pub(crate) fn current(&self) -> Option<&str> {
         self.current.as_deref()
     }
 
     /// Puts the server in `scenario` (`original`: the settings found, someone else's rows
     /// kept) and checks the previous one held; the leader's phase row `publish` rides in the
     /// same round trip, after the intent and the statements.
-    pub async fn switch(
+    pub(crate) async fn switch(
         &mut self,
         ctl: &mut Controller,
         scenario: &Scenario,
@@ -304,7 +304,7 @@ impl Switcher {
     }
 
     /// Whether the rows of the scenario in effect still hold (the end of a segment or run).
-    pub async fn confirm(&mut self, ctl: &mut Controller) -> Result<Option<bool>> {
+    pub(crate) async fn confirm(&mut self, ctl: &mut Controller) -> Result<Option<bool>> {
         let Some(sums) = self
             .current
             .as_ref()
@@ -322,7 +322,10 @@ impl Switcher {
 
     /// Puts back what psprobe found, every row someone else set kept as it is: the end of a
     /// run. Returns what it did and the rows claimed at this last look.
-    pub async fn restore(&mut self, ctl: &mut Controller) -> Result<(ApplyReport, Vec<Claim>)> {
+    pub(crate) async fn restore(
+        &mut self,
+        ctl: &mut Controller,
+    ) -> Result<(ApplyReport, Vec<Claim>)> {
         let live = ctl.read_state().await?;
         let mut claims = self
             .ledger
@@ -339,7 +342,7 @@ impl Switcher {
     }
 
     /// Forget what was learned of the rows (after a restart the server may hold other rows).
-    pub fn forget(&mut self) {
+    pub(crate) fn forget(&mut self) {
         self.known.clear();
         self.current = None;
     }

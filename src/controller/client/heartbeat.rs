@@ -27,17 +27,17 @@ use super::dsn::ControllerDsn;
 use super::leadership::LOCK_NAME;
 
 /// How often the leader beats.
-pub const BEAT: Duration = Duration::from_millis(500);
+pub(crate) const BEAT: Duration = Duration::from_millis(500);
 /// A beat this old (server time) while the lock is held: the leader is taken for gone.
-pub const STALE_AFTER: Duration = Duration::from_secs(3);
+pub(crate) const STALE_AFTER: Duration = Duration::from_secs(3);
 /// A leader that could not beat for this long checks it still holds the lock before any
 /// change (well under [`STALE_AFTER`], so it stops before a follower may take over).
-pub const FENCE_AFTER: Duration = Duration::from_secs(2);
+pub(crate) const FENCE_AFTER: Duration = Duration::from_secs(2);
 /// One beat (connect or write) that takes longer than this failed.
 const BEAT_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The statement that creates the table (with the other `psprobe` tables).
-pub const CREATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS psprobe.heartbeat (\
+pub(crate) const CREATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS psprobe.heartbeat (\
     id TINYINT PRIMARY KEY, leader VARCHAR(255) NOT NULL, conns VARCHAR(255) NOT NULL, \
     beat DATETIME(6) NOT NULL) ENGINE=InnoDB";
 
@@ -63,7 +63,7 @@ fn beat_sql(conns: &[u32]) -> String {
 
 /// What a follower reads of the holder: its name, its connections and the beat's age.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Holder {
+pub(crate) struct Holder {
     /// The connection holding the lock.
     pub connection: u64,
     /// The holder's beat, if the heartbeat row is the holder's (older psprobes do not beat).
@@ -71,7 +71,7 @@ pub struct Holder {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Beat {
+pub(crate) struct Beat {
     pub leader: String,
     pub conns: Vec<u64>,
     pub age: Duration,
@@ -79,7 +79,7 @@ pub struct Beat {
 
 impl Holder {
     /// Parses `IS_USED_LOCK`, and the heartbeat row's leader, conns and age in microseconds.
-    pub fn from_columns(
+    pub(crate) fn from_columns(
         connection: Option<u64>,
         leader: Option<String>,
         conns: Option<String>,
@@ -104,20 +104,20 @@ impl Holder {
     }
 
     /// The holder's beat when it is older than `stale_after` (the holder is taken for gone).
-    pub fn stalled(&self, stale_after: Duration) -> Option<&Beat> {
+    pub(crate) fn stalled(&self, stale_after: Duration) -> Option<&Beat> {
         self.beat.as_ref().filter(|b| b.age >= stale_after)
     }
 }
 
 /// Who holds the lock and the age of the heartbeat row (columns of a `SELECT`, one round
 /// trip): holder, leader, conns, age in microseconds.
-pub const HOLDER_COLUMNS: &str = "IS_USED_LOCK('psprobe_controller'), \
+pub(crate) const HOLDER_COLUMNS: &str = "IS_USED_LOCK('psprobe_controller'), \
     (SELECT leader FROM psprobe.heartbeat WHERE id = 1), \
     (SELECT conns FROM psprobe.heartbeat WHERE id = 1), \
     (SELECT TIMESTAMPDIFF(MICROSECOND, beat, NOW(6)) FROM psprobe.heartbeat WHERE id = 1)";
 
 /// The running heartbeat of a leader; stops when dropped.
-pub struct Heartbeat {
+pub(crate) struct Heartbeat {
     task: JoinHandle<()>,
     conns: watch::Sender<Vec<u32>>,
     /// Milliseconds from `base` to the last beat that was written.
@@ -130,7 +130,7 @@ pub struct Heartbeat {
 impl Heartbeat {
     /// Starts beating for `leader`, whose connections are `conns` (the lock holder among them).
     /// The first beat is written before this returns, when the server answers.
-    pub async fn start(dsn: &ControllerDsn, leader: &str, conns: Vec<u32>) -> Heartbeat {
+    pub(crate) async fn start(dsn: &ControllerDsn, leader: &str, conns: Vec<u32>) -> Heartbeat {
         let base = Instant::now();
         let last_ok_ms = Arc::new(AtomicU64::new(u64::MAX));
         let (tx, rx) = watch::channel(conns);
@@ -158,17 +158,17 @@ impl Heartbeat {
 
     /// The leader is restarting the server on purpose (true), or has it back (false): beats
     /// that fail meanwhile are logged at debug, not warned about.
-    pub fn planned_absence(&self, planned: bool) {
+    pub(crate) fn planned_absence(&self, planned: bool) {
         self.planned.store(planned, Ordering::Relaxed);
     }
 
     /// The leader's connections changed (a restart): beats now name these.
-    pub fn set_conns(&self, conns: Vec<u32>) {
+    pub(crate) fn set_conns(&self, conns: Vec<u32>) {
         let _ = self.conns.send(conns);
     }
 
     /// Whether a beat was written within [`FENCE_AFTER`].
-    pub fn fresh(&self) -> bool {
+    pub(crate) fn fresh(&self) -> bool {
         match self.last_ok_ms.load(Ordering::Relaxed) {
             u64::MAX => false,
             ms => self.base.elapsed() < Duration::from_millis(ms) + FENCE_AFTER,
@@ -180,7 +180,7 @@ impl Heartbeat {
     /// Resolves once a statement has waited [`FENCE_AFTER`] and no beat was written for as
     /// long: it is abandoned (the server may have been taken over meanwhile). Beats that were
     /// already missing when it started (just after a restart) do not count against it.
-    pub async fn lost(&self) {
+    pub(crate) async fn lost(&self) {
         let start = Instant::now();
         loop {
             tokio::time::sleep(BEAT / 5).await;

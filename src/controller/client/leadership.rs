@@ -16,7 +16,7 @@ use crate::controller::error::{ControllerError, Result};
 use crate::controller::model::phase_row::{PhaseRow, SwitchIntent};
 use crate::controller::model::snapshot::Snapshot;
 
-pub const LOCK_NAME: &str = "psprobe_controller";
+pub(crate) const LOCK_NAME: &str = "psprobe_controller";
 
 /// Where a leader records a switch before its statements (crash consistency, see
 /// [`SwitchIntent`]).
@@ -36,7 +36,7 @@ fn guarded_replace(target: &str, values: &str, only_if: Option<&str>) -> String 
 }
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-pub struct Leadership {
+pub(crate) struct Leadership {
     conn: Conn,
     target: String,
     pub leader: bool,
@@ -45,7 +45,7 @@ pub struct Leadership {
 
 /// Who holds the leader lock, as the server says.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LockHolder {
+pub(crate) enum LockHolder {
     /// One of this psprobe's connections.
     Me,
     /// Another psprobe, as its heartbeat names it (or its connection, if it does not beat).
@@ -57,7 +57,7 @@ pub enum LockHolder {
 
 /// What one poll of the lock found.
 #[derive(Debug)]
-pub enum LockPoll {
+pub(crate) enum LockPoll {
     /// This connection holds the lock now.
     Acquired,
     /// Another connection holds it (`None`: it was released between the two reads).
@@ -102,7 +102,7 @@ fn sql_error(target: &str, what: &str, e: mysql_async::Error) -> ControllerError
 const UNKNOWN_THREAD: u16 = 1094;
 
 impl Leadership {
-    pub async fn connect(dsn: &ControllerDsn) -> Result<Self> {
+    pub(crate) async fn connect(dsn: &ControllerDsn) -> Result<Self> {
         let target = dsn.redacted();
         let conn = match tokio::time::timeout(CONNECT_TIMEOUT, Conn::new(dsn.opts())).await {
             Ok(Ok(conn)) => conn,
@@ -144,7 +144,7 @@ impl Leadership {
     }
 
     /// The server's id of this connection (what `IS_USED_LOCK` names when it holds the lock).
-    pub fn connection_id(&self) -> u32 {
+    pub(crate) fn connection_id(&self) -> u32 {
         self.conn.id()
     }
 
@@ -156,7 +156,7 @@ impl Leadership {
 
     /// Polls the lock in one round trip: takes it if free, or reads who holds it and how
     /// old that holder's heartbeat is.
-    pub async fn poll_lock(&mut self) -> Result<LockPoll> {
+    pub(crate) async fn poll_lock(&mut self) -> Result<LockPoll> {
         if self.leader {
             return Ok(LockPoll::Acquired);
         }
@@ -186,7 +186,7 @@ impl Leadership {
 
     /// Who holds the lock: `mine` are this psprobe's connection ids (the lock's and any it
     /// held the lock on before, which the server may still keep open).
-    pub async fn holder(&mut self, mine: &[u32]) -> Result<LockHolder> {
+    pub(crate) async fn holder(&mut self, mine: &[u32]) -> Result<LockHolder> {
         let what = "find the leader";
         let sql = format!("SELECT {HOLDER_COLUMNS}");
         let done = self.guard.run(self.conn.query_first(sql)).await;
@@ -211,7 +211,7 @@ impl Leadership {
     }
 
     /// Whether this connection holds the lock (asked of the server, not remembered).
-    pub async fn holds_lock(&mut self) -> Result<bool> {
+    pub(crate) async fn holds_lock(&mut self) -> Result<bool> {
         let what = "check the leader lock";
         let sql = format!("SELECT IS_USED_LOCK('{LOCK_NAME}') = CONNECTION_ID()");
         let done = self.guard.run(self.conn.query_first(sql)).await;
@@ -221,7 +221,7 @@ impl Leadership {
 
     /// Ends a stalled leader's connections (`KILL CONNECTION`; the same account may). An id
     /// already gone is no error.
-    pub async fn kill(&mut self, connections: &[u64]) -> Result<()> {
+    pub(crate) async fn kill(&mut self, connections: &[u64]) -> Result<()> {
         let what = "end the stalled leader's connections";
         for id in connections {
             let sql = format!("KILL CONNECTION {id}");
@@ -234,7 +234,7 @@ impl Leadership {
     }
 
     /// Tries to become the leader (never waits). True when this connection holds the lock.
-    pub async fn try_acquire(&mut self) -> Result<bool> {
+    pub(crate) async fn try_acquire(&mut self) -> Result<bool> {
         if self.leader {
             return Ok(true);
         }
@@ -250,7 +250,7 @@ impl Leadership {
     /// controller's, in the NO_BACKSLASH_ESCAPES session the quoting assumes); with `only_if`,
     /// written only where that SQL condition holds (a batch that goes on only if the rows it
     /// started from held).
-    pub fn publish_sql(row: &PhaseRow, only_if: Option<&str>) -> String {
+    pub(crate) fn publish_sql(row: &PhaseRow, only_if: Option<&str>) -> String {
         use crate::controller::model::pattern::quote;
         guarded_replace(
             "psprobe.phase (id, scenario, block, phase, state, leader)",
@@ -268,7 +268,7 @@ impl Leadership {
 
     /// The statement that records a switch before its statements (see [`SwitchIntent`]), for
     /// the same batch; `only_if` as in [`Leadership::publish_sql`].
-    pub fn intent_sql(intent: &SwitchIntent, only_if: Option<&str>) -> String {
+    pub(crate) fn intent_sql(intent: &SwitchIntent, only_if: Option<&str>) -> String {
         use crate::controller::model::pattern::quote;
         guarded_replace(
             "psprobe.switch_intent (id, leader, from_scenario, to_scenario, phase)",
@@ -283,7 +283,7 @@ impl Leadership {
         )
     }
 
-    pub async fn publish(&mut self, row: &PhaseRow) -> Result<()> {
+    pub(crate) async fn publish(&mut self, row: &PhaseRow) -> Result<()> {
         let what = "publish the phase";
         let sent = self.conn.exec_drop(
             "REPLACE INTO psprobe.phase (id, scenario, block, phase, state, leader) \
@@ -300,7 +300,7 @@ impl Leadership {
         self.answer(done, what)
     }
 
-    pub async fn read(&mut self) -> Result<Option<PhaseRow>> {
+    pub(crate) async fn read(&mut self) -> Result<Option<PhaseRow>> {
         let what = "read the phase";
         let sql = "SELECT scenario, block, phase, state, leader FROM psprobe.phase WHERE id = 1";
         let done = self.guard.run(self.conn.query_first(sql)).await;
@@ -314,7 +314,7 @@ impl Leadership {
 
     /// Keeps the leader's snapshot on the server, so a leader taking over after a crash
     /// restores the original settings rather than snapshotting a scenario.
-    pub async fn save_snapshot(&mut self, snapshot: &Snapshot) -> Result<()> {
+    pub(crate) async fn save_snapshot(&mut self, snapshot: &Snapshot) -> Result<()> {
         let json = serde_json::to_string(snapshot).map_err(|e| ControllerError::Connection {
             target: self.target.clone(),
             action: "encode the snapshot".into(),
@@ -329,7 +329,7 @@ impl Leadership {
         self.answer(done, what)
     }
 
-    pub async fn clear_snapshot(&mut self) -> Result<()> {
+    pub(crate) async fn clear_snapshot(&mut self) -> Result<()> {
         let what = "clear the snapshot on the server";
         let sent = self
             .conn
@@ -339,14 +339,14 @@ impl Leadership {
     }
 
     /// The session's round trip to the server (one cheap query).
-    pub async fn ping(&mut self) -> Result<Duration> {
+    pub(crate) async fn ping(&mut self) -> Result<Duration> {
         let t = std::time::Instant::now();
         let done = self.guard.run(self.conn.ping()).await;
         self.answer(done, "ping")?;
         Ok(t.elapsed())
     }
 
-    pub async fn release(mut self) {
+    pub(crate) async fn release(mut self) {
         if self.guard.is_broken() {
             // The server ends the session (and frees the lock) when the socket closes.
             return;

@@ -23,7 +23,7 @@ const BAD_DB: u16 = 1049;
 
 /// How a snapshot left behind is resolved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// Written back only if it is provably the truth (the controller; plain `ps restore`).
     Proved,
     /// The operator's say-so: written back whatever the live rows are (`ps restore --force`).
@@ -34,7 +34,7 @@ pub enum Mode {
 
 /// What [`resolve`] did.
 #[derive(Debug)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// Nothing was left behind.
     Nothing,
     Restored {
@@ -64,7 +64,7 @@ pub enum Outcome {
 
 /// How to tell the operator what to run: `psprobe ps ... restore ...`, to which `--discard` or
 /// `--force` is appended.
-pub struct Hint {
+pub(crate) struct Hint {
     pub restore_command: String,
     /// Snapshots without any record of what was applied (older psprobes) are written back
     /// (`ps restore`: the operator asked) or refused (the controller).
@@ -80,7 +80,7 @@ struct Found {
 
 /// Whether the account must be able to read psprobe's tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Rights {
+pub(crate) enum Rights {
     /// A controller run: it writes snapshots there, so one it cannot read could be a dead
     /// run's, and missing it would lose that run's settings. Not being allowed to read is an
     /// error naming the grant.
@@ -100,7 +100,7 @@ fn absent(e: &ControllerError, rights: Rights) -> bool {
 
 /// The snapshot kept on the server (`None`: none, psprobe's tables are missing, or, with
 /// [`Rights::Optional`], this account may not read them).
-pub async fn on_server(ctl: &mut Controller, rights: Rights) -> Result<Option<Snapshot>> {
+pub(crate) async fn on_server(ctl: &mut Controller, rights: Rights) -> Result<Option<Snapshot>> {
     let sql = "SELECT body FROM psprobe.snapshot WHERE id = 1";
     let row: Option<Row> = match ctl
         .batch_first_row(sql, "read the snapshot on the server")
@@ -126,7 +126,7 @@ pub async fn on_server(ctl: &mut Controller, rights: Rights) -> Result<Option<Sn
 }
 
 /// The row the last leader published in `psprobe.phase`.
-pub async fn phase_row(ctl: &mut Controller, rights: Rights) -> Result<Option<PhaseRow>> {
+pub(crate) async fn phase_row(ctl: &mut Controller, rights: Rights) -> Result<Option<PhaseRow>> {
     let sql = "SELECT scenario, block, phase, state, leader FROM psprobe.phase WHERE id = 1";
     match ctl.batch_first_row::<Row>(sql, "read the phase row").await {
         Ok(row) => Ok(row.and_then(|r| {
@@ -141,7 +141,7 @@ pub async fn phase_row(ctl: &mut Controller, rights: Rights) -> Result<Option<Ph
 
 /// Takes the controller lock on `ctl`'s connection (held until it closes), so no controller
 /// starts while the CLI changes settings. `Err(ControllerRunning)` if one holds it.
-pub async fn hold_controller_lock(ctl: &mut Controller) -> Result<()> {
+pub(crate) async fn hold_controller_lock(ctl: &mut Controller) -> Result<()> {
     let got: Option<Row> = ctl
         .batch_first_row(
             &format!("SELECT GET_LOCK('{LOCK_NAME}', 0)"),
@@ -226,7 +226,10 @@ fn origin(found: &Found, state_file: &Path) -> String {
 }
 
 /// The switch intent the last leader wrote before its last switch.
-pub async fn switch_intent(ctl: &mut Controller, rights: Rights) -> Result<Option<SwitchIntent>> {
+pub(crate) async fn switch_intent(
+    ctl: &mut Controller,
+    rights: Rights,
+) -> Result<Option<SwitchIntent>> {
     let sql = "SELECT leader, from_scenario, to_scenario, phase FROM psprobe.switch_intent \
                WHERE id = 1";
     match ctl
@@ -255,7 +258,7 @@ pub async fn switch_intent(ctl: &mut Controller, rights: Rights) -> Result<Optio
 /// pfsoff or with startup options is [`Outcome::RestartFirst`]; it refuses with
 /// [`ControllerError::StaleSnapshot`], changing nothing, only when it cannot tell what the run
 /// last applied. Once written back or discarded the snapshot is removed from both places.
-pub async fn resolve(
+pub(crate) async fn resolve(
     ctl: &mut Controller,
     state_file: &Path,
     catalog: &Catalog,

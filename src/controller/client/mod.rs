@@ -4,12 +4,12 @@
 //!
 //! Must not: decide what to apply when (that is `schedule`).
 
-pub mod dsn;
-pub mod fast_switch;
-pub mod heartbeat;
-pub mod leadership;
-pub mod left_behind;
-pub mod restart;
-pub mod server;
-pub mod server_cpu;
-pub mod statement;
+pub(crate) mod dsn;
+pub(crate) mod fast_switch;
+pub(crate) mod heartbeat;
+pub(crate) mod leadership;
+pub(crate) mod left_behind;
+pub(crate) mod restart;
+pub(crate) mod server;
+pub(crate) mod server_cpu;
+pub(crate) mod statement;

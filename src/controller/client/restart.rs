@@ -23,7 +23,7 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 /// --restart-timeout after a slow stop can be shorter than PROGRESS_EVERY).
 const FIRST_NOT_BACK: Duration = Duration::from_secs(5);
 
-pub async fn restart_server(
+pub(crate) async fn restart_server(
     command: &str,
     performance_schema: bool,
     opts: &str,
@@ -148,7 +148,7 @@ const UPTIME_SLACK_S: u64 = 1;
 
 /// How one restart went, from the moment the restart command started.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RestartTiming {
+pub(crate) struct RestartTiming {
     /// Until the server refused connections (`None`: never seen down between two probes).
     pub stop: Option<Duration>,
     /// From then until it accepted connections again.
@@ -161,7 +161,7 @@ pub struct RestartTiming {
 
 impl RestartTiming {
     /// "stop 0.9 s, start 0.3 s, first query after 1.4 s".
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let s = |d: Option<Duration>| {
             d.map_or("-".to_string(), |d| format!("{:.1} s", d.as_secs_f64()))
         };
@@ -176,7 +176,7 @@ impl RestartTiming {
 
 /// Runs the restart command, waits for the server (see [`wait_ready`]), and times both, with
 /// the server's port (`addr`) probed meanwhile for when it went down and came back.
-pub async fn restart_and_wait(
+pub(crate) async fn restart_and_wait(
     command: &str,
     performance_schema: bool,
     opts: &str,
@@ -246,7 +246,7 @@ async fn watch_port(
 /// `restarted_since` (unix seconds, when the restart command began): a server that started
 /// before then is still the old one (a command that returns before it stops the server), and
 /// is waited for like one that does not answer yet.
-pub async fn wait_ready(
+pub(crate) async fn wait_ready(
     dsn: &super::dsn::ControllerDsn,
     performance_schema: bool,
     timeout: Duration,

@@ -5,13 +5,13 @@
 /// Where to find mysqld's pid: given once, or read from its pid file each time (it changes when
 /// the server restarts).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PidSource {
+pub(crate) enum PidSource {
     Fixed(u32),
     File(std::path::PathBuf),
 }
 
 impl PidSource {
-    pub fn pid(&self) -> Option<u32> {
+    pub(crate) fn pid(&self) -> Option<u32> {
         match self {
             PidSource::Fixed(pid) => Some(*pid),
             PidSource::File(path) => std::fs::read_to_string(path).ok()?.trim().parse().ok(),
@@ -20,7 +20,7 @@ impl PidSource {
 }
 
 /// CPU time (user + system) of process `pid` in milliseconds, `None` if it cannot be read.
-pub fn cpu_ms(pid: u32) -> Option<u64> {
+pub(crate) fn cpu_ms(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) may hold spaces: count fields after its closing parenthesis.
     let after = &stat[stat.rfind(')')? + 2..];

@@ -13,11 +13,11 @@ use mysql_async::Error as MyError;
 use crate::controller::error::ControllerError;
 
 /// A statement that takes longer has failed.
-pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const STATEMENT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Why a guarded statement gave no answer.
 #[derive(Debug)]
-pub enum Failure {
+pub(crate) enum Failure {
     /// An earlier statement on this connection timed out or was cancelled.
     Broken,
     TimedOut,
@@ -26,7 +26,7 @@ pub enum Failure {
 
 impl Failure {
     /// The error for the user; `sql` explains what the server or driver said.
-    pub fn into_error(
+    pub(crate) fn into_error(
         self,
         target: &str,
         what: &str,
@@ -47,17 +47,17 @@ impl Failure {
 
 /// Whether a connection may still be used; kept beside the connection it guards.
 #[derive(Debug, Default)]
-pub struct StatementGuard {
+pub(crate) struct StatementGuard {
     broken: bool,
 }
 
 impl StatementGuard {
-    pub fn is_broken(&self) -> bool {
+    pub(crate) fn is_broken(&self) -> bool {
         self.broken
     }
 
     /// Runs `statement` (built on the guarded connection; nothing is sent before it is polled).
-    pub async fn run<T>(
+    pub(crate) async fn run<T>(
         &mut self,
         statement: impl Future<Output = Result<T, MyError>>,
     ) -> Result<T, Failure> {

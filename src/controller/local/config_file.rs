@@ -11,7 +11,7 @@ use crate::controller::model::file::PsConfig;
 
 impl PsConfig {
     /// Reads and parses the config file at `path`.
-    pub fn load(path: &Path) -> Result<Self> {
+    pub(crate) fn load(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path).map_err(|e| ControllerError::Config {
             path: path.into(),
             reason: format!("cannot read it: {e}"),

@@ -4,5 +4,5 @@
 //!
 //! Must not: talk to a server or decide when anything is saved or restored.
 
-pub mod config_file;
-pub mod state_file;
+pub(crate) mod config_file;
+pub(crate) mod state_file;

@@ -14,7 +14,7 @@ use super::scenario::{InstrumentRule, Scenario, Settings, Source};
 use crate::controller::error::{ControllerError, Result};
 
 /// The consumers the study's `pfson_conon_ins_sqlon` (DAS performance insight) turns on.
-pub const SQLON_CONSUMERS: [&str; 5] = [
+pub(crate) const SQLON_CONSUMERS: [&str; 5] = [
     "global_instrumentation",
     "thread_instrumentation",
     "events_statements_current",

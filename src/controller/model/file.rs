@@ -21,7 +21,7 @@ use serde::Deserialize;
 
 use crate::controller::error::{ControllerError, Result};
 
-pub struct PsConfig {
+pub(crate) struct PsConfig {
     pub path: PathBuf,
     /// The raw DSN; parse it with `ControllerDsn::resolve`, never print it.
     pub dsn: Option<String>,
@@ -55,7 +55,7 @@ struct ControllerTable {
 
 impl PsConfig {
     /// The config file's text, parsed; `path` only names it in errors.
-    pub fn parse(text: String, path: &Path) -> Result<Self> {
+    pub(crate) fn parse(text: String, path: &Path) -> Result<Self> {
         let top: Top = parse_toml(&text, path)?;
         Ok(PsConfig {
             path: path.into(),

@@ -29,7 +29,8 @@ use crate::controller::error::{ControllerError, Result};
 use crate::phase_log::group_names::{advice_name, point_name, valid_group_name};
 
 /// Consumers on whenever any group is: without them no instrument collects anything.
-pub const ALWAYS_WITH_A_GROUP: [&str; 2] = ["global_instrumentation", "thread_instrumentation"];
+pub(crate) const ALWAYS_WITH_A_GROUP: [&str; 2] =
+    ["global_instrumentation", "thread_instrumentation"];
 
 /// One group: what it turns on.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -320,7 +321,7 @@ impl Groups {
 /// The runtime settings of `on` (a set of groups): their consumers with global and thread
 /// instrumentation, their instruments enabled and timed, every other row off. With no group
 /// on: global and thread instrumentation only.
-pub fn settings_of(on: &[&Group]) -> Settings {
+pub(crate) fn settings_of(on: &[&Group]) -> Settings {
     let consumers: Vec<String> = ALWAYS_WITH_A_GROUP
         .iter()
         .map(|s| s.to_string())
@@ -348,7 +349,7 @@ fn dedup_push(mut list: Vec<String>, item: String) -> Vec<String> {
 }
 
 /// The design point turning on `on` (named by [`point_name`], groups in the order given).
-pub fn point_scenario(on: &[&Group]) -> Scenario {
+pub(crate) fn point_scenario(on: &[&Group]) -> Scenario {
     let names: Vec<&str> = on.iter().map(|g| g.name.as_str()).collect();
     Scenario {
         name: point_name(&names),
@@ -364,7 +365,7 @@ pub fn point_scenario(on: &[&Group]) -> Scenario {
 
 /// The recommended configuration `on`, as the scenario that confirms it. No group at all is
 /// nothing instrumented (global and thread instrumentation only come with a group).
-pub fn advice_scenario(on: &[&Group]) -> Scenario {
+pub(crate) fn advice_scenario(on: &[&Group]) -> Scenario {
     let names: Vec<&str> = on.iter().map(|g| g.name.as_str()).collect();
     let settings = if on.is_empty() {
         Settings::Runtime {

@@ -4,16 +4,16 @@
 //! Must not: do I/O of any kind: talk to a server (that is `client`) or read and write files
 //! (`local`); or know about schedules.
 
-pub mod catalog;
-pub mod file;
-pub mod groups;
-pub mod ownership;
-pub mod pattern;
-pub mod phase_row;
-pub mod scenario;
-pub mod setup_tables;
-pub mod snapshot;
-pub mod stale;
-pub mod startup;
-pub mod transition;
-pub mod version;
+pub(crate) mod catalog;
+pub(crate) mod file;
+pub(crate) mod groups;
+pub(crate) mod ownership;
+pub(crate) mod pattern;
+pub(crate) mod phase_row;
+pub(crate) mod scenario;
+pub(crate) mod setup_tables;
+pub(crate) mod snapshot;
+pub(crate) mod stale;
+pub(crate) mod startup;
+pub(crate) mod transition;
+pub(crate) mod version;

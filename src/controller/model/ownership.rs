@@ -133,7 +133,7 @@ impl fmt::Display for Claim {
 }
 
 /// Every row of `state` by (table, name).
-pub fn rows(state: &SetupState) -> HashMap<(Table, &str), Cells> {
+pub(crate) fn rows(state: &SetupState) -> HashMap<(Table, &str), Cells> {
     let consumers = state.consumers.iter().map(|r| {
         let cells = Cells {
             enabled: r.enabled,
@@ -157,7 +157,7 @@ const MAX_WRITTEN: usize = 8;
 
 /// What psprobe found and wrote on one server, and the rows that are someone else's.
 #[derive(Clone, Debug)]
-pub struct Ledger {
+pub(crate) struct Ledger {
     /// The settings found before the first change (the snapshot's).
     found: SetupState,
     /// What psprobe's last switch left: one state, or several while a switch is unconfirmed.
@@ -168,7 +168,7 @@ pub struct Ledger {
 impl Ledger {
     /// A ledger of a run that found `found` and has written nothing since; `claims` are rows
     /// known to be someone else's already (a snapshot's).
-    pub fn new(found: SetupState, claims: Vec<Claim>) -> Self {
+    pub(crate) fn new(found: SetupState, claims: Vec<Claim>) -> Self {
         Ledger {
             found,
             written: Vec::new(),
@@ -177,7 +177,11 @@ impl Ledger {
     }
 
     /// A ledger that may have written any of `written` (a run resolved after it stopped).
-    pub fn with_written(found: SetupState, written: Vec<SetupState>, claims: Vec<Claim>) -> Self {
+    pub(crate) fn with_written(
+        found: SetupState,
+        written: Vec<SetupState>,
+        claims: Vec<Claim>,
+    ) -> Self {
         Ledger {
             found,
             written,
@@ -185,16 +189,17 @@ impl Ledger {
         }
     }
 
-    pub fn found(&self) -> &SetupState {
+    #[cfg(test)]
+    pub(crate) fn found(&self) -> &SetupState {
         &self.found
     }
 
-    pub fn claims(&self) -> &[Claim] {
+    pub(crate) fn claims(&self) -> &[Claim] {
         &self.claims
     }
 
     /// A switch to `to` is about to be sent: until it is confirmed each row may hold either.
-    pub fn switching(&mut self, to: &SetupState) {
+    pub(crate) fn switching(&mut self, to: &SetupState) {
         if !self.written.contains(to) {
             if self.written.len() >= MAX_WRITTEN {
                 self.written.remove(0);
@@ -204,14 +209,14 @@ impl Ledger {
     }
 
     /// The server holds `to` now (read back, or proved by its checksum).
-    pub fn switched(&mut self, to: &SetupState) {
+    pub(crate) fn switched(&mut self, to: &SetupState) {
         self.written = vec![to.clone()];
     }
 
     /// Compares `live` with what psprobe found and wrote: a row that holds neither is a new
     /// claim (or a claimed row changed again); those are returned and kept. Rows psprobe never
     /// saw (an instrument that appeared with a plugin) are nobody's business here.
-    pub fn observe(&mut self, live: &SetupState, origin: Origin, now_ms: u64) -> Vec<Claim> {
+    pub(crate) fn observe(&mut self, live: &SetupState, origin: Origin, now_ms: u64) -> Vec<Claim> {
         let found = rows(&self.found);
         let written: Vec<HashMap<(Table, &str), Cells>> = self.written.iter().map(rows).collect();
         let mut claimed: HashMap<(Table, String), usize> = HashMap::new();
@@ -266,7 +271,7 @@ impl Ledger {
     /// The server restarted without psprobe: what it came back with is the new "found", and
     /// every row it brought back other than psprobe found it is the restart's (claimed, so
     /// later switches leave it as the DBA started it). Returns those claims.
-    pub fn rebase(&mut self, live: &SetupState, now_ms: u64) -> Vec<Claim> {
+    pub(crate) fn rebase(&mut self, live: &SetupState, now_ms: u64) -> Vec<Claim> {
         let before = rows(&self.found);
         let mut fresh = Vec::new();
         for (key, cells) in rows(live) {
@@ -298,7 +303,7 @@ impl Ledger {
 
     /// How many cells psprobe's last switch left other than found (`None`: a switch was
     /// never confirmed, so it is not known which of its states the server holds).
-    pub fn differing_from_found(&self) -> Option<usize> {
+    pub(crate) fn differing_from_found(&self) -> Option<usize> {
         match self.written.as_slice() {
             [] => Some(0),
             [one] => Some(super::setup_tables::compare(&self.found, one).len()),
@@ -308,18 +313,18 @@ impl Ledger {
 
     /// `plan` with every claimed row left out: its statements do not touch them, and it
     /// expects them as `live` holds them.
-    pub fn exclude(&self, plan: Plan, live: &SetupState) -> Plan {
+    pub(crate) fn exclude(&self, plan: Plan, live: &SetupState) -> Plan {
         exclude(plan, &self.claims, live)
     }
 
     /// What a restore writes: the found settings, but the claimed rows as `live` holds them.
-    pub fn restore_target(&self, live: &SetupState) -> SetupState {
+    pub(crate) fn restore_target(&self, live: &SetupState) -> SetupState {
         keep_claimed(&self.found, &self.claims, live)
     }
 }
 
 /// `target` with each claimed row as `live` holds it (rows `live` lacks stay as they are).
-pub fn keep_claimed(target: &SetupState, claims: &[Claim], live: &SetupState) -> SetupState {
+pub(crate) fn keep_claimed(target: &SetupState, claims: &[Claim], live: &SetupState) -> SetupState {
     let now = rows(live);
     let mut out = target.clone();
     let claimed =
@@ -346,7 +351,7 @@ pub fn keep_claimed(target: &SetupState, claims: &[Claim], live: &SetupState) ->
 }
 
 /// `plan` with the claimed rows left out (see [`Ledger::exclude`]).
-pub fn exclude(mut plan: Plan, claims: &[Claim], live: &SetupState) -> Plan {
+pub(crate) fn exclude(mut plan: Plan, claims: &[Claim], live: &SetupState) -> Plan {
     if claims.is_empty() {
         return plan;
     }
@@ -375,13 +380,13 @@ pub fn exclude(mut plan: Plan, claims: &[Claim], live: &SetupState) -> Plan {
 
 /// Adds `name not in (...)` to one of psprobe's own UPDATEs (`update T set ...` with or
 /// without a `where`).
-pub fn exclude_names(statement: &str, names: &[&str]) -> String {
+pub(crate) fn exclude_names(statement: &str, names: &[&str]) -> String {
     let list: Vec<String> = names.iter().map(|n| quote(n)).collect();
     add_condition(statement, &format!("name not in ({})", list.join(",")))
 }
 
 /// Adds `condition` to one of psprobe's own UPDATEs, as its `where` or `and` it.
-pub fn add_condition(statement: &str, condition: &str) -> String {
+pub(crate) fn add_condition(statement: &str, condition: &str) -> String {
     match statement.to_ascii_lowercase().find(" where ") {
         // The existing condition in parentheses: an `or` in it must not swallow ours.
         Some(at) => {

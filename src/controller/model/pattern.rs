@@ -53,7 +53,7 @@ impl fmt::Display for NamePattern {
 }
 
 /// SQL LIKE without an escape character, ASCII case-insensitive.
-pub fn like(pattern: &str, text: &str) -> bool {
+pub(crate) fn like(pattern: &str, text: &str) -> bool {
     let p: Vec<char> = pattern.chars().map(|c| c.to_ascii_lowercase()).collect();
     let t: Vec<char> = text.chars().map(|c| c.to_ascii_lowercase()).collect();
     let (mut pi, mut ti) = (0, 0);
@@ -79,7 +79,7 @@ pub fn like(pattern: &str, text: &str) -> bool {
 }
 
 /// A string literal for the controller's session (NO_BACKSLASH_ESCAPES).
-pub fn quote(s: &str) -> String {
+pub(crate) fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
 }
 

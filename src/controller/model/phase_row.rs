@@ -6,7 +6,7 @@
 
 /// What the leader publishes about the slot in effect, once per slot.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct PhaseRow {
+pub(crate) struct PhaseRow {
     pub scenario: String,
     /// Segment (fast) or slow block.
     pub block: u64,
@@ -38,7 +38,7 @@ impl PhaseRow {
     }
 
     /// A row as read from `psprobe.phase` (the leader column carries the slot's timing).
-    pub fn from_columns(
+    pub(crate) fn from_columns(
         (scenario, block, phase, state, leader): (String, u64, u64, String, String),
     ) -> PhaseRow {
         let mut row = PhaseRow {
@@ -75,7 +75,7 @@ impl PhaseRow {
 /// or an error in between leaves an intent newer than the row, and the next start knows each
 /// row may hold either scenario's value.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct SwitchIntent {
+pub(crate) struct SwitchIntent {
     pub leader: String,
     pub from: String,
     pub to: String,

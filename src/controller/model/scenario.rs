@@ -359,7 +359,7 @@ impl Scenario {
 
 /// Whether an UPDATE leaves instrument `name` enabled whatever it sets: the built-in
 /// `memory/performance_schema/%` instruments (MySQL 5.7+, MariaDB 10.5+).
-pub fn always_enabled(name: &str) -> bool {
+pub(crate) fn always_enabled(name: &str) -> bool {
     name.to_ascii_lowercase()
         .starts_with("memory/performance_schema/")
 }

@@ -9,10 +9,10 @@ use serde::{Deserialize, Serialize};
 use super::pattern::quote;
 
 /// Most names in one `WHERE NAME IN (...)`.
-pub const MAX_NAMES_PER_UPDATE: usize = 500;
+pub(crate) const MAX_NAMES_PER_UPDATE: usize = 500;
 
-pub const CONSUMERS: &str = "performance_schema.setup_consumers";
-pub const INSTRUMENTS: &str = "performance_schema.setup_instruments";
+pub(crate) const CONSUMERS: &str = "performance_schema.setup_consumers";
+pub(crate) const INSTRUMENTS: &str = "performance_schema.setup_instruments";
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConsumerRow {
@@ -120,7 +120,7 @@ impl fmt::Display for Mismatch {
     }
 }
 
-pub fn yes_no(v: bool) -> &'static str {
+pub(crate) fn yes_no(v: bool) -> &'static str {
     if v {
         "YES"
     } else {
@@ -128,13 +128,13 @@ pub fn yes_no(v: bool) -> &'static str {
     }
 }
 
-pub fn yes_no_null(v: Option<bool>) -> &'static str {
+pub(crate) fn yes_no_null(v: Option<bool>) -> &'static str {
     v.map_or("NULL", yes_no)
 }
 
 /// Every cell of `expected` that `actual` does not hold. Rows only in `actual` are not checked
 /// (a scenario says nothing about rows that did not exist when it was planned).
-pub fn compare(expected: &SetupState, actual: &SetupState) -> Vec<Mismatch> {
+pub(crate) fn compare(expected: &SetupState, actual: &SetupState) -> Vec<Mismatch> {
     let mut out = Vec::new();
     let consumers: HashMap<&str, &ConsumerRow> = actual
         .consumers
@@ -199,7 +199,7 @@ pub fn compare(expected: &SetupState, actual: &SetupState) -> Vec<Mismatch> {
 /// `current` was read keeps their value, and the read-back after shows it. Rows of `target`
 /// missing from `current` are skipped (the caller warns about them); a TIMED that cannot be
 /// timed (NULL) is left alone.
-pub fn write_back_statements(target: &SetupState, current: &SetupState) -> Vec<String> {
+pub(crate) fn write_back_statements(target: &SetupState, current: &SetupState) -> Vec<String> {
     let mut statements = Vec::new();
 
     let now: HashMap<&str, bool> = current
@@ -260,7 +260,7 @@ pub fn write_back_statements(target: &SetupState, current: &SetupState) -> Vec<S
 
 /// `if(COLUMN = 'WAS', 'WANT', COLUMN)`: the cell becomes `want` only if it still holds
 /// `was` (`None`: whatever it holds).
-pub fn guarded_cell(column: &str, was: Option<bool>, want: bool) -> String {
+pub(crate) fn guarded_cell(column: &str, was: Option<bool>, want: bool) -> String {
     match was {
         Some(was) => format!(
             "if({column} = '{}', '{}', {column})",

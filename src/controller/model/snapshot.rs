@@ -11,7 +11,7 @@ use crate::controller::error::{ControllerError, Result};
 use crate::timestamp::rfc3339;
 
 /// Bumped whenever the file's shape changes incompatibly.
-pub const FORMAT_VERSION: u32 = 1;
+pub(crate) const FORMAT_VERSION: u32 = 1;
 
 /// Which server a snapshot belongs to.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -61,7 +61,7 @@ impl ServerIdentity {
 }
 
 /// [`RestartIntent::into`] of a restart with the server's own options.
-pub const OWN_OPTIONS: &str = "own options";
+pub(crate) const OWN_OPTIONS: &str = "own options";
 
 /// A restart psprobe is about to make: recorded before the command runs, so a psprobe killed
 /// meanwhile is told apart from a DBA's restart by the next start.

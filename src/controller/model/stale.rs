@@ -19,7 +19,7 @@ use crate::controller::model::phase_row::{PhaseRow, SwitchIntent};
 
 /// What psprobe last did to the server on top of the snapshot.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LastApplied {
+pub(crate) enum LastApplied {
     /// Nothing yet (the run had not switched): the live rows must be the snapshot's.
     Nothing,
     /// This scenario, as the run published it or `ps apply` recorded it.
@@ -46,7 +46,7 @@ impl fmt::Display for LastApplied {
 
 /// What the snapshot's run (or `ps apply`) last applied, from the snapshot, the phase row and
 /// the switch intent the run wrote before its last switch.
-pub fn last_applied(
+pub(crate) fn last_applied(
     snapshot: &Snapshot,
     phase: Option<&PhaseRow>,
     intent: Option<&SwitchIntent>,
@@ -79,7 +79,7 @@ pub fn last_applied(
 
 /// Why a snapshot cannot be written back.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Why {
+pub(crate) enum Why {
     /// psprobe cannot tell what it last applied.
     NoRecord { detail: String },
 }
@@ -95,7 +95,7 @@ impl fmt::Display for Why {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Write `target` back: psprobe's rows as found, everyone else's as they are. `rows`:
     /// cells that differ now (0: nothing to write); `claims`: rows found someone else's now.
     Restore {
@@ -114,7 +114,7 @@ pub enum Verdict {
 }
 
 /// The rows `last` leaves on a server whose rows were `base` (`None`: not known here).
-pub fn rows_after(catalog: &Catalog, last: &str, base: &SetupState) -> Option<SetupState> {
+pub(crate) fn rows_after(catalog: &Catalog, last: &str, base: &SetupState) -> Option<SetupState> {
     let scenario = lookup(catalog, last)?;
     if scenario.settings == Settings::Original {
         return Some(base.clone());
@@ -142,7 +142,7 @@ fn lookup(catalog: &Catalog, name: &str) -> Option<Scenario> {
 /// sides of an unfinished switch). A scenario that leaves a table alone leaves it as the one
 /// before it did: then every scheduled scenario's rows count. `None`: a scenario this psprobe
 /// cannot plan.
-pub fn possibly_written(
+pub(crate) fn possibly_written(
     catalog: &Catalog,
     snapshot: &Snapshot,
     last: &LastApplied,
@@ -187,7 +187,7 @@ fn restarted_by(intent: &RestartIntent, server: &ServerIdentity) -> Option<bool>
 
 /// Whether `snapshot` may be written back over `live` on `server` (`live`: `None` when
 /// performance_schema is OFF), given what psprobe `last` applied.
-pub fn judge(
+pub(crate) fn judge(
     snapshot: &Snapshot,
     last: &LastApplied,
     live: Option<&SetupState>,

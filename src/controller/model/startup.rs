@@ -8,10 +8,10 @@ use super::pattern::{NamePattern, Selection};
 use super::scenario::{InstrumentRule, Scenario, Settings};
 use crate::controller::error::{ControllerError, Result};
 
-pub use crate::phase_log::{twin_name, SUFFIX};
+pub(crate) use crate::phase_log::{twin_name, SUFFIX};
 
 /// The startup variant of a runtime scenario.
-pub fn startup_of(twin: &Scenario) -> Result<Scenario> {
+pub(crate) fn startup_of(twin: &Scenario) -> Result<Scenario> {
     let name = format!("{}{SUFFIX}", twin.name);
     if !matches!(twin.settings, Settings::Runtime { .. }) {
         return Err(ControllerError::StartupScenario {
@@ -43,7 +43,7 @@ fn quote(s: &str) -> String {
 /// (`consumers`: the names of its setup_consumers rows), and `--performance-schema-instrument`
 /// patterns (`'%=OFF'` first; more specific patterns win on the server whatever the order).
 /// Empty for scenarios that are not startup scenarios.
-pub fn options(scenario: &Scenario, consumers: &[String]) -> Result<Vec<String>> {
+pub(crate) fn options(scenario: &Scenario, consumers: &[String]) -> Result<Vec<String>> {
     let Settings::Startup(twin) = &scenario.settings else {
         return Ok(Vec::new());
     };

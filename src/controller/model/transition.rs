@@ -20,7 +20,11 @@ fn guarded(column: &str, old: &str, new: &str) -> String {
 /// The statements from `from` to `to`, claimed rows left out; `None` when either is not a
 /// runtime scenario, or `to` sets a table `from` left alone (what it holds is not known here:
 /// the full switch reads it).
-pub fn transition_sql(from: &Scenario, to: &Scenario, claims: &[Claim]) -> Option<Vec<String>> {
+pub(crate) fn transition_sql(
+    from: &Scenario,
+    to: &Scenario,
+    claims: &[Claim],
+) -> Option<Vec<String>> {
     let (
         Settings::Runtime {
             consumers: from_c,

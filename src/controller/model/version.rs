@@ -117,7 +117,7 @@ impl fmt::Display for Series {
 /// back after a start (MariaDB and MySQL: `Loading buffer pool(s) from ...`, `Loaded N/M
 /// pages`). MySQL with the load at startup off says `Loading of buffer pool not started`: that
 /// is no load to wait for (waiting on it ran into --restart-timeout).
-pub fn buffer_pool_still_loading(status: &str) -> bool {
+pub(crate) fn buffer_pool_still_loading(status: &str) -> bool {
     (status.starts_with("Loading") && !status.contains("not started"))
         || status.starts_with("Loaded ")
 }

@@ -19,29 +19,29 @@ use crate::duration::{duration_arg, parse_duration};
 
 /// One slot of a runtime-switched scenario. Chosen by measurement (docs/measurement.md): the
 /// slot length that gave the tightest interval under sysbench on the 2-core machine.
-pub const DEFAULT_PHASE: &str = "250ms";
-pub const DEFAULT_SEGMENT: &str = "5s";
+pub(crate) const DEFAULT_PHASE: &str = "250ms";
+pub(crate) const DEFAULT_SEGMENT: &str = "5s";
 /// Settle time after a restart before the restart profile has chosen one (the profile
 /// usually finds 1-3 s on a throwaway server; `--restart-settle` fixes it).
-pub const INITIAL_RESTART_SETTLE: &str = "5s";
+pub(crate) const INITIAL_RESTART_SETTLE: &str = "5s";
 /// A phase entered by restart: settle + measured window. Short, so many pairs fit a run: their
 /// noise is mostly each server start's own level (measured: 7.5-9% SD per start on the 2-core
 /// machine, nearly the same for 3 s as for 11 s measured), so more starts beat longer windows
 /// (docs/measurement.md, "Restart pairs").
-pub const DEFAULT_SLOW_PHASE: &str = "5s";
-pub const DEFAULT_SLOW_BLOCKS: u64 = 4;
-pub const DEFAULT_SLOW_EVERY: &str = "2m";
-pub const DEFAULT_RESTART_TIMEOUT: &str = "120s";
+pub(crate) const DEFAULT_SLOW_PHASE: &str = "5s";
+pub(crate) const DEFAULT_SLOW_BLOCKS: u64 = 4;
+pub(crate) const DEFAULT_SLOW_EVERY: &str = "2m";
+pub(crate) const DEFAULT_RESTART_TIMEOUT: &str = "120s";
 /// How long a stop may spend restoring: long enough for a few tries at a server that is slow
 /// to answer, short enough for a service manager's stop timeout (systemd's is 90 s).
-pub const DEFAULT_STOP_TIMEOUT: &str = "30s";
+pub(crate) const DEFAULT_STOP_TIMEOUT: &str = "30s";
 /// Shortest slot: switching takes a few milliseconds of it.
-pub const MIN_PHASE: Duration = Duration::from_millis(100);
+pub(crate) const MIN_PHASE: Duration = Duration::from_millis(100);
 /// The reference restart scenarios are compared with, when scheduled.
-pub const PREFERRED_SLOW_REFERENCE: &str = "pfson_conoff_insoff";
+pub(crate) const PREFERRED_SLOW_REFERENCE: &str = "pfson_conoff_insoff";
 
 #[derive(Debug, Args, Default)]
-pub struct ScheduleArgs {
+pub(crate) struct ScheduleArgs {
     /// Switch these performance_schema scenarios on the upstream server (comma-separated;
     /// `psprobe ps scenarios` lists them; `NAME@startup` is runtime scenario NAME set by
     /// server options at startup). Enables the controller: its credentials come from
@@ -162,7 +162,7 @@ pub struct ScheduleArgs {
 /// The runtime scenario restart scenarios are compared with when none is requested:
 /// pfson_conoff_insoff if scheduled, else the first runtime scenario; `None` when nothing
 /// needs a restart (or nothing runs at runtime).
-pub fn default_slow_reference(catalog: &Catalog, scenarios: &[String]) -> Option<String> {
+pub(crate) fn default_slow_reference(catalog: &Catalog, scenarios: &[String]) -> Option<String> {
     let needs_restart = |name: &String| catalog.get(name).is_ok_and(|s| s.requires_restart());
     if !scenarios.iter().any(needs_restart) {
         return None;
@@ -196,7 +196,7 @@ struct Chosen {
 
 impl ScheduleArgs {
     /// `None` when neither scenarios nor an attribution are asked for (the controller is off).
-    pub fn settings(
+    pub(crate) fn settings(
         &self,
         config_file: Option<&std::path::Path>,
         upstream: &str,

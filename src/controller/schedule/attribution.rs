@@ -19,11 +19,11 @@ use crate::phase_log::block_order;
 use crate::phase_log::group_names::{BASE_CHECK, NONE_POINT};
 
 /// Pairs of (nothing instrumented, base) in each replicate.
-pub const BASE_PAIRS: usize = 8;
+pub(crate) const BASE_PAIRS: usize = 8;
 
 /// What `--attribute` asked for.
 #[derive(Debug, Clone)]
-pub struct AttributionPlan {
+pub(crate) struct AttributionPlan {
     /// The groups, in the order given (reports list them so).
     pub groups: Vec<Group>,
     /// Percent of throughput the advice may spend.
@@ -42,7 +42,7 @@ pub struct AttributionPlan {
 }
 
 impl AttributionPlan {
-    pub fn new(groups: Vec<Group>, budget: Option<f64>, need: Vec<String>) -> Self {
+    pub(crate) fn new(groups: Vec<Group>, budget: Option<f64>, need: Vec<String>) -> Self {
         AttributionPlan {
             groups,
             budget,
@@ -60,7 +60,7 @@ impl AttributionPlan {
 /// ([`Group::missing_kind`]), refuses if a needed group is among them or none is left, and makes the design's
 /// scenarios the run's (the nothing-instrumented check first, then every point) with their
 /// slot units.
-pub fn fit(settings: &mut ControllerSettings, server: &SetupState) -> Result<Vec<String>> {
+pub(crate) fn fit(settings: &mut ControllerSettings, server: &SetupState) -> Result<Vec<String>> {
     let Some(plan) = settings.attribution.as_mut() else {
         return Ok(Vec::new());
     };

@@ -22,7 +22,7 @@ use crate::phase_log::PhaseRecord;
 
 /// Which of the two servers a leader drives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Side {
+pub(crate) enum Side {
     A,
     B,
 }
@@ -36,7 +36,7 @@ impl Side {
     }
 
     /// "a" or "b", as the phase log and the reports name the side.
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Side::A => "a",
             Side::B => "b",
@@ -46,7 +46,7 @@ impl Side {
 
 /// The partner ended (its run is over, stopped or failed): this side ends too.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PartnerGone;
+pub(crate) struct PartnerGone;
 
 /// Steps each side remembers for a partner that arrives late (a side is at most one meeting
 /// ahead of the other).
@@ -70,7 +70,7 @@ struct Shared {
 
 /// One side's handle on the duet (settings hold it; clones share the meeting point).
 #[derive(Clone)]
-pub struct DuetSide {
+pub(crate) struct DuetSide {
     pub side: Side,
     shared: Arc<Shared>,
 }
@@ -83,7 +83,7 @@ impl std::fmt::Debug for DuetSide {
 
 impl DuetSide {
     /// The two sides of a new duet.
-    pub fn pair() -> (DuetSide, DuetSide) {
+    pub(crate) fn pair() -> (DuetSide, DuetSide) {
         let shared = Arc::new(Shared::default());
         (
             DuetSide {
@@ -112,7 +112,7 @@ impl DuetSide {
     /// Waits until the partner has reached meeting `step` too (steps only grow) and returns
     /// the larger of the two sides' `value`s (a settle time both then use), or
     /// [`PartnerGone`] once the partner left without reaching it.
-    pub async fn meet(&self, step: u64, value: Duration) -> Result<Duration, PartnerGone> {
+    pub(crate) async fn meet(&self, step: u64, value: Duration) -> Result<Duration, PartnerGone> {
         {
             let mut sides = self.lock();
             let mine = &mut sides[self.side.index()];
@@ -159,23 +159,24 @@ impl DuetSide {
     }
 
     /// This side's run is over: the partner stops waiting for it.
-    pub fn leave(&self) {
+    pub(crate) fn leave(&self) {
         self.lock()[self.side.index()].left = true;
         self.shared.changed.notify_waiters();
     }
 
+    #[cfg(test)]
     /// Whether the partner has ended.
-    pub fn partner_left(&self) -> bool {
+    pub(crate) fn partner_left(&self) -> bool {
         self.lock()[self.partner()].left
     }
 
     /// Hands in this side's slow records so far (the duet's stopping rule reads both sides').
-    pub fn record_slow(&self, slow: &[PhaseRecord]) {
+    pub(crate) fn record_slow(&self, slow: &[PhaseRecord]) {
         self.lock()[self.side.index()].slow = slow.to_vec();
     }
 
     /// Both sides' slow records, side A's first.
-    pub fn slow_records(&self) -> (Vec<PhaseRecord>, Vec<PhaseRecord>) {
+    pub(crate) fn slow_records(&self) -> (Vec<PhaseRecord>, Vec<PhaseRecord>) {
         let sides = self.lock();
         (sides[0].slow.clone(), sides[1].slow.clone())
     }

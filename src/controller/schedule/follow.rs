@@ -24,12 +24,12 @@ use crate::controller::model::phase_row::PhaseRow;
 use crate::phase_log::{PhaseLog, FAST};
 
 /// How often a follower reads the leader's row and tries the lock, at most.
-pub const FOLLOW_POLL: Duration = Duration::from_millis(250);
+pub(crate) const FOLLOW_POLL: Duration = Duration::from_millis(250);
 /// Fastest poll (for short slots).
 const MIN_POLL: Duration = Duration::from_millis(20);
 
 /// Where a follower that took the lead goes on: the last row it saw.
-pub type Resume = Option<PhaseRow>;
+pub(crate) type Resume = Option<PhaseRow>;
 
 pub(crate) struct Follower<'a, S: FollowServer> {
     pub lead: &'a mut S,

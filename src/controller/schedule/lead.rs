@@ -37,9 +37,9 @@ use crate::controller::model::startup;
 use crate::phase_log::{PhaseLog, PhaseRecord, RestartRecord, FAST, SLOW};
 
 /// Not measured before each switch: statements started there would be slowed by it.
-pub const GUARD: Duration = Duration::from_millis(20);
+pub(crate) const GUARD: Duration = Duration::from_millis(20);
 /// The statement rate after a restart is sampled in bins this wide (the restart profile).
-pub const RATE_BIN: Duration = Duration::from_millis(250);
+pub(crate) const RATE_BIN: Duration = Duration::from_millis(250);
 
 /// Where the leader's measurements go: the scenarios' ids, the observer (labels and metrics),
 /// the phase tracker and the phase log.

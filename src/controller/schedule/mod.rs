@@ -5,20 +5,20 @@
 //!
 //! Must not: hold SQL of its own (it goes through `client`) or define scenarios (`model`).
 
-pub mod args;
+pub(crate) mod args;
 pub(crate) mod as_found;
-pub mod attribution;
+pub(crate) mod attribution;
 pub(crate) mod confirm;
-pub mod duet;
-pub mod follow;
+pub(crate) mod duet;
+pub(crate) mod follow;
 pub(crate) mod follow_server;
-pub mod lead;
+pub(crate) mod lead;
 pub(crate) mod lead_server;
 pub(crate) mod mode;
-pub mod phase_tracker;
+pub(crate) mod phase_tracker;
 pub(crate) mod restore;
 pub(crate) mod role;
-pub mod runner;
-pub mod settings;
-pub mod timeline;
+pub(crate) mod runner;
+pub(crate) mod settings;
+pub(crate) mod timeline;
 pub(crate) mod tuning;

@@ -92,7 +92,7 @@ struct Slot {
 }
 
 /// A slot as the schedule reports it when its scenario is in effect.
-pub struct SlotStart<'a> {
+pub(crate) struct SlotStart<'a> {
     pub scenario: &'a str,
     pub id: ScenarioId,
     /// Position of the slot in the run.
@@ -110,7 +110,7 @@ pub struct SlotStart<'a> {
     pub verified: bool,
 }
 
-pub struct PhaseTracker {
+pub(crate) struct PhaseTracker {
     observer: ControllerHandle,
     on_segment: Option<PhaseHook>,
     mysqld_pid: Option<PidSource>,
@@ -119,7 +119,7 @@ pub struct PhaseTracker {
 }
 
 impl PhaseTracker {
-    pub fn new(
+    pub(crate) fn new(
         observer: ControllerHandle,
         on_segment: Option<PhaseHook>,
         mysqld_pid: Option<PidSource>,
@@ -140,12 +140,12 @@ impl PhaseTracker {
     }
 
     /// The open segment's schedule and number.
-    pub fn segment(&self) -> Option<(&'static str, u64)> {
+    pub(crate) fn segment(&self) -> Option<(&'static str, u64)> {
         self.segment.as_ref().map(|s| (s.schedule, s.number))
     }
 
     /// Opens a segment (the previous one must have been finished or abandoned).
-    pub fn begin_segment(&mut self, schedule: &'static str, number: u64) {
+    pub(crate) fn begin_segment(&mut self, schedule: &'static str, number: u64) {
         self.slot = None;
         self.segment = Some(Segment {
             schedule,
@@ -156,7 +156,7 @@ impl PhaseTracker {
     }
 
     /// A slot's scenario is in effect (its settle time starts). Ends the previous slot.
-    pub fn slot_started(&mut self, s: &SlotStart<'_>) {
+    pub(crate) fn slot_started(&mut self, s: &SlotStart<'_>) {
         self.slot_ended();
         let Some(segment) = self.segment.as_mut() else {
             return;
@@ -187,12 +187,12 @@ impl PhaseTracker {
     }
 
     /// The settle time is over: the slot's measured window starts now.
-    pub fn measuring(&mut self) {
+    pub(crate) fn measuring(&mut self) {
         self.measuring_at(Instant::now());
     }
 
     /// The measured window started at `at` (now, but for tests).
-    pub fn measuring_at(&mut self, at: Instant) {
+    pub(crate) fn measuring_at(&mut self, at: Instant) {
         let cpu = self.server_cpu();
         let ago = Instant::now().saturating_duration_since(at).as_millis() as u64;
         if let Some(slot) = self.slot.as_mut().filter(|s| s.window.is_none()) {
@@ -205,12 +205,12 @@ impl PhaseTracker {
     }
 
     /// Ends the slot in progress now (its measured window, if it had one).
-    pub fn slot_ended(&mut self) {
+    pub(crate) fn slot_ended(&mut self) {
         self.slot_ended_at(Instant::now());
     }
 
     /// Ends the slot in progress at `now` (now, but for tests).
-    pub fn slot_ended_at(&mut self, now: Instant) {
+    pub(crate) fn slot_ended_at(&mut self, now: Instant) {
         let Some(slot) = self.slot.take() else {
             return;
         };
@@ -246,7 +246,7 @@ impl PhaseTracker {
 
     /// How the restart into the slot in progress went, with the statement rate after it
     /// (the leader's slow phases).
-    pub fn restart(&mut self, record: RestartRecord) {
+    pub(crate) fn restart(&mut self, record: RestartRecord) {
         let (Some(slot), Some(segment)) = (self.slot.as_ref(), self.segment.as_mut()) else {
             return;
         };
@@ -254,7 +254,7 @@ impl PhaseTracker {
     }
 
     /// A phase that could not be entered (its restart failed): written as left out, with why.
-    pub fn failed(
+    pub(crate) fn failed(
         &mut self,
         scenario: &str,
         id: ScenarioId,
@@ -275,7 +275,7 @@ impl PhaseTracker {
 
     /// The scenario's rows were found changed after one of its slots in this segment: its
     /// record is written as not verified (the analysis leaves it out).
-    pub fn unverify(&mut self, id: ScenarioId) {
+    pub(crate) fn unverify(&mut self, id: ScenarioId) {
         if let Some(t) = self
             .segment
             .as_mut()
@@ -287,19 +287,19 @@ impl PhaseTracker {
 
     /// The slot in progress will not be finished (stop, takeover, failed switch): it counts
     /// for nothing.
-    pub fn abandon_slot(&mut self) {
+    pub(crate) fn abandon_slot(&mut self) {
         self.slot = None;
     }
 
     /// Drops the open segment without writing it.
-    pub fn abandon(&mut self) {
+    pub(crate) fn abandon(&mut self) {
         self.slot = None;
         self.segment = None;
     }
 
     /// Ends the open segment (and its slot in progress) and writes one record per scenario
     /// that had a measured window; returns them.
-    pub fn finish_segment(&mut self, log: &mut PhaseLog) -> Result<Vec<PhaseRecord>> {
+    pub(crate) fn finish_segment(&mut self, log: &mut PhaseLog) -> Result<Vec<PhaseRecord>> {
         self.slot_ended();
         let Some(segment) = self.segment.take() else {
             return Ok(Vec::new());
@@ -387,7 +387,10 @@ fn bins(
 mod tests {
     use super::*;
     use crate::phase_log::read_log;
-    use crate::stats::{Current, Sample, SlotState, Tag};
+    use crate::stats::digest_stats::Sample;
+    use crate::stats::scenario::Current;
+    use crate::stats::store::Tag;
+    use crate::stats::SlotState;
     use psprobe_core::digest::DigestId;
     use psprobe_core::protocol::CommandKind;
 

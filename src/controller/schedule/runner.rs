@@ -45,7 +45,7 @@ use crate::phase_log::{
 /// Connections made and checks passed before the proxy starts serving: a wrong DSN, missing
 /// privileges, performance_schema OFF or a scenario that cannot apply fail startup with one
 /// clear error, before anything is changed.
-pub struct Started {
+pub(crate) struct Started {
     ctl: Controller,
     lead: Leadership,
     /// Rows someone else set, found while resolving what a dead run left: kept, and left out
@@ -53,7 +53,7 @@ pub struct Started {
     inherited: Vec<Claim>,
 }
 
-pub async fn start(settings: &mut ControllerSettings) -> Result<Started> {
+pub(crate) async fn start(settings: &mut ControllerSettings) -> Result<Started> {
     for name in &settings.scenarios {
         let scenario = settings.catalog.get(name)?;
         if scenario.requires_restart() && settings.restart_cmd.is_none() {
@@ -223,7 +223,7 @@ fn restore_command(s: &ControllerSettings) -> String {
 /// Runs until the schedule is done or `stop` turns true; restores the server either way. The
 /// phase log ends with what this probe relayed meanwhile (its traffic record), however the run
 /// ended.
-pub async fn run(
+pub(crate) async fn run(
     settings: ControllerSettings,
     started: Started,
     observer: ControllerHandle,

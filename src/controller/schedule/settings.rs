@@ -18,7 +18,7 @@ use crate::phase_log::PhaseRecord;
 
 /// Everything the controller runs with, validated by the config layer.
 #[derive(Clone)]
-pub struct ControllerSettings {
+pub(crate) struct ControllerSettings {
     pub dsn: ControllerDsn,
     pub catalog: Catalog,
     pub scenarios: Vec<String>,
@@ -74,18 +74,18 @@ pub struct ControllerSettings {
 }
 
 /// Receives each segment's records (one per scenario) once they are written.
-pub type PhaseHook = Arc<dyn Fn(&[PhaseRecord]) + Send + Sync>;
+pub(crate) type PhaseHook = Arc<dyn Fn(&[PhaseRecord]) + Send + Sync>;
 
 /// Settle time before the carryover profile has chosen one: a quarter of the slot, at most
 /// 250 ms.
-pub fn initial_settle(phase: Duration) -> Duration {
+pub(crate) fn initial_settle(phase: Duration) -> Duration {
     (phase / 4).min(Duration::from_millis(250))
 }
 
 impl ControllerSettings {
     /// The scheduled scenarios switched at runtime (indices), in the order given (none in a
     /// duet: there every phase is entered by restart, at the partner's moment).
-    pub fn fast_scenarios(&self) -> Vec<usize> {
+    pub(crate) fn fast_scenarios(&self) -> Vec<usize> {
         if self.duet.is_some() {
             return Vec::new();
         }
@@ -100,7 +100,7 @@ impl ControllerSettings {
 
     /// The restart scenarios and their reference (indices); empty when nothing needs a restart.
     /// In a duet every scenario, the reference (or the first) first.
-    pub fn slow_scenarios(&self) -> Vec<usize> {
+    pub(crate) fn slow_scenarios(&self) -> Vec<usize> {
         if self.duet.is_some() {
             let reference = self
                 .slow_reference
@@ -128,7 +128,7 @@ impl ControllerSettings {
         reference.into_iter().chain(restart).collect()
     }
 
-    pub fn timeline(&self) -> TimelineConfig {
+    pub(crate) fn timeline(&self) -> TimelineConfig {
         TimelineConfig {
             fast: self.fast_scenarios(),
             slow: self.slow_scenarios(),

@@ -25,7 +25,7 @@ const SLOW_SALT: u64 = 0x736c_6f77_2d62_6c6b;
 const UNIT_SALT: u64 = 0x756e_6974_2d6f_7264;
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct TimelineConfig {
+pub(crate) struct TimelineConfig {
     /// Indices (into the run's scenario list) switched at runtime.
     pub fast: Vec<usize>,
     /// Indices entered through a restart: the slow reference first, then the restart
@@ -55,12 +55,12 @@ pub struct TimelineConfig {
 impl TimelineConfig {
     /// The fast part runs: two runtime scenarios or more, or one with nothing slow (a run that
     /// holds one scenario).
-    pub fn fast_active(&self) -> bool {
+    pub(crate) fn fast_active(&self) -> bool {
         self.fast.len() >= 2 || (self.fast.len() == 1 && self.slow.is_empty())
     }
 
     /// Slots in a fast block: one per scenario, or as the units list them.
-    pub fn slots_per_block(&self) -> usize {
+    pub(crate) fn slots_per_block(&self) -> usize {
         if self.units.is_empty() {
             self.fast.len()
         } else {
@@ -69,14 +69,14 @@ impl TimelineConfig {
     }
 
     /// Whole blocks per segment: enough to last `segment`, at least one.
-    pub fn blocks_per_segment(&self) -> u64 {
+    pub(crate) fn blocks_per_segment(&self) -> u64 {
         let block = self.slot.as_secs_f64() * self.slots_per_block().max(1) as f64;
         ((self.segment.as_secs_f64() / block.max(1e-9)).ceil() as u64).max(1)
     }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
+pub(crate) enum Step {
     /// One slot of fast scenario `scenario` (an index into the run's list).
     Fast {
         scenario: usize,
@@ -98,7 +98,7 @@ pub enum Step {
 
 /// What the caller knows at a decision point.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Progress {
+pub(crate) struct Progress {
     /// Since the schedule started.
     pub elapsed: Duration,
     /// Every fast estimate is within the target half-width.
@@ -109,7 +109,7 @@ pub struct Progress {
 }
 
 #[derive(Debug, Clone)]
-pub struct Timeline {
+pub(crate) struct Timeline {
     cfg: TimelineConfig,
     fast_block: u64,
     /// The block in progress and the position in it.
@@ -134,7 +134,7 @@ pub struct Timeline {
 impl Timeline {
     /// Starts at fast block `first_block` and phase number `first_phase` (a takeover goes on
     /// after the old leader's).
-    pub fn new(cfg: TimelineConfig, first_block: u64, first_phase: u64) -> Self {
+    pub(crate) fn new(cfg: TimelineConfig, first_block: u64, first_phase: u64) -> Self {
         Timeline {
             fast_block: first_block,
             segment: first_block / cfg.blocks_per_segment().max(1),
@@ -153,13 +153,9 @@ impl Timeline {
         }
     }
 
-    pub fn config(&self) -> &TimelineConfig {
-        &self.cfg
-    }
-
     /// The fast slots' length from the next segment on (lengthened from the switch cost);
     /// the segments' block counts follow it.
-    pub fn set_slot(&mut self, slot: Duration) {
+    pub(crate) fn set_slot(&mut self, slot: Duration) {
         self.cfg.slot = slot;
     }
 
@@ -208,7 +204,7 @@ impl Timeline {
         }
     }
 
-    pub fn next(&mut self, p: Progress) -> Step {
+    pub(crate) fn next(&mut self, p: Progress) -> Step {
         if self.done {
             return Step::Done;
         }

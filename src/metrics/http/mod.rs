@@ -34,16 +34,16 @@ use super::ProxyMetrics;
 use crate::log_limit::RateLimited;
 
 /// Longest request head accepted, bytes.
-pub const MAX_REQUEST_HEAD: usize = 16 * 1024;
+pub(crate) const MAX_REQUEST_HEAD: usize = 16 * 1024;
 /// Header lines accepted in a request head (hyper's default; Prometheus sends about six).
-pub const MAX_HEADERS: usize = 100;
+pub(crate) const MAX_HEADERS: usize = 100;
 /// Default time for the request head to arrive (and for the answer to be made, and written).
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Connections served at once; Prometheus needs one, probes and browsers a few.
-pub const MAX_OPEN_REQUESTS: usize = 512;
+pub(crate) const MAX_OPEN_REQUESTS: usize = 512;
 /// A kept-alive connection with no new request for this long is closed: longer than
 /// Prometheus's default scrape interval (1 minute), so its connection is reused.
-pub const KEEP_ALIVE_IDLE: Duration = Duration::from_secs(120);
+pub(crate) const KEEP_ALIVE_IDLE: Duration = Duration::from_secs(120);
 /// Connections being told 503 at once; past that they are closed unanswered.
 const MAX_BUSY_ANSWERS: usize = 64;
 /// The 503 for a connection over [`MAX_OPEN_REQUESTS`] gets this long in all.
@@ -54,7 +54,7 @@ static ACCEPT_FAILURES: RateLimited = RateLimited::new(Duration::from_secs(10));
 /// What `/metrics` answers with: the Prometheus text exposition of whatever holds the
 /// registry (psprobe's observer, or the metrics alone), so this endpoint needs nothing above
 /// the metrics.
-pub trait Exposition: Send + Sync + 'static {
+pub(crate) trait Exposition: Send + Sync + 'static {
     fn render(&self) -> String;
 }
 
@@ -66,7 +66,7 @@ impl Exposition for ProxyMetrics {
 
 /// The live pages (`/` and `/report.json`), made by whoever holds the run's results, so this
 /// endpoint needs nothing above the metrics.
-pub trait Pages: Send + Sync + 'static {
+pub(crate) trait Pages: Send + Sync + 'static {
     /// Changes whenever the pages do (a segment finished): their entity tag, quotes included.
     fn etag(&self) -> String;
     /// `/`: the run so far as an HTML page.
@@ -76,7 +76,7 @@ pub trait Pages: Send + Sync + 'static {
 }
 
 /// Why `/report.json` has no report.
-pub enum NoReport {
+pub(crate) enum NoReport {
     /// Not yet (`503`): no estimate so far.
     Yet(String),
     /// Not in this process (`404`): no schedule runs.
@@ -84,14 +84,14 @@ pub enum NoReport {
 }
 
 /// A live page as made, with the entity tag of what it shows.
-pub struct Page {
+pub(crate) struct Page {
     pub etag: String,
     pub body: String,
 }
 
 /// What the endpoint serves.
 #[derive(Clone)]
-pub struct Content {
+pub(crate) struct Content {
     pub metrics: Arc<dyn Exposition>,
     /// `None`: `/` and `/report.json` are not found (no live page).
     pub pages: Option<Arc<dyn Pages>>,
@@ -99,7 +99,7 @@ pub struct Content {
 
 /// Serves `content` until the task is dropped or aborted; `timeout` bounds the arrival of a
 /// request's head, the making of its answer, and its writing.
-pub async fn serve_with(listener: TcpListener, content: Content, timeout: Duration) {
+pub(crate) async fn serve_with(listener: TcpListener, content: Content, timeout: Duration) {
     let open = Arc::new(Semaphore::new(MAX_OPEN_REQUESTS));
     let busy = Arc::new(Semaphore::new(MAX_BUSY_ANSWERS));
     let routes = routes::Routes::new(content, timeout);

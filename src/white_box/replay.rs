@@ -1,7 +1,7 @@
-//! Entry points for `benches/` that need crate-private parts (the relay); not an API.
+//! A recorded conversation replayed through the relay, observed as `psprobe proxy` observes:
+//! the relay bench's unit of work.
 //!
-//! Must not: be used by psprobe itself, or hold anything a bench could build from the public
-//! API alone.
+//! Must not: be used by psprobe itself.
 
 use std::cell::RefCell;
 use std::pin::Pin;

@@ -44,7 +44,7 @@ pub(crate) enum Command {
     Demo(crate::demo::DemoArgs),
     /// The seed study automated: every workload x concurrency, scenarios cycled, one table
     /// per workload.
-    Experiment(crate::demo::experiment::ExperimentArgs),
+    Experiment(crate::study::ExperimentArgs),
     /// Scenarios entered by restart, measured as a duet: two throwaway servers with the same
     /// data, loaded at once, restarted together into the two scenarios of each pair, the
     /// roles swapped every phase (the host's noise hits both and cancels).
@@ -123,7 +123,7 @@ pub fn main() -> std::process::ExitCode {
             crate::report::run(&args)
         }
         Command::Demo(args) => crate::demo::run(&args),
-        Command::Experiment(args) => crate::demo::experiment::run(&args),
+        Command::Experiment(args) => crate::study::run(&args),
         Command::Duet(args) => crate::demo::duet::run(&args),
         Command::Digest(args) => {
             end_quietly_on_closed_stdout();

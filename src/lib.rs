@@ -48,6 +48,7 @@ pub(crate) mod secrets;
 pub(crate) mod setting;
 pub(crate) mod signals;
 pub(crate) mod stats;
+pub(crate) mod study;
 pub(crate) mod timestamp;
 pub(crate) mod tls;
 /// What `benches/` and the white-box tests in `tests/` reach inside the crate for; not an API.

@@ -16,10 +16,10 @@ use crate::controller::model::catalog::Catalog;
 
 /// One duet phase: restart settle and measured window (a pair is two, about 11 s with the
 /// restarts here).
-pub(super) const PHASE: Duration = Duration::from_secs(5);
+pub(crate) const PHASE: Duration = Duration::from_secs(5);
 
 /// A duet of pfsoff against `reference` on `server` and a copy of it.
-pub(super) struct DuetOnCopy<'a> {
+pub(crate) struct DuetOnCopy<'a> {
     pub server: &'a throwaway::Throwaway,
     pub choice: &'a ServerChoice,
     pub tables: &'a sysbench::Tables,
@@ -41,7 +41,7 @@ impl DuetOnCopy<'_> {
     /// Runs the duet, writing both sides' logs to `files` and the report to `report`.
     /// `on_twin`: told the copy's folder while it runs (`None` once it is gone), so a resumed
     /// study can stop it.
-    pub(super) fn run(
+    pub(crate) fn run(
         &self,
         files: &DuetFiles,
         report: &Path,

@@ -16,7 +16,7 @@ extern "C" fn on_signal(_: libc::c_int) {
 }
 
 /// From now on SIGINT and SIGTERM set the flag instead of ending the process.
-pub(super) fn install() {
+pub(crate) fn install() {
     let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
     // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
     unsafe {

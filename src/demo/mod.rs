@@ -7,23 +7,13 @@
 //!
 //! Must not: touch any server but the throwaway one it started, or leave processes behind.
 
-pub(crate) mod budget;
-pub(crate) mod cells;
-mod compare;
-mod direct_check;
 pub(crate) mod duet;
-mod duet_on_copy;
+pub(crate) mod duet_on_copy;
 mod duet_run;
-pub(crate) mod experiment;
-mod experiment_duet;
-mod interrupt;
-pub(crate) mod published;
+pub(crate) mod interrupt;
 pub(crate) mod server_choice;
-pub(crate) mod study;
-mod study_html;
-mod study_tables;
+pub(crate) mod stage_costs;
 pub(crate) mod sysbench;
-pub(crate) mod threads_list;
 pub(crate) mod throwaway;
 
 use std::path::PathBuf;
@@ -323,14 +313,14 @@ fn groups_time(quick: bool) -> (Duration, Option<Duration>) {
 /// `--quick`'s help, the README and scripts/demo.sh say (5 and 35 minutes).
 #[cfg(test)]
 fn longest(quick: bool) -> Duration {
-    let stage = budget::CELL_OVERHEAD;
+    let stage = stage_costs::CELL_OVERHEAD;
     let runtime = Plan::runtime(quick).duration + stage;
     let pfsoff = if quick {
         Duration::ZERO
     } else {
         PFSOFF_CAP + stage
     };
-    budget::STUDY_SETUP + runtime + pfsoff + groups_time(quick).0 + stage
+    stage_costs::STUDY_SETUP + runtime + pfsoff + groups_time(quick).0 + stage
 }
 
 pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<()> {

@@ -10,11 +10,8 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-/// Starting the study's throwaway server and preparing its tables (measured: 20-40 s).
-pub(crate) const STUDY_SETUP: Duration = Duration::from_secs(60);
-/// Each cell's own start and stop around its schedule: psprobe, sysbench connecting, the
-/// report (the progress estimate's 15 s).
-pub(crate) const CELL_OVERHEAD: Duration = Duration::from_secs(15);
+use crate::demo::stage_costs::{CELL_OVERHEAD, STUDY_SETUP};
+
 /// The least fast part worth a cell: a few dozen slots per scenario.
 pub(crate) const MIN_FAST: Duration = Duration::from_secs(30);
 

@@ -14,8 +14,8 @@ use std::time::Duration;
 use anyhow::Context;
 
 use super::cells::CellRow;
-use super::duet::DuetFiles;
 use crate::analysis::duet::{analyze_duet, Change};
+use crate::demo::duet::DuetFiles;
 use crate::phase_log::read_phases;
 use crate::report::{report_of, Interval};
 

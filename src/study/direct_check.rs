@@ -6,8 +6,10 @@
 
 use anyhow::Context;
 
-use super::{sysbench, throwaway, Plan};
 use crate::controller::model::catalog::Catalog;
+use crate::demo::sysbench;
+use crate::demo::throwaway;
+use crate::demo::Plan;
 
 /// A direct sequential A/B of pfsoff against the slow reference on `server`, without psprobe;
 /// returns one line setting it beside psprobe's slow estimate.

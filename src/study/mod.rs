@@ -2,8 +2,22 @@
 //! sysbench runs through psprobe while the controller cycles the scenarios; the result is one
 //! table per workload shaped like the seed study's tables (rows: concurrency; columns:
 //! scenarios; QPS, then the change against the baseline with its interval), the study's
-//! picture as HTML (study_html.rs), and, with `--compare`, a published table beside it
-//! (compare.rs).
+//! picture as HTML (html.rs), and, with `--compare`, a published table beside it
+//! (compare.rs). Its runs use the demo's throwaway servers, sysbench and schedules
+//! (`crate::demo`); the demo knows nothing of the study.
+//!
+//! Must not: touch any server but the throwaway one it started, or leave processes behind.
+
+mod budget;
+mod cells;
+mod compare;
+mod direct_check;
+mod duet_column;
+mod html;
+mod published;
+mod state;
+mod tables;
+mod threads_list;
 
 use std::fmt::Write;
 use std::path::PathBuf;
@@ -11,13 +25,17 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use clap::Args;
 
-use super::budget::{cell_duration, human, Slow};
-use super::published::Published;
-use super::study::{DirectLine, Study, StudyPlan};
-use super::{run_schedule, sysbench, throwaway, Plan, ScheduledRun};
 use crate::controller::model::catalog::Catalog;
+use crate::demo::run_schedule;
+use crate::demo::sysbench;
+use crate::demo::throwaway;
+use crate::demo::Plan;
+use crate::demo::ScheduledRun;
 use crate::phase_log::read_phases;
 use crate::report::report_of;
+use budget::{cell_duration, human, Slow};
+use published::Published;
+use state::{DirectLine, Study, StudyPlan};
 
 /// `--duration` and `--slow-phase` when not given (their help text says the same).
 const DEFAULT_DURATION: std::time::Duration = std::time::Duration::from_secs(60);
@@ -105,13 +123,13 @@ pub(crate) struct ExperimentArgs {
 }
 
 pub(crate) fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
-    super::interrupt::install();
+    crate::demo::interrupt::install();
     for w in &args.workloads {
         if !WORKLOADS.contains(&w.as_str()) {
             bail!("unknown workload {w}; use {}", WORKLOADS.join(", "));
         }
     }
-    let levels = super::threads_list::parse_threads(&args.threads, client_limit())?;
+    let levels = threads_list::parse_threads(&args.threads, client_limit())?;
     let scenarios: Vec<String> = if args.scenarios.is_empty() {
         Catalog::seed_names()
     } else {
@@ -158,10 +176,9 @@ pub(crate) fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
             let slow = match duet_reference {
                 // The duet's least, as pairs of two phases.
                 Some(_) => {
-                    let phase = super::duet_on_copy::PHASE;
+                    let phase = crate::demo::duet_on_copy::PHASE;
                     Some(Slow {
-                        blocks: super::experiment_duet::MIN_DUET.as_secs()
-                            / (2 * phase.as_secs()).max(1),
+                        blocks: duet_column::MIN_DUET.as_secs() / (2 * phase.as_secs()).max(1),
                         phase,
                         duet: true,
                     })
@@ -185,9 +202,9 @@ pub(crate) fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
     // With --duet a run is its runtime scenarios switched fast, then pfsoff's duet.
     let (duration, duet_time) = match duet_reference {
         Some(_) => {
-            let duet = super::experiment_duet::duet_time(duration);
+            let duet = duet_column::duet_time(duration);
             (
-                duration.saturating_sub(duet).max(super::budget::MIN_FAST),
+                duration.saturating_sub(duet).max(budget::MIN_FAST),
                 Some(duet),
             )
         }
@@ -224,7 +241,7 @@ pub(crate) fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
     }
     let stem = output.with_extension("");
     // Before anything starts: a server that cannot serve is one line now, not after setup.
-    let choice = super::server_choice::ServerChoice::resolve(&args.server)?;
+    let choice = crate::demo::server_choice::ServerChoice::resolve(&args.server)?;
     let study_plan = StudyPlan {
         workloads: args.workloads.clone(),
         threads: levels.clone(),
@@ -246,7 +263,8 @@ pub(crate) fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
         .flat_map(|w| levels.iter().map(move |&t| (w, t)))
         .filter(|(w, t)| study.finished(w, *t))
         .count();
-    let per_run = plan.duration + duet_time.unwrap_or_default() + super::budget::CELL_OVERHEAD;
+    let per_run =
+        plan.duration + duet_time.unwrap_or_default() + crate::demo::stage_costs::CELL_OVERHEAD;
     println!(
         "experiment: {runs} runs{}, about {}",
         if finished > 0 {
@@ -268,7 +286,7 @@ pub(crate) fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
         Some(duet) => format!(
             "pfsoff against its reference in a duet (this server and a copy of its data at once, each on half the CPUs with half the clients, every phase entered by restart, the roles swapped every phase), up to {}s per run or until +-{} points (each run's duet report beside the study: STEM-WORKLOAD-THREADS.duet.md); pfsoff's QPS is one duet server's, with half the clients on half the CPUs",
             duet.as_secs(),
-            super::experiment_duet::TARGET_POINTS
+            duet_column::TARGET_POINTS
         ),
         None => format!(
             "pfsoff against its reference, both entered by restart, in {} slow blocks of {}s phases",
@@ -312,8 +330,8 @@ pub(crate) fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
                     .map_or(0.0, |c| c.sysbench_qps);
                 rows.push((threads, report_of(&phases, None)?, sysbench_qps));
                 if let Some(reference) = &duet_reference {
-                    let (files, _) = super::experiment_duet::files(&stem, workload, threads);
-                    duets.push((threads, super::experiment_duet::cell_of(&files, reference)?));
+                    let (files, _) = duet_column::files(&stem, workload, threads);
+                    duets.push((threads, duet_column::cell_of(&files, reference)?));
                 }
                 continue;
             }
@@ -346,8 +364,8 @@ pub(crate) fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
             let report = report_of(&phases, None)?;
             let duet = match (&duet_reference, duet_time) {
                 (Some(reference), Some(duration)) => {
-                    let (files, report) = super::experiment_duet::files(&stem, workload, threads);
-                    super::duet_on_copy::DuetOnCopy {
+                    let (files, report) = duet_column::files(&stem, workload, threads);
+                    crate::demo::duet_on_copy::DuetOnCopy {
                         server,
                         choice: &choice,
                         tables: &tables,
@@ -356,12 +374,12 @@ pub(crate) fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
                         workload,
                         threads,
                         duration,
-                        target: super::experiment_duet::TARGET_POINTS,
+                        target: duet_column::TARGET_POINTS,
                         seed: args.seed,
                         who: "experiment-duet",
                     }
                     .run(&files, &report, |dir| study.twin(dir))?;
-                    let cell = super::experiment_duet::cell_of(&files, reference)?;
+                    let cell = duet_column::cell_of(&files, reference)?;
                     println!(
                         "experiment: {workload}, {threads} threads: {reference} vs pfsoff in a duet: {} ({} pairs)",
                         cell.change.text(),
@@ -374,9 +392,9 @@ pub(crate) fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
             if args.direct_check > 0 && pfsoff {
                 let psprobe = match &duet {
                     Some(cell) => format!("psprobe (duet) {}", cell.change.text()),
-                    None => super::direct_check::slow_estimate(&catalog, &scenarios, &report),
+                    None => direct_check::slow_estimate(&catalog, &scenarios, &report),
                 };
-                let line = super::direct_check::direct_check(
+                let line = direct_check::direct_check(
                     server,
                     &tables,
                     workload,
@@ -396,25 +414,23 @@ pub(crate) fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
             }
             let sysbench_qps =
                 sysbench_mean_qps(&std::fs::read_to_string(&sysbench_out).unwrap_or_default());
-            let mut these =
-                super::cells::rows_of(workload, threads, &report, &scenarios, sysbench_qps);
+            let mut these = cells::rows_of(workload, threads, &report, &scenarios, sysbench_qps);
             if let Some(cell) = &duet {
                 cell.patch(&mut these, workload, threads, sysbench_qps);
                 duets.push((threads, cell.clone()));
             }
             cells.extend(these);
-            super::cells::write(&stem, &cells)?;
+            cells::write(&stem, &cells)?;
             rows.push((threads, report, sysbench_qps));
         }
-        super::study_tables::workload_table(&mut doc, workload, &scenarios, &rows, &duets);
-        let mine: Vec<&super::cells::CellRow> =
-            cells.iter().filter(|c| c.workload == workload).collect();
+        tables::workload_table(&mut doc, workload, &scenarios, &rows, &duets);
+        let mine: Vec<&cells::CellRow> = cells.iter().filter(|c| c.workload == workload).collect();
         if let Some(published) = &published {
             let (columns, compared) =
-                super::compare::compare_workload(published, workload, &mine, &scenarios);
-            super::compare::markdown(&mut doc, workload, published, &columns, &compared);
+                compare::compare_workload(published, workload, &mine, &scenarios);
+            compare::markdown(&mut doc, workload, published, &columns, &compared);
         }
-        charts.push(super::study_html::workload_chart(
+        charts.push(html::workload_chart(
             workload,
             &mine,
             &scenarios,
@@ -424,17 +440,17 @@ pub(crate) fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
     // The study's own server is stopped before the report says it is done.
     drop(server);
     study.server(None)?;
-    super::study_tables::direct_section(&mut doc, study.direct());
+    tables::direct_section(&mut doc, study.direct());
     std::fs::write(&output, &doc).with_context(|| format!("cannot write {}", output.display()))?;
-    let html = super::cells::beside(&stem, "html");
-    super::cells::replace_file(&html, &super::study_html::page(&doc, &charts))?;
+    let html = cells::beside(&stem, "html");
+    cells::replace_file(&html, &html::page(&doc, &charts))?;
     println!("\n{doc}");
     println!(
         "report: {}, {} (every cell: {}, {})",
         output.display(),
         html.display(),
-        super::cells::beside(&stem, "cells.csv").display(),
-        super::cells::beside(&stem, "cells.json").display()
+        cells::beside(&stem, "cells.csv").display(),
+        cells::beside(&stem, "cells.json").display()
     );
     Ok(())
 }
@@ -458,7 +474,7 @@ fn millis(d: std::time::Duration) -> u64 {
 /// crash stops it), checks it takes the highest level's clients, and prepares the tables.
 fn start_server(
     study: &mut Study,
-    choice: &super::server_choice::ServerChoice,
+    choice: &crate::demo::server_choice::ServerChoice,
     levels: &[u32],
     tables: &sysbench::Tables,
 ) -> anyhow::Result<throwaway::Throwaway> {

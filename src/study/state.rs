@@ -176,7 +176,7 @@ impl Study {
 fn stop_left_server(dir: &Path) {
     let ours = dir.file_name().is_some_and(|n| {
         n.to_string_lossy()
-            .starts_with(super::throwaway::DIR_PREFIX)
+            .starts_with(crate::demo::throwaway::DIR_PREFIX)
     });
     let script = dir.join("server.sh");
     if !ours || !script.exists() {

@@ -7,8 +7,8 @@
 
 use std::fmt::Write;
 
-use super::experiment_duet::DuetCell;
-use super::study::DirectLine;
+use super::duet_column::DuetCell;
+use super::state::DirectLine;
 use crate::report::Report;
 
 /// One workload's table: per concurrency, `(threads, its report, sysbench's own QPS)`; with

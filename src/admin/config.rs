@@ -96,7 +96,7 @@ impl Options {
         let user = self.user.unwrap_or_else(|| super::DEFAULT_USER.to_string());
         let max_query_bytes = match self.max_query_size {
             Some(v) => query_size(&v)?,
-            None => super::engine::MAX_QUERY_BYTES,
+            None => super::limits::MAX_QUERY_BYTES,
         };
         Ok(Some(AdminConfig {
             listen,

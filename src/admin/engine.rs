@@ -16,7 +16,7 @@
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, MutexGuard, Once};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use rusqlite::functions::FunctionFlags;
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
@@ -25,6 +25,7 @@ use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::{Connection, ErrorCode};
 
 use super::error::AdminError;
+use super::limits::Limits;
 use super::pacing::{Running, Verdict};
 use super::session::SessionInfo;
 use super::tables::{AdminData, ColumnKind, Table, Value, FLOAT_DECIMALS};
@@ -33,36 +34,6 @@ use super::variables;
 /// The schema psprobe's tables live in (`SELECT * FROM psprobe.digests` works, as does the
 /// unqualified name).
 pub(crate) const SCHEMA: &str = "psprobe";
-
-/// Bounds on one admin query (and on logins).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    /// Longest statement accepted, bytes.
-    pub max_query_bytes: usize,
-    /// A query running longer is interrupted.
-    pub timeout: Duration,
-    /// Most rows a result may have; more is an error (add a LIMIT), never a silent cut.
-    pub max_rows: usize,
-    /// Most bytes of values a result may have.
-    pub max_result_bytes: usize,
-    /// How fast a peer may try passwords (the connection's, not the query's, limit).
-    pub login: super::login_limit::LoginLimits,
-}
-
-/// Default [`Limits::max_query_bytes`]: 1 MiB.
-pub(crate) const MAX_QUERY_BYTES: usize = 1 << 20;
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            max_query_bytes: MAX_QUERY_BYTES,
-            timeout: Duration::from_secs(10),
-            max_rows: 100_000,
-            max_result_bytes: 64 << 20,
-            login: super::login_limit::LoginLimits::default(),
-        }
-    }
-}
 
 /// SQLite's memory, all admin connections together.
 const HEAP_LIMIT_BYTES: i64 = 512 << 20;
@@ -615,6 +586,7 @@ fn render_value(v: SqlValue, kind: ResultKind) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
     use crate::admin::tables::{status_row, Row};
 
     struct Data;

@@ -28,6 +28,7 @@ pub(crate) mod config;
 pub(crate) mod dialect;
 pub(crate) mod engine;
 pub(crate) mod error;
+pub(crate) mod limits;
 pub(crate) mod login_limit;
 pub(crate) mod pacing;
 pub(crate) mod server;
@@ -37,6 +38,6 @@ pub(crate) mod variables;
 pub(crate) mod wire;
 
 pub(crate) use auth::{AdminAuth, DEFAULT_USER};
-pub(crate) use engine::Limits;
+pub(crate) use limits::Limits;
 pub(crate) use server::{spawn_dedicated, AdminHandle};
 pub(crate) use tables::{AttributionRow, ObserverData, OverheadRow};

@@ -1,7 +1,7 @@
 //! The server variables clients read (`SELECT @@version_comment`, `SHOW VARIABLES`): what a
 //! MySQL server of this kind would say, where a client's behaviour depends on it.
 
-use super::engine::Limits;
+use super::limits::Limits;
 use super::tables::Value;
 use crate::timestamp::rfc3339;
 

@@ -4,9 +4,8 @@ use crate::phase_log::PhaseRecord;
 
 use super::baseline;
 use super::bootstrap;
-use super::estimate::{
-    Analysis, AnalysisError, Drift, Estimate, Method, Metric, MoreBlocks, Options, Scale,
-};
+use super::error::AnalysisError;
+use super::estimate::{Analysis, Drift, Estimate, Method, Metric, MoreBlocks, Options, Scale};
 use super::mix::latency_pair;
 use super::paired::{
     pair_blocks, pairs_needed, pooled, robust_interval, trend, Interval, Pooled, MAX_LOG_HALFWIDTH,

@@ -12,7 +12,7 @@
 
 use serde::Serialize;
 
-use super::estimate::AnalysisError;
+use super::error::AnalysisError;
 
 /// The seed study's scenarios with performance_schema ON, least instrumented first.
 pub(crate) const LEAST_INSTRUMENTED: [&str; 5] = [

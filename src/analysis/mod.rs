@@ -28,6 +28,7 @@ pub(crate) mod bootstrap;
 pub(crate) mod carryover;
 pub(crate) mod design;
 pub(crate) mod duet;
+pub(crate) mod error;
 pub(crate) mod estimate;
 pub(crate) mod kendall;
 pub(crate) mod mix;

@@ -20,7 +20,8 @@ use super::analyze_with;
 use super::attribution::{advise, attribute, Attribution, Prediction, Recommendation};
 use super::baseline::PFSOFF;
 use super::carryover::{profile, CarryoverProfile};
-use super::estimate::{Analysis, AnalysisError, Estimate, Metric, Options};
+use super::error::AnalysisError;
+use super::estimate::{Analysis, Estimate, Metric, Options};
 use super::restart_profile::{restart_profile, RestartProfile};
 use super::switch_load::{run_warning, slot_lengths_ms, slots_time_ms};
 

@@ -1,7 +1,8 @@
 //! Acceptance tests of the estimators on synthetic phase logs (see `synth`).
 
 use super::baseline::BaselineRule;
-use super::estimate::{AnalysisError, Method, Scale};
+use super::error::AnalysisError;
+use super::estimate::{Method, Scale};
 use super::rng::Rng;
 use super::synth::{simulate, two_digests, Arm, Sim};
 use super::*;

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 
-use super::client::dsn::{ControllerDsn, DSN_ENV};
+use super::client::dsn::ControllerDsn;
 use super::client::left_behind::{self, Hint, Mode, Outcome, Rights};
 use super::client::server::{ApplyReport, Controller};
 use super::error::ControllerError;
@@ -15,6 +15,7 @@ use super::model::setup_tables::SetupState;
 use super::model::snapshot::Snapshot;
 use super::paths;
 use super::show;
+use super::DSN_ENV;
 
 const LONG_ABOUT: &str = "\
 Inspects and changes performance_schema (PS) settings on a MySQL or MariaDB server, by scenario.

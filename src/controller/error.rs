@@ -3,8 +3,6 @@
 
 use std::path::PathBuf;
 
-use super::model::setup_tables::Mismatch;
-
 /// How many mismatches a verification error spells out before saying "and N more".
 const MISMATCHES_SHOWN: usize = 5;
 
@@ -15,7 +13,7 @@ pub enum ControllerError {
          file holding it with --controller-dsn-file, or put dsn = \"mysql://USER:PASS@HOST:PORT/\" \
          under [controller] in a file given with --config (the DSN is never taken from the \
          command line)",
-        env = super::client::dsn::DSN_ENV
+        env = super::DSN_ENV
     )]
     NoDsn,
 
@@ -111,14 +109,15 @@ pub enum ControllerError {
     #[error(
         "{what} did not take effect on {target}: {} of {checked} rows differ: {}{}",
         mismatches.len(),
-        mismatches.iter().take(MISMATCHES_SHOWN).map(|m| m.to_string()).collect::<Vec<_>>().join("; "),
+        mismatches.iter().take(MISMATCHES_SHOWN).cloned().collect::<Vec<_>>().join("; "),
         if mismatches.len() > MISMATCHES_SHOWN { format!("; and {} more", mismatches.len() - MISMATCHES_SHOWN) } else { String::new() }
     )]
     Verify {
         what: String,
         target: String,
         checked: usize,
-        mismatches: Vec<Mismatch>,
+        /// Each differing row as `Mismatch` renders it (model/setup_tables.rs).
+        mismatches: Vec<String>,
     },
 
     #[error("state file {path}: cannot {action}: {reason}")]
@@ -151,7 +150,7 @@ pub enum ControllerError {
         "not restoring the snapshot {summary}; {differ} setting(s) differ from it. Nothing was \
          changed. To keep the live settings run `{discard}`; to write the snapshot back anyway \
          run `{force}` (with the controller DSN in {env})",
-        env = super::client::dsn::DSN_ENV
+        env = super::DSN_ENV
     )]
     StaleSnapshot {
         /// `WHERE (taken WHEN): WHY`.
@@ -221,7 +220,7 @@ pub enum ControllerError {
      psprobe last applied {left}, so {differ} setting(s) may differ from before the run. The \
      snapshot is kept in {state_file} and on the server: once the server answers run \
      `{command}` (with the controller DSN in {env})",
-    env = super::client::dsn::DSN_ENV
+    env = super::DSN_ENV
 )]
 pub struct NotRestored {
     pub target: String,

@@ -35,3 +35,7 @@ pub(crate) mod cli;
 pub(crate) mod error;
 pub(crate) mod paths;
 pub(crate) mod show;
+
+/// Environment variable holding the controller DSN: read by client/dsn.rs, named by the
+/// errors and the help of every room (here, so that none of them names another for it).
+pub(crate) const DSN_ENV: &str = "PSPROBE_CONTROLLER_DSN";

@@ -7,7 +7,7 @@
 //!
 //! Must not: touch any server but the two it started, or leave processes behind.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
@@ -70,27 +70,6 @@ pub(crate) struct DuetArgs {
     pub output: Option<PathBuf>,
 }
 
-/// What a duet run wrote.
-pub(crate) struct DuetFiles {
-    pub logs: [PathBuf; 2],
-    pub sysbench: [PathBuf; 2],
-    /// Where each side ran (one sentence, for the report).
-    pub placement: PathBuf,
-}
-
-impl DuetFiles {
-    /// The files of a duet whose report is `stem`.md.
-    pub(crate) fn beside(stem: &Path) -> Self {
-        let at =
-            |side: &str, what: &str| PathBuf::from(format!("{}.{side}.{what}", stem.display()));
-        DuetFiles {
-            logs: [at("a", "phases.jsonl"), at("b", "phases.jsonl")],
-            sysbench: [at("a", "sysbench.txt"), at("b", "sysbench.txt")],
-            placement: PathBuf::from(format!("{}.placement.txt", stem.display())),
-        }
-    }
-}
-
 pub(crate) fn run(args: &DuetArgs) -> anyhow::Result<()> {
     super::interrupt::install();
     crate::runtime::init_logging_from_env(Some(
@@ -138,7 +117,7 @@ pub(crate) fn run(args: &DuetArgs) -> anyhow::Result<()> {
         .clone()
         .unwrap_or_else(|| PathBuf::from("psprobe-duet.md"));
     let stem = output.with_extension("");
-    let files = DuetFiles::beside(&stem);
+    let files = super::duet_run::DuetFiles::beside(&stem);
     if args.report_only {
         let placement = std::fs::read_to_string(&files.placement).unwrap_or_default();
         let report = crate::report::duet::write(&files.logs, placement.trim(), &output)?;

@@ -8,8 +8,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::duet::{pins, DuetFiles};
+use super::duet::pins;
 use super::duet_run::run_duet;
+use super::duet_run::DuetFiles;
 use super::server_choice::ServerChoice;
 use super::{sysbench, throwaway, Plan, ScheduledRun};
 use crate::controller::model::catalog::Catalog;

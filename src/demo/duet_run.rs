@@ -10,13 +10,13 @@
 //!
 //! Must not: leave a side running when the other failed or the run was interrupted.
 
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
 
-use super::duet::DuetFiles;
 use super::{controller_settings, local_proxy_config, sysbench, throwaway};
 use super::{Plan, ScheduledRun};
 use crate::app::launch;
@@ -24,10 +24,31 @@ use crate::controller::schedule::duet::DuetSide;
 use crate::controller::schedule::settings::ControllerSettings;
 use crate::progress::Progress;
 
+/// What a duet run wrote.
+pub(crate) struct DuetFiles {
+    pub logs: [PathBuf; 2],
+    pub sysbench: [PathBuf; 2],
+    /// Where each side ran (one sentence, for the report).
+    pub placement: PathBuf,
+}
+
+impl DuetFiles {
+    /// The files of a duet whose report is `stem`.md.
+    pub(crate) fn beside(stem: &Path) -> Self {
+        let at =
+            |side: &str, what: &str| PathBuf::from(format!("{}.{side}.{what}", stem.display()));
+        DuetFiles {
+            logs: [at("a", "phases.jsonl"), at("b", "phases.jsonl")],
+            sysbench: [at("a", "sysbench.txt"), at("b", "sysbench.txt")],
+            placement: PathBuf::from(format!("{}.placement.txt", stem.display())),
+        }
+    }
+}
+
 /// Runs `run` as a duet on `servers` (side a, side b): a proxy, a controller and a sysbench
 /// load for each, in this process, until both schedules are done. `pins`: each side's CPU
 /// list (its server is pinned by the caller; its sysbench and its proxy here).
-pub(super) fn run_duet(
+pub(crate) fn run_duet(
     servers: [&throwaway::Throwaway; 2],
     tables: &sysbench::Tables,
     plan: &Plan,

@@ -9,7 +9,7 @@
 
 pub(crate) mod duet;
 pub(crate) mod duet_on_copy;
-mod duet_run;
+pub(crate) mod duet_run;
 pub(crate) mod interrupt;
 pub(crate) mod server_choice;
 pub(crate) mod stage_costs;
@@ -377,7 +377,7 @@ pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<()> {
     let pfsoff_scenarios = vec!["pfsoff".to_string(), "pfson_conoff_insoff".to_string()];
     if args.duet {
         let stem = output.with_extension("pfsoff-duet");
-        let files = duet::DuetFiles::beside(&stem);
+        let files = duet_run::DuetFiles::beside(&stem);
         let report = stem.with_extension("pfsoff-duet.md");
         duet_on_copy::DuetOnCopy {
             server: &server,

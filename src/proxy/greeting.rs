@@ -19,7 +19,6 @@ use std::time::{Duration, Instant};
 
 use tokio::net::TcpStream;
 
-use super::handshake::Ctx;
 use super::packet_io::{Got, PacketBuf};
 use super::FloodLogs;
 use crate::log_limit::more;
@@ -88,22 +87,16 @@ pub(crate) async fn first(
     server: &mut TcpStream,
     greeting: &mut PacketBuf,
     early: &mut PacketBuf,
-    ctx: &Ctx<'_>,
+    who: &Who<'_>,
 ) -> First {
     let waits = Waits {
         quick: GREETING_QUICK,
         warn_after: GREETING_WARN_AFTER,
         timeout: GREETING_TIMEOUT,
     };
-    let who = Who {
-        logs: ctx.logs,
-        peer: ctx.peer,
-        upstream: ctx.upstream,
-        greeted: ctx.greeted,
-    };
-    let first = first_within(client, server, greeting, early, &who, waits).await;
+    let first = first_within(client, server, greeting, early, who, waits).await;
     if matches!(first, First::Server(Ok(Got::Packet))) && looks_like_mysql(greeting.bytes()) {
-        ctx.greeted.record();
+        who.greeted.record();
     }
     first
 }
@@ -117,12 +110,13 @@ struct Waits {
     timeout: Duration,
 }
 
-/// What the warnings name, their rate limit, and when the upstream last greeted anyone.
-struct Who<'a> {
-    logs: &'a FloodLogs,
-    peer: SocketAddr,
-    upstream: &'a str,
-    greeted: &'a LastGreeting,
+/// What the warnings name, their rate limit, and when the upstream last greeted anyone (the
+/// connection's handshake context hands these down).
+pub(crate) struct Who<'a> {
+    pub logs: &'a FloodLogs,
+    pub peer: SocketAddr,
+    pub upstream: &'a str,
+    pub greeted: &'a LastGreeting,
 }
 
 async fn first_within(
@@ -220,16 +214,16 @@ pub(crate) fn timed_out_message(upstream: &str) -> String {
 
 /// Says (rate limited) that the upstream's first bytes are not a MySQL greeting: neither a
 /// protocol-10 greeting nor an ERR packet. Such bytes are still relayed as they are.
-pub(crate) fn warn_if_not_mysql(first_bytes: &[u8], ctx: &Ctx<'_>) {
+pub(crate) fn warn_if_not_mysql(first_bytes: &[u8], who: &Who<'_>) {
     if looks_like_mysql(first_bytes) {
         return;
     }
-    if let Some(left_out) = ctx.logs.no_greeting.check() {
+    if let Some(left_out) = who.logs.no_greeting.check() {
         tracing::warn!(
             "client {}: upstream {} did not greet as a MySQL server (its first bytes: \"{}\"): \
              relayed as they are; is --upstream a MySQL port?{}",
-            ctx.peer,
-            ctx.upstream,
+            who.peer,
+            who.upstream,
             quoted(first_bytes),
             more(left_out)
         );

@@ -74,6 +74,18 @@ pub(crate) struct Ctx<'a> {
     pub greeted: &'a greeting::LastGreeting,
 }
 
+impl<'a> Ctx<'a> {
+    /// What the greeting's wait and warnings need of the connection.
+    fn who(&self) -> greeting::Who<'a> {
+        greeting::Who {
+            logs: self.logs,
+            peer: self.peer,
+            upstream: self.upstream,
+            greeted: self.greeted,
+        }
+    }
+}
+
 /// How long psprobe waits for the client to read an error it is told before closing.
 const GOODBYE: Duration = Duration::from_secs(2);
 
@@ -113,7 +125,14 @@ pub(crate) async fn run(
     // readiness awaited: a read that is dropped loses nothing, and readiness can be stale.)
     let mut greeting = PacketBuf::default();
     let mut early = PacketBuf::default();
-    let got = match greeting::first(&mut client, &mut server, &mut greeting, &mut early, ctx).await
+    let got = match greeting::first(
+        &mut client,
+        &mut server,
+        &mut greeting,
+        &mut early,
+        &ctx.who(),
+    )
+    .await
     {
         First::Server(got) => got,
         First::Client(early_got) => {
@@ -138,7 +157,7 @@ pub(crate) async fn run(
         }
     };
     if !greeting.bytes().is_empty() {
-        greeting::warn_if_not_mysql(greeting.bytes(), ctx);
+        greeting::warn_if_not_mysql(greeting.bytes(), &ctx.who());
     }
     if !matches!(got, Ok(Got::Packet)) || !early.bytes().is_empty() {
         tracing::debug!(

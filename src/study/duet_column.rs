@@ -15,7 +15,7 @@ use anyhow::Context;
 
 use super::cells::CellRow;
 use crate::analysis::duet::{analyze_duet, Change};
-use crate::demo::duet::DuetFiles;
+use crate::demo::duet_run::DuetFiles;
 use crate::phase_log::read_phases;
 use crate::report::{report_of, Interval};
 

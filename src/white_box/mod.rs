@@ -18,7 +18,7 @@ pub use crate::stats::store::{DigestStore, DEFAULT_MAX_DIGESTS};
 /// The admin interface's server and tables, for tests/through_proxy/admin_interface.rs.
 pub mod admin {
     pub use crate::admin::auth::AdminAuth;
-    pub use crate::admin::engine::Limits;
+    pub use crate::admin::limits::Limits;
     pub use crate::admin::server::serve_with;
     pub use crate::admin::tables::{
         overhead_row, status_row, AdminData, ObserverData, OverheadRow, Row, Table, Value,

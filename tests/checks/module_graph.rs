@@ -95,13 +95,19 @@ fn ident(s: &str) -> &str {
 /// The first path segment after every `crate::` in `text`, including each item of a
 /// `crate::{a, b::c}` group.
 fn crate_references(text: &str) -> BTreeSet<String> {
+    references_after(text, "crate::")
+}
+
+/// The first path segment after every `prefix` (ending in `::`) in `text`, including each
+/// item of a `prefix{a, b::c}` group.
+fn references_after(text: &str, prefix: &str) -> BTreeSet<String> {
     let mut found = BTreeSet::new();
-    for (at, _) in text.match_indices("crate::") {
+    for (at, _) in text.match_indices(prefix) {
         // `psprobe_crate::` and the like are not this crate.
         if text[..at].chars().next_back().is_some_and(is_ident) {
             continue;
         }
-        let rest = &text[at + "crate::".len()..];
+        let rest = &text[at + prefix.len()..];
         if let Some(group) = rest.strip_prefix('{') {
             let mut depth = 0usize;
             let mut item_start = true;
@@ -844,4 +850,129 @@ fn the_public_face_is_main_white_box_and_fuzzing() {
             );
         }
     }
+}
+
+/// A file's code as the build without tests sees it: comment lines dropped (a doc link is
+/// not a dependency) and the file's `#[cfg(test)] mod tests` cut off (fixtures shared
+/// between tests are not the rooms' structure).
+fn code_of(text: &str) -> String {
+    let mut code = String::new();
+    let mut lines = text.lines().peekable();
+    while let Some(line) = lines.next() {
+        let trimmed = line.trim();
+        if trimmed == "#[cfg(test)]"
+            && lines
+                .peek()
+                .is_some_and(|next| next.trim().starts_with("mod tests"))
+        {
+            break;
+        }
+        if !trimmed.starts_with("//") {
+            code.push_str(line);
+            code.push('\n');
+        }
+    }
+    code
+}
+
+/// Inside one folder of src/ (a room, `crate::a::b`): its modules (files but mod.rs and test
+/// files, and subfolders) -> the siblings each names (`super::x` in a file of the folder,
+/// `crate::a::b::x` anywhere in it).
+fn room_graph(folder: &Path, path: &str) -> Graph {
+    let mut nodes: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+    for entry in std::fs::read_dir(folder).expect("a folder of src/") {
+        let entry = entry.expect("directory entry").path();
+        let name = entry
+            .file_stem()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_string();
+        if entry.is_dir() {
+            let mut files = Vec::new();
+            rust_files(&entry, &mut files);
+            nodes.insert(name, files);
+        } else if entry.extension().is_some_and(|e| e == "rs")
+            && name != "mod"
+            && !name.ends_with("_tests")
+            && name != "tests"
+        {
+            nodes.insert(name, vec![entry]);
+        }
+    }
+    let mut graph = Graph::new();
+    for (name, files) in &nodes {
+        let edges = graph.entry(name.clone()).or_default();
+        for file in files {
+            let code = code_of(&read(file));
+            let mut named = references_after(&code, &format!("crate::{path}::"));
+            if file.parent() == Some(folder) {
+                named.extend(references_after(&code, "super::"));
+            }
+            for target in named {
+                if target != *name && nodes.contains_key(&target) {
+                    edges.entry(target).or_insert_with(|| file.clone());
+                }
+            }
+        }
+    }
+    graph
+}
+
+/// Every folder under `dir`, with its module path (`controller::schedule`).
+fn folders(dir: &Path, path: &str, out: &mut Vec<(PathBuf, String)>) {
+    for entry in std::fs::read_dir(dir).expect("a folder of src/") {
+        let entry = entry.expect("directory entry").path();
+        if entry.is_dir() {
+            let name = entry
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            let inner = if path.is_empty() {
+                name.to_string()
+            } else {
+                format!("{path}::{name}")
+            };
+            out.push((entry.clone(), inner.clone()));
+            folders(&entry, &inner, out);
+        }
+    }
+}
+
+/// No circles inside a room either: within every folder of src/, the files and subfolders
+/// name each other one way (a circle means two files that are one job, or a third file
+/// missing).
+#[test]
+fn no_room_has_a_circle_inside() {
+    let mut rooms = Vec::new();
+    folders(&src(), "", &mut rooms);
+    assert!(rooms.len() > 10, "the scan sees src/'s folders: {rooms:?}");
+    let mut problems = Vec::new();
+    let mut edges = 0;
+    for (folder, path) in &rooms {
+        let graph = room_graph(folder, path);
+        edges += graph.values().map(BTreeMap::len).sum::<usize>();
+        for cycle in cycles(&graph) {
+            problems.push(format!(
+                "src/{}/: {}",
+                path.replace("::", "/"),
+                describe(folder, &graph, &cycle)
+            ));
+        }
+    }
+    // The scan sees the edges that must be there (else it would pass on nothing).
+    let schedule = room_graph(&src().join("controller/schedule"), "controller::schedule");
+    assert!(
+        schedule["runner"].contains_key("lead"),
+        "the scanner missed runner -> lead: {:?}",
+        schedule["runner"].keys().collect::<Vec<_>>()
+    );
+    assert!(edges > 50, "only {edges} edges inside rooms");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn the_room_scanner_skips_comments_and_tests() {
+    let text = "//! see [`super::b`]\nuse super::c::X;\n#[cfg(test)]\nmod tests {\n    use super::super::d;\n    use super::e;\n}\n";
+    let named = references_after(&code_of(text), "super::");
+    assert_eq!(named, ["c".to_string()].into_iter().collect());
 }

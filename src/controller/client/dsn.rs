@@ -9,8 +9,7 @@ use mysql_async::{Opts, UrlError};
 
 use crate::controller::error::{ControllerError, Result};
 
-/// Environment variable holding the controller DSN.
-pub(crate) const DSN_ENV: &str = "PSPROBE_CONTROLLER_DSN";
+use crate::controller::DSN_ENV;
 
 /// A parsed `mysql://USER:PASS@HOST:PORT/` URL plus where it came from.
 #[derive(Clone)]

@@ -24,7 +24,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::dsn::ControllerDsn;
-use super::leadership::LOCK_NAME;
+use super::LOCK_NAME;
 
 /// How often the leader beats.
 pub(crate) const BEAT: Duration = Duration::from_millis(500);

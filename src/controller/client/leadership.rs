@@ -16,7 +16,7 @@ use crate::controller::error::{ControllerError, Result};
 use crate::controller::model::phase_row::{PhaseRow, SwitchIntent};
 use crate::controller::model::snapshot::Snapshot;
 
-pub(crate) const LOCK_NAME: &str = "psprobe_controller";
+use super::LOCK_NAME;
 
 /// Where a leader records a switch before its statements (crash consistency, see
 /// [`SwitchIntent`]).

@@ -7,8 +7,8 @@ use std::path::Path;
 
 use mysql_async::Row;
 
-use super::leadership::LOCK_NAME;
 use super::server::{ApplyReport, Controller};
+use super::LOCK_NAME;
 use crate::controller::error::{ControllerError, Result};
 use crate::controller::model::catalog::Catalog;
 use crate::controller::model::ownership::Claim;

@@ -13,3 +13,7 @@ pub(crate) mod restart;
 pub(crate) mod server;
 pub(crate) mod server_cpu;
 pub(crate) mod statement;
+
+/// The advisory lock whose holder leads: leadership.rs takes it, heartbeat.rs proves its
+/// holder alive, left_behind.rs asks whether a dead run still holds it.
+pub(crate) const LOCK_NAME: &str = "psprobe_controller";

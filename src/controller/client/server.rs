@@ -343,7 +343,7 @@ impl Controller {
             what: format!("scenario '{name}'"),
             target: self.target.clone(),
             checked: plan.expected.rows(),
-            mismatches,
+            mismatches: mismatches.iter().map(ToString::to_string).collect(),
         })
     }
 

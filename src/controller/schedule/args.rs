@@ -8,13 +8,14 @@ use clap::Args;
 
 use super::attribution::AttributionPlan;
 use super::settings::ControllerSettings;
-use crate::controller::client::dsn::{ControllerDsn, DSN_ENV};
+use crate::controller::client::dsn::ControllerDsn;
 use crate::controller::client::server_cpu::PidSource;
 use crate::controller::error::ControllerError;
 use crate::controller::model::catalog::Catalog;
 use crate::controller::model::file::PsConfig;
 use crate::controller::model::startup::twin_name;
 use crate::controller::paths;
+use crate::controller::DSN_ENV;
 use crate::duration::{duration_arg, parse_duration};
 
 /// One slot of a runtime-switched scenario. Chosen by measurement (docs/measurement.md): the

@@ -10,9 +10,9 @@
 
 use std::time::Duration;
 
-use super::settings::ControllerSettings;
 use crate::analysis::design::Design;
 use crate::controller::error::{ControllerError, Result};
+use crate::controller::model::catalog::Catalog;
 use crate::controller::model::groups::{point_scenario, Group};
 use crate::controller::model::setup_tables::SetupState;
 use crate::phase_log::block_order;
@@ -56,14 +56,22 @@ impl AttributionPlan {
     }
 }
 
+/// The plan fitted to a server: the run's scenarios (the design's, in `catalog`) and what was
+/// left out, for the log.
+pub(crate) struct Fitted {
+    pub scenarios: Vec<String>,
+    pub notes: Vec<String>,
+}
+
 /// Fits the plan to the server's rows: leaves out (and says so) groups the server lacks
-/// ([`Group::missing_kind`]), refuses if a needed group is among them or none is left, and makes the design's
-/// scenarios the run's (the nothing-instrumented check first, then every point) with their
-/// slot units.
-pub(crate) fn fit(settings: &mut ControllerSettings, server: &SetupState) -> Result<Vec<String>> {
-    let Some(plan) = settings.attribution.as_mut() else {
-        return Ok(Vec::new());
-    };
+/// ([`Group::missing_kind`]), refuses if a needed group is among them or none is left, adds
+/// the design's scenarios to `catalog` and returns them as the run's (the nothing-instrumented
+/// check first, then every point), with the plan's slot units set.
+pub(crate) fn fit(
+    plan: &mut AttributionPlan,
+    catalog: &mut Catalog,
+    server: &SetupState,
+) -> Result<Fitted> {
     let mut notes = Vec::new();
     let mut kept = Vec::new();
     for group in plan.groups.drain(..) {
@@ -111,7 +119,7 @@ pub(crate) fn fit(settings: &mut ControllerSettings, server: &SetupState) -> Res
     check.name = BASE_CHECK.to_string();
     check.description =
         "global and thread instrumentation only (the base), beside nothing instrumented".into();
-    settings.catalog.add_generated(check);
+    catalog.add_generated(check);
     let mut index_of_run = Vec::with_capacity(design.runs());
     for run in 0..design.runs() {
         let mask = design.point(run);
@@ -125,7 +133,7 @@ pub(crate) fn fit(settings: &mut ControllerSettings, server: &SetupState) -> Res
         let scenario = point_scenario(&on);
         index_of_run.push(scenarios.len());
         scenarios.push(scenario.name.clone());
-        settings.catalog.add_generated(scenario);
+        catalog.add_generated(scenario);
     }
     plan.units = design
         .mirror_pairs()
@@ -136,10 +144,7 @@ pub(crate) fn fit(settings: &mut ControllerSettings, server: &SetupState) -> Res
     plan.runs = design.runs();
     plan.resolution = design.resolution();
     plan.consumers = server.consumers.iter().map(|c| c.name.clone()).collect();
-    settings.scenarios = scenarios;
-    // One replicate per segment.
-    settings.segment = settings.phase;
-    Ok(notes)
+    Ok(Fitted { scenarios, notes })
 }
 
 /// FNV-1a over the groups' names, in order: the same design for every probe given them.
@@ -156,6 +161,7 @@ fn design_seed(names: &[&str]) -> u64 {
 mod tests {
     use super::*;
     use crate::controller::model::groups::Groups;
+    use crate::controller::schedule::settings::ControllerSettings;
     use crate::controller::model::setup_tables::tests::{c, i};
     use crate::phase_log::group_names::point_groups;
 
@@ -201,7 +207,7 @@ mod tests {
             ],
             &[],
         );
-        let notes = fit(&mut s, &server()).unwrap();
+        let notes = s.fit_attribution(&server()).unwrap();
         assert_eq!(
             notes,
             ["group transactions left out: this server has none of its instruments"]
@@ -244,7 +250,7 @@ mod tests {
         let points = |seed: u64| {
             let mut s = settings(&groups, &[]);
             s.seed = seed;
-            fit(&mut s, &server()).unwrap();
+            s.fit_attribution(&server()).unwrap();
             let mut names = s.scenarios.clone();
             names.sort();
             names
@@ -255,13 +261,13 @@ mod tests {
     #[test]
     fn a_needed_group_the_server_lacks_is_refused() {
         let mut s = settings(&["statements", "transactions"], &["transactions"]);
-        let e = fit(&mut s, &server()).unwrap_err().to_string();
+        let e = s.fit_attribution(&server()).unwrap_err().to_string();
         assert!(
             e.contains("--need transactions") && e.contains("none of its instruments"),
             "{e}"
         );
         let mut s = settings(&["transactions"], &[]);
-        let e = fit(&mut s, &server()).unwrap_err().to_string();
+        let e = s.fit_attribution(&server()).unwrap_err().to_string();
         assert!(e.contains("none of the groups"), "{e}");
     }
 }

@@ -86,7 +86,7 @@ pub(crate) async fn start(settings: &mut ControllerSettings) -> Result<Started> 
     }
     if settings.attribution.is_some() {
         // The design is fitted to the groups this server has rows of.
-        for note in super::attribution::fit(settings, &rows)? {
+        for note in settings.fit_attribution(&rows)? {
             tracing::info!("{note}");
         }
         if let Some(plan) = &settings.attribution {

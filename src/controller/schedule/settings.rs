@@ -13,7 +13,9 @@ use super::duet::{DuetSide, Side};
 use super::timeline::TimelineConfig;
 use crate::controller::client::dsn::ControllerDsn;
 use crate::controller::client::server_cpu::PidSource;
+use crate::controller::error::Result;
 use crate::controller::model::catalog::Catalog;
+use crate::controller::model::setup_tables::SetupState;
 use crate::phase_log::PhaseRecord;
 
 /// Everything the controller runs with, validated by the config layer.
@@ -83,6 +85,19 @@ pub(crate) fn initial_settle(phase: Duration) -> Duration {
 }
 
 impl ControllerSettings {
+    /// Fits `--attribute`'s plan to the server's rows (`attribution::fit`): the run's
+    /// scenarios become the design's, one replicate per segment. What was left out, for the
+    /// log (nothing without a plan).
+    pub(crate) fn fit_attribution(&mut self, server: &SetupState) -> Result<Vec<String>> {
+        let Some(plan) = self.attribution.as_mut() else {
+            return Ok(Vec::new());
+        };
+        let fitted = super::attribution::fit(plan, &mut self.catalog, server)?;
+        self.scenarios = fitted.scenarios;
+        self.segment = self.phase;
+        Ok(fitted.notes)
+    }
+
     /// The scheduled scenarios switched at runtime (indices), in the order given (none in a
     /// duet: there every phase is entered by restart, at the partner's moment).
     pub(crate) fn fast_scenarios(&self) -> Vec<usize> {

@@ -161,8 +161,8 @@ fn design_seed(names: &[&str]) -> u64 {
 mod tests {
     use super::*;
     use crate::controller::model::groups::Groups;
-    use crate::controller::schedule::settings::ControllerSettings;
     use crate::controller::model::setup_tables::tests::{c, i};
+    use crate::controller::schedule::settings::ControllerSettings;
     use crate::phase_log::group_names::point_groups;
 
     fn server() -> SetupState {

@@ -67,24 +67,39 @@ pub(crate) struct Restarts {
 /// The leader's slot loop: what it decides (which slot, how long, what counts) is here; what it
 /// asks of the server goes through `server`.
 pub(crate) struct Leader<'a, S: LeadServer> {
+    // What the runner lends: the settings, the server, where records and the phase log go,
+    // the stop signal and what the server is in.
     pub s: &'a ControllerSettings,
     pub server: S,
     pub out: Out<'a>,
     pub stop: &'a mut watch::Receiver<bool>,
     pub mode: &'a mut ServerMode,
+    /// What the leader re-chooses as the run goes (tuning.rs).
     pub tuning: Tuning,
-    /// This run's fast records (settle choice, stopping rule) and slow records (the restart
-    /// profile).
-    pub fast_records: Vec<PhaseRecord>,
-    pub slow_records: Vec<PhaseRecord>,
-    restarts: Restarts,
-    /// The scenario (index) of the last fast slot, whose rows the next switch checks.
-    last_fast: Option<usize>,
+    /// What this run has measured.
+    pub measured: Measured,
+    /// Where this run is.
+    pub state: LeadState,
+}
+
+/// This run's records: the fast ones (settle choice, stopping rule) and the slow ones (the
+/// restart profile).
+#[derive(Default)]
+pub(crate) struct Measured {
+    pub fast: Vec<PhaseRecord>,
+    pub slow: Vec<PhaseRecord>,
+}
+
+/// Where the leader's run is.
+pub(crate) struct LeadState {
     /// When the run began (a lead resumed after an interruption keeps the run's clock, so
     /// --duration and the slow blocks' spread count from the run's start).
     pub started: Instant,
     /// The phase number the next slot takes (a confirmation goes on from there).
     pub next_phase: u64,
+    /// The scenario (index) of the last fast slot, whose rows the next switch checks.
+    last_fast: Option<usize>,
+    restarts: Restarts,
     /// The duet's partner ended, so this side's run is over (done, not stopped).
     duet_over: bool,
 }
@@ -108,13 +123,14 @@ impl<'a, S: LeadServer> Leader<'a, S> {
             stop,
             mode,
             tuning,
-            fast_records: Vec::new(),
-            slow_records: Vec::new(),
-            restarts: Restarts::default(),
-            last_fast: None,
-            started: Instant::now(),
-            next_phase,
-            duet_over: false,
+            measured: Measured::default(),
+            state: LeadState {
+                started: Instant::now(),
+                next_phase,
+                last_fast: None,
+                restarts: Restarts::default(),
+                duet_over: false,
+            },
         }
     }
 
@@ -122,13 +138,13 @@ impl<'a, S: LeadServer> Leader<'a, S> {
     pub(crate) async fn run(&mut self, mut timeline: Timeline) -> Result<bool> {
         loop {
             let progress = Progress {
-                elapsed: self.started.elapsed(),
+                elapsed: self.state.started.elapsed(),
                 precise: self.tuning.precise,
                 slow_precise: self.tuning.slow_precise,
             };
             let step = timeline.next(progress);
             if let Step::Fast { phase, .. } | Step::Slow { phase, .. } = step {
-                self.next_phase = phase + 1;
+                self.state.next_phase = phase + 1;
             }
             let outcome = match step {
                 Step::Fast {
@@ -171,7 +187,7 @@ impl<'a, S: LeadServer> Leader<'a, S> {
                 // Keep what the segment measured so far; the slot in progress counts for nothing.
                 self.out.tracker.abandon_slot();
                 self.end_segment()?;
-                if self.duet_over {
+                if self.state.duet_over {
                     return self.done();
                 }
                 return Ok(false);
@@ -182,13 +198,13 @@ impl<'a, S: LeadServer> Leader<'a, S> {
     /// With `--duration`: whether a restart phase (the last restart's time plus the slow
     /// phase) no longer fits the run. Said once; the slow steps left are skipped.
     fn no_time_for_a_restart(&mut self) -> bool {
-        let (Some(duration), Some(took)) = (self.s.duration, self.restarts.last_took) else {
+        let (Some(duration), Some(took)) = (self.s.duration, self.state.restarts.last_took) else {
             return false;
         };
-        let left = duration.saturating_sub(self.started.elapsed());
+        let left = duration.saturating_sub(self.state.started.elapsed());
         let fits = took + self.s.slow_phase <= left;
-        if !fits && !self.restarts.out_of_time {
-            self.restarts.out_of_time = true;
+        if !fits && !self.state.restarts.out_of_time {
+            self.state.restarts.out_of_time = true;
             tracing::warn!(
                 "no restart phase fits the {:.0?} left of --duration (the last restart took \
                  {:.1} s, a slow phase is {:.1?}): the slow blocks end here",
@@ -203,12 +219,12 @@ impl<'a, S: LeadServer> Leader<'a, S> {
     /// The timeline ended: an error if every restart it asked for failed (nothing slow was
     /// measured, and the hook needs fixing), finished otherwise.
     fn done(&self) -> Result<bool> {
-        match &self.restarts.last_failure {
-            Some(last) if self.restarts.ok == 0 => Err(ControllerError::Restart {
+        match &self.state.restarts.last_failure {
+            Some(last) if self.state.restarts.ok == 0 => Err(ControllerError::Restart {
                 reason: format!(
                     "every restart of this run failed ({} in a row), so nothing slow was \
                      measured; the last: {last}",
-                    self.restarts.failures
+                    self.state.restarts.failures
                 ),
             }),
             _ => Ok(true),
@@ -223,7 +239,7 @@ impl<'a, S: LeadServer> Leader<'a, S> {
 
     /// Checks the rows of the scenario in effect held, then writes the segment.
     async fn end_fast_segment(&mut self) -> Result<()> {
-        if let Some(i) = self.last_fast {
+        if let Some(i) = self.state.last_fast {
             if self.server.confirm().await? == Some(false) {
                 self.out.tracker.unverify(self.out.ids[i]);
             }
@@ -238,11 +254,11 @@ impl<'a, S: LeadServer> Leader<'a, S> {
                 .phase_written(&r.scenario, r.slots.unwrap_or(1), r.verified);
         }
         if records.first().is_some_and(|r| r.schedule() == FAST) {
-            self.fast_records.extend(records);
-            self.tuning.after_fast_segment(self.s, &self.fast_records);
+            self.measured.fast.extend(records);
+            self.tuning.after_fast_segment(self.s, &self.measured.fast);
         } else {
-            self.slow_records.extend(records);
-            self.tuning.after_slow_segment(self.s, &self.slow_records);
+            self.measured.slow.extend(records);
+            self.tuning.after_slow_segment(self.s, &self.measured.slow);
         }
     }
 
@@ -357,12 +373,12 @@ impl<'a, S: LeadServer> Leader<'a, S> {
         };
         let switched = self.server.switch(&scenario, Some(&row)).await?;
         if switched.previous_held == Some(false) {
-            if let Some(prev) = self.last_fast {
+            if let Some(prev) = self.state.last_fast {
                 self.out.tracker.unverify(self.out.ids[prev]);
             }
         }
         self.record_claims(&switched.claims)?;
-        self.last_fast = Some(i);
+        self.state.last_fast = Some(i);
         let t1 = Instant::now();
         self.tuning.switched(t1 - t0);
         self.publish_state(self.out.ids[i], SlotState::Settling, t1);
@@ -426,7 +442,7 @@ impl<'a, S: LeadServer> Leader<'a, S> {
     /// failed).
     async fn restart(&mut self, into: &ServerMode, opts: &str) -> Result<RestartTiming> {
         // What the last fast slot's rows were is not known across a restart (or a failed one).
-        self.last_fast = None;
+        self.state.last_fast = None;
         let scenarios = self.out.observer.scenarios();
         scenarios.set_restarting(true);
         let restarted = self.server.restart(into, opts).await;
@@ -434,9 +450,9 @@ impl<'a, S: LeadServer> Leader<'a, S> {
         match &restarted {
             Ok(timing) => {
                 *self.mode = into.clone();
-                self.restarts.failures = 0;
-                self.restarts.ok += 1;
-                self.restarts.last_took = Some(timing.first_query);
+                self.state.restarts.failures = 0;
+                self.state.restarts.ok += 1;
+                self.state.restarts.last_took = Some(timing.first_query);
             }
             Err(e) => {
                 *self.mode = ServerMode::Unknown;
@@ -505,9 +521,9 @@ impl<'a, S: LeadServer> Leader<'a, S> {
 
     /// One more restart failed; the [`MAX_RESTART_FAILURES`]th in a row stops the schedule.
     fn count_restart_failure(&mut self, reason: &str) -> Result<()> {
-        self.restarts.failures += 1;
-        self.restarts.last_failure = Some(reason.to_string());
-        if self.restarts.failures >= MAX_RESTART_FAILURES {
+        self.state.restarts.failures += 1;
+        self.state.restarts.last_failure = Some(reason.to_string());
+        if self.state.restarts.failures >= MAX_RESTART_FAILURES {
             return Err(ControllerError::Restart {
                 reason: format!(
                     "{MAX_RESTART_FAILURES} restarts in a row failed, so the schedule stops (the settings are restored as far as the server allows); the last: {reason}"
@@ -640,7 +656,7 @@ impl<'a, S: LeadServer> Leader<'a, S> {
                 "the duet's side {} ends: its partner's run is over",
                 duet.side.label()
             );
-            self.duet_over = true;
+            self.state.duet_over = true;
             Stopped
         })
     }

@@ -511,21 +511,21 @@ impl<'a> Runner<'a> {
             &mut self.mode,
             (Tuning::new(s), first_phase),
         );
-        leader.started = self.started;
+        leader.state.started = self.started;
         let timeline = Timeline::new(s.timeline(), first_block, first_phase);
         let completed = leader.run(timeline).await;
-        self.next_phase = leader.next_phase;
+        self.next_phase = leader.state.next_phase;
         if !completed? {
             return Ok(false);
         }
-        let Some((confirm, note)) = super::confirm::plan(s, &leader.fast_records) else {
+        let Some((confirm, note)) = super::confirm::plan(s, &leader.measured.fast) else {
             return Ok(true);
         };
         tracing::info!("{note}");
         // The same connections, beat, tracker and log; the confirmation's two scenarios, in
         // segments numbered on from the design's.
-        let next_segment = leader.fast_records.iter().map(|r| r.block + 1).max();
-        let next_phase = leader.next_phase;
+        let next_segment = leader.measured.fast.iter().map(|r| r.block + 1).max();
+        let next_phase = leader.state.next_phase;
         let settle = leader.tuning.settle;
         let Leader {
             server,
@@ -561,7 +561,7 @@ impl<'a> Runner<'a> {
         let done = second
             .run(Timeline::new(timeline, first_block, next_phase))
             .await;
-        self.next_phase = second.next_phase;
+        self.next_phase = second.state.next_phase;
         done
     }
 

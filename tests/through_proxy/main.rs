@@ -31,6 +31,7 @@ mod admin_bounds;
 mod admin_clients;
 mod admin_interface;
 mod auth_through_proxy;
+mod bulk_counts_admin_vs_report;
 mod cli_through_proxy;
 mod client_matrix;
 mod compression_through_proxy;

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The main job on a fresh machine: set up, then `psprobe demo`: a throwaway server
+# The main job on a fresh machine: set up what the demo needs (scripts/setup-demo.sh: MariaDB,
+# sysbench, the binary; nothing the tests alone use), then `psprobe demo`: a throwaway server
 # (performance_schema ON), psprobe in front of it with the controller cycling the runtime
 # scenarios of the seed study switched fast, sysbench through psprobe, what each instrument
 # group costs, and an HTML report. About 5 minutes; DEMO_FULL=1 for the run of up to 35 minutes
@@ -9,7 +10,7 @@
 #   scripts/demo.sh [-o report.html]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup-demo.sh
 quick=(--quick)
 [ "${DEMO_FULL:-0}" = 1 ] && quick=()
 server="${DEMO_SERVER:-mariadb}"

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Installs what psprobe's tests and demo use (Debian packages) and builds psprobe.
-# Safe to run again: installs only what is missing. Needs root (or sudo) for apt-get.
+# Installs what psprobe's tests use (Debian packages, server trees, drivers) and builds psprobe.
+# The demo's part (MariaDB, sysbench) is scripts/setup-demo.sh's list; this one has them too, so
+# one apt run installs everything. Safe to run again: installs only what is missing. Needs root
+# (or sudo) for apt-get.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(mariadb-server mariadb-client sysbench percona-toolkit prometheus chromium haproxy curl ca-certificates
+packages=(mariadb-server mariadb-client sysbench gcc libc6-dev percona-toolkit prometheus chromium haproxy curl ca-certificates
   openssl debootstrap python3-venv docker-compose iproute2
   dpkg-dev binutils podman runc zsh fish)
 missing=()

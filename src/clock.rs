@@ -13,6 +13,11 @@ pub(crate) fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
+/// The wall clock now, for what keeps a `SystemTime` (a connection's start, a file's age).
+pub(crate) fn system_now() -> SystemTime {
+    SystemTime::now()
+}
+
 /// Seconds since the Unix epoch (0 if the clock is before it).
 pub(crate) fn unix_now() -> u64 {
     now_ms() / 1000

@@ -106,7 +106,7 @@ fn fallback_random(out: &mut [u8]) {
         h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
         h.write_usize(i);
         h.write_u128(
-            std::time::SystemTime::now()
+            crate::clock::system_now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos()),
         );

@@ -3,7 +3,7 @@
 //! interval and a significance verdict, plus a drift check. Pure: no I/O; the caller reads the
 //! phase log (`phase_log::read_phases`) and prints the [`Analysis`].
 //!
-//! How it measures honestly (DESIGN.md, principle 4):
+//! How it measures honestly (docs/measurement.md has the definitions and the evidence):
 //! - the sample is the phase, not the query: a phase's aggregate is one observation;
 //! - each scenario is paired with the baseline's phase of the same block, and the per-block
 //!   log-ratios are averaged, so load changing slowly over the run cancels out;
@@ -14,10 +14,20 @@
 //!   baseline's time share, so a shift in the traffic mix is not reported as overhead;
 //! - a trend of the paired log-ratios over blocks is flagged as drift.
 //!
-//! Files: [`phase_data`] (records → per-phase numbers), [`mix`] (mix adjustment), [`paired`]
-//! (pairing, t interval, drift), [`bootstrap`], [`baseline`] (which scenario is the
-//! reference), [`estimate`] (result types), `analyze` (the driver), and the numeric kit
-//! [`stats_math`], [`rng`], [`weighted_hist`].
+//! Files, as the data goes through them:
+//! - records to numbers: [`phase_data`] (records → per-phase numbers), [`mix`] (the mix
+//!   adjustment), [`weighted_hist`];
+//! - the fast comparisons: [`baseline`] (which scenario is the reference), [`paired`] (pairing,
+//!   t interval, drift), [`bootstrap`] (percentiles), `analyze` (the driver), [`estimate`] (the
+//!   result types), [`error`];
+//! - a whole run: [`run`] (fast and slow comparisons of one phase log, and the restart pairs),
+//!   [`duet`] (two servers over the same seconds);
+//! - what the controller re-chooses from as it goes: [`carryover`] (settle after a switch),
+//!   [`restart_profile`] (settle after a restart), [`switch_load`] (slot length);
+//! - attribution: [`design`] (fractional factorial designs), [`attribution`] (effects and
+//!   advice);
+//! - the numeric kit: [`stats_math`], [`kendall`], [`rng`]; for the tests only, `synth`
+//!   (synthetic logs), `sim_fast` (a simulated host) and `tests`.
 //!
 //! Must not: read files, print, or depend on the controller; it gets records, returns numbers.
 

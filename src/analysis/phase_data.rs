@@ -1,7 +1,7 @@
 //! Phase records → one set of numbers per (scenario, block): the measured window, statement
 //! counts and errors, latency sums and merged histograms, and the same per digest.
 //!
-//! Definitions (see DESIGN.md, "Measurement definitions"):
+//! Definitions (docs/measurement.md has them for users):
 //! - **statements** are the commands that carry the workload's SQL: `query`, `stmt_execute`
 //!   and `stmt_bulk_execute` (the commands that get a digest). Connection chatter (prepare,
 //!   close, ping, quit, change_user, ...) is left out: a pooled and an unpooled client running

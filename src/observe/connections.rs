@@ -123,7 +123,7 @@ impl LiveConnection {
         LiveConnection {
             id,
             client,
-            connected_at: SystemTime::now(),
+            connected_at: crate::clock::system_now(),
             started: Instant::now(),
             identity: OnceLock::new(),
             phase: AtomicU8::new(ConnectionPhase::Connecting as u8),

@@ -12,7 +12,7 @@ use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
@@ -259,7 +259,7 @@ impl DirLock {
                     let stale = fs::metadata(&path)
                         .and_then(|m| m.modified())
                         .ok()
-                        .and_then(|t| SystemTime::now().duration_since(t).ok())
+                        .and_then(|t| crate::clock::system_now().duration_since(t).ok())
                         .is_some_and(|age| age > STALE_LOCK);
                     if stale {
                         let _ = fs::remove_file(&path);

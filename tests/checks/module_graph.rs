@@ -976,3 +976,26 @@ fn the_room_scanner_skips_comments_and_tests() {
     let named = references_after(&code_of(text), "super::");
     assert_eq!(named, ["c".to_string()].into_iter().collect());
 }
+
+/// The wall clock is read in one place, src/clock.rs: a room documented as pure takes the time
+/// as an argument, and a test can tell every reader apart from durations (`Instant`).
+#[test]
+fn the_wall_clock_is_read_only_in_clock_rs() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let clock = src().join("clock.rs");
+    assert!(
+        read(&clock).contains("SystemTime::now()"),
+        "src/clock.rs reads it"
+    );
+    let readers: Vec<String> = files
+        .iter()
+        .filter(|f| **f != clock)
+        .filter(|f| code_of(&read(f)).contains("SystemTime::now()"))
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(
+        readers.is_empty(),
+        "the wall clock read outside src/clock.rs (use crate::clock): {readers:?}"
+    );
+}

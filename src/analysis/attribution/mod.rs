@@ -1,6 +1,6 @@
 //! Attribution: what each instrument group costs, from a run of a two-level fractional
 //! factorial design on the fast schedule (one design point per slot, one complete replicate
-//! per segment; the controller's `model::design`).
+//! per segment; the design is analysis/design.rs).
 //!
 //! Per segment and metric, every point has a value on a log scale (`segments`). Then:
 //! - a group's **main effect** in a segment is the mean over the points with the group on

@@ -444,10 +444,26 @@ pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<()> {
         groups_log.display()
     );
     let log = crate::phase_log::parse_log(&study);
-    crate::report::write_demo_report(&log.phases, &log.runs, &output)?;
+    println!(
+        "{}",
+        crate::report::write_report(
+            &log.phases,
+            &log.runs,
+            &output,
+            Some(crate::report::Format::Html)
+        )?
+    );
     let groups = crate::phase_log::read_log(&groups_log)
         .with_context(|| format!("cannot read the phase log {}", groups_log.display()))?;
-    crate::report::write_demo_groups_report(&groups.phases, &groups.runs, &groups_output)?;
+    println!(
+        "{}",
+        crate::report::write_report(
+            &groups.phases,
+            &groups.runs,
+            &groups_output,
+            Some(crate::report::Format::Html)
+        )?
+    );
     Ok(())
 }
 

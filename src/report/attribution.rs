@@ -15,8 +15,9 @@ use crate::controller::model::scenario::Source;
 use crate::controller::model::startup::{options, startup_of};
 use crate::phase_log::{GroupRecord, RunRecord};
 
+use super::doc::{code, column, strong, text, Align, Block, Cell, Table};
+use super::doc::{level_percent, statement};
 use super::svg::{bars_with_whiskers, Bar};
-use super::text::level_percent;
 
 /// The group definitions of the run (its run record's), else the built-in ones.
 fn groups_of(runs: &[RunRecord]) -> (Vec<Group>, Vec<String>) {
@@ -99,7 +100,7 @@ fn named(list: &[crate::analysis::attribution::GroupEffect], metric: Metric) -> 
 }
 
 /// "Cost by instrument group".
-pub(super) fn markdown(s: &mut String, a: &Attribution, runs: &[RunRecord]) {
+pub(super) fn section(a: &Attribution, runs: &[RunRecord]) -> Vec<Block> {
     let (groups, _) = groups_of(runs);
     let plan = runs.iter().find_map(|r| r.attribution.as_ref());
     let design = match plan.and_then(|p| p.resolution) {
@@ -107,31 +108,41 @@ pub(super) fn markdown(s: &mut String, a: &Attribution, runs: &[RunRecord]) {
         None => "a full two-level factorial design".to_string(),
     };
     let l = level_percent(a.level);
-    let _ = writeln!(
-        s,
-        "\n## Cost by instrument group\n\n{} groups measured together in {design}: {} design points a replicate, each run next to its mirror (every group flipped), {} replicates (segments) used{}. A group's cost is its main effect: the change when it is on, averaged over every setting of the others. {l}% intervals; `*` marks a significant change.\n",
-        a.groups.len(),
-        a.points,
-        a.segments,
-        if a.incomplete_segments > 0 {
-            format!(", {} left out", a.incomplete_segments)
-        } else {
-            String::new()
-        }
-    );
+    let mut doc = vec![
+        Block::Heading("Cost by instrument group".into()),
+        Block::Paragraph(vec![
+            text(format!(
+                "{} groups measured together in {design}: {} design points a replicate, each run next to its mirror (every group flipped), {} replicates (segments) used{}. A group's cost is its main effect: the change when it is on, averaged over every setting of the others. {l}% intervals; ",
+                a.groups.len(),
+                a.points,
+                a.segments,
+                if a.incomplete_segments > 0 {
+                    format!(", {} left out", a.incomplete_segments)
+                } else {
+                    String::new()
+                }
+            )),
+            code("*"),
+            text(" marks a significant change."),
+        ]),
+    ];
     let cpu = a.effects.iter().any(|e| e.metric == Metric::ServerCpu);
-    let _ = writeln!(
-        s,
-        "| group | turns on | statements/s change ({l}% CI) | mean latency change ({l}% CI) |{}\n| --- | --- | --- | --- |{}",
-        if cpu { " server CPU per statement change |" } else { "" },
-        if cpu { " --- |" } else { "" }
-    );
-    let row = |s: &mut String, name: &str, what: &str, t: String, m: String, c: String| {
-        let _ = write!(s, "| {name} | {what} | {t} | {m} |");
+    let mut columns = vec![
+        column("group", Align::Left),
+        column("turns on", Align::Left),
+        column(format!("statements/s change ({l}% CI)"), Align::Left),
+        column(format!("mean latency change ({l}% CI)"), Align::Left),
+    ];
+    if cpu {
+        columns.push(column("server CPU per statement change", Align::Left));
+    }
+    let mut t = Table::new(columns);
+    let mut row = |name: &str, what: Cell, throughput: String, mean: String, server: String| {
+        let mut cells = vec![name.into(), what, throughput.into(), mean.into()];
         if cpu {
-            let _ = write!(s, " {c} |");
+            cells.push(server.into());
         }
-        s.push('\n');
+        t.row(cells);
     };
     for e in a.by_cost() {
         let what = groups
@@ -139,41 +150,41 @@ pub(super) fn markdown(s: &mut String, a: &Attribution, runs: &[RunRecord]) {
             .find(|g| g.name == e.group)
             .map_or_else(String::new, |g| g.instruments.join(", "));
         row(
-            s,
             &e.group,
-            &format!("`{what}`"),
+            code(what).into(),
             pct(&e.effect),
             cell(a, &e.group, Metric::MeanLatency),
             cell(a, &e.group, Metric::ServerCpu),
         );
     }
     row(
-        s,
         "base",
-        "global and thread instrumentation (with any group)",
+        "global and thread instrumentation (with any group)".into(),
         named(&a.base, Metric::Throughput),
         named(&a.base, Metric::MeanLatency),
         named(&a.base, Metric::ServerCpu),
     );
     row(
-        s,
         "all groups (measured)",
-        "every group above",
+        "every group above".into(),
         named(&a.all_on, Metric::Throughput),
         named(&a.all_on, Metric::MeanLatency),
         named(&a.all_on, Metric::ServerCpu),
     );
-    let _ = writeln!(
-        s,
-        "\nThe base and every group are measured against nothing instrumented (`pfson_conoff_insoff`), next to it in the same segments.{}",
-        a.widest_halfwidth().map_or_else(String::new, |w| format!(
-            " The widest group interval (statements/s, mean latency) is +-{w:.1} points."
-        ))
-    );
+    doc.push(Block::Table(t));
+    doc.push(Block::Paragraph(vec![
+        text("The base and every group are measured against nothing instrumented ("),
+        code("pfson_conoff_insoff"),
+        text(format!(
+            "), next to it in the same segments.{}",
+            a.widest_halfwidth().map_or_else(String::new, |w| format!(
+                " The widest group interval (statements/s, mean latency) is +-{w:.1} points."
+            ))
+        )),
+    ]));
     if let Some(x) = a.additivity.iter().find(|x| x.metric == Metric::Throughput) {
-        let _ = writeln!(
-            s,
-            "\nAdditivity: every group on against no group on measured {:+.1}%, the sum of the main effects predicts {:+.1}%; {}",
+        doc.push(Block::para(format!(
+            "Additivity: every group on against no group on measured {:+.1}%, the sum of the main effects predicts {:+.1}%; {}",
             x.measured * 100.0,
             x.predicted * 100.0,
             if x.agrees {
@@ -187,51 +198,52 @@ pub(super) fn markdown(s: &mut String, a: &Attribution, runs: &[RunRecord]) {
                     pct(&x.difference)
                 )
             }
-        );
+        )));
     }
     let flagged: Vec<_> = a.interactions.iter().filter(|i| i.flagged).collect();
     if flagged.is_empty() {
-        let _ = writeln!(
-            s,
-            "\nNo two-factor interaction stands out ({} alias chains tested at a Bonferroni-corrected level, none both significant and half a point or more).",
+        doc.push(Block::para(format!(
+            "No two-factor interaction stands out ({} alias chains tested at a Bonferroni-corrected level, none both significant and half a point or more).",
             a.interactions.len()
-        );
+        )));
     } else {
-        let _ = writeln!(
-            s,
-            "\nInteractions that matter (pairs that cost more, or less, together than apart; the design sees only each chain's sum):\n\n| pairs (one alias chain) | statements/s effect |\n| --- | --- |"
-        );
+        doc.push(Block::para(
+            "Interactions that matter (pairs that cost more, or less, together than apart; the design sees only each chain's sum):",
+        ));
+        let mut t = Table::new(vec![
+            column("pairs (one alias chain)", Align::Left),
+            column("statements/s effect", Align::Left),
+        ]);
         for i in flagged {
             let pairs: Vec<String> = i.pairs.iter().map(|(a, b)| format!("{a} x {b}")).collect();
-            let _ = writeln!(s, "| {} | {} |", pairs.join(" = "), pct(&i.effect));
+            t.row(vec![pairs.join(" = ").into(), pct(&i.effect).into()]);
         }
+        doc.push(Block::Table(t));
     }
     if !a.digests.is_empty() {
-        let _ = writeln!(
-            s,
-            "\nStatements that pay most for the costliest groups (each statement's own mean latency change when the group is on):\n\n| group | digest | statement | mean latency change |\n| --- | --- | --- | --- |"
-        );
+        doc.push(Block::para(
+            "Statements that pay most for the costliest groups (each statement's own mean latency change when the group is on):",
+        ));
+        let mut t = Table::new(vec![
+            column("group", Align::Left),
+            column("digest", Align::Left),
+            column("statement", Align::Left),
+            column("mean latency change", Align::Left),
+        ]);
         for d in &a.digests {
-            let text: String = d
-                .text
-                .clone()
-                .unwrap_or_default()
-                .chars()
-                .take(80)
-                .collect();
-            let _ = writeln!(
-                s,
-                "| {} | {} | `{}` | {} |",
-                d.group,
-                d.digest,
-                text.replace('|', "\\|").replace('`', "'"),
-                pct(&d.effect)
-            );
+            t.row(vec![
+                d.group.as_str().into(),
+                d.digest.as_str().into(),
+                statement(d.text.as_deref().unwrap_or_default()).into(),
+                pct(&d.effect).into(),
+            ]);
         }
+        doc.push(Block::Table(t));
     }
     for w in &a.warnings {
-        let _ = writeln!(s, "\n> warning: {w}");
+        doc.push(Block::Note(format!("warning: {w}")));
     }
+    doc
 }
 
 fn cost(p: f64) -> String {
@@ -246,7 +258,7 @@ fn cost_range(lo: Option<f64>, hi: Option<f64>) -> String {
 }
 
 /// "Recommendation".
-pub(super) fn recommendation_markdown(s: &mut String, r: &Recommendation) {
+pub(super) fn recommendation_section(r: &Recommendation) -> Vec<Block> {
     let need = if r.need.is_empty() {
         String::new()
     } else {
@@ -257,17 +269,24 @@ pub(super) fn recommendation_markdown(s: &mut String, r: &Recommendation) {
     } else {
         r.groups.join(", ")
     };
-    let _ = writeln!(
-        s,
-        "\n## Recommendation\n\nWithin a budget of {}% of statements/s{need}: **{groups}**, predicted to cost {} {} of throughput.",
-        r.budget,
-        cost(r.predicted),
-        cost_range(r.ci_low, r.ci_high)
-    );
+    let mut doc = vec![
+        Block::Heading("Recommendation".into()),
+        Block::Paragraph(vec![
+            text(format!(
+                "Within a budget of {}% of statements/s{need}: ",
+                r.budget
+            )),
+            strong(groups),
+            text(format!(
+                ", predicted to cost {} {} of throughput.",
+                cost(r.predicted),
+                cost_range(r.ci_low, r.ci_high)
+            )),
+        ]),
+    ];
     if r.within_budget {
-        let _ = writeln!(
-            s,
-            "\nIts cost at the upper end of its interval ({}) is within the budget; no richer set of groups is. The cheapest configuration with what is needed: {} at {} {}.",
+        doc.push(Block::para(format!(
+            "Its cost at the upper end of its interval ({}) is within the budget; no richer set of groups is. The cheapest configuration with what is needed: {} at {} {}.",
             r.ci_high.map_or_else(|| "-".to_string(), cost),
             if r.cheapest.groups.is_empty() {
                 "nothing".to_string()
@@ -276,23 +295,24 @@ pub(super) fn recommendation_markdown(s: &mut String, r: &Recommendation) {
             },
             cost(r.cheapest.predicted),
             cost_range(r.cheapest.ci_low, r.cheapest.ci_high)
-        );
+        )));
     } else {
-        let _ = writeln!(
-            s,
-            "\n**Over the budget**: what is needed alone may cost up to {}; nothing that holds it fits {}%. Raise the budget or need less.",
-            r.ci_high.map_or_else(|| "-".to_string(), cost),
-            r.budget
-        );
+        doc.push(Block::Paragraph(vec![
+            strong("Over the budget"),
+            text(format!(
+                ": what is needed alone may cost up to {}; nothing that holds it fits {}%. Raise the budget or need less.",
+                r.ci_high.map_or_else(|| "-".to_string(), cost),
+                r.budget
+            )),
+        ]));
     }
     if let Some(c) = &r.confirmed {
         let agree = match (c.ci_low, c.ci_high, r.ci_low, r.ci_high) {
             (Some(a), Some(b), Some(x), Some(y)) => a <= y && x <= b,
             _ => false,
         };
-        let _ = writeln!(
-            s,
-            "\nConfirmed in this run: measured against nothing instrumented, it cost {} {} (predicted {}): {}.",
+        doc.push(Block::para(format!(
+            "Confirmed in this run: measured against nothing instrumented, it cost {} {} (predicted {}): {}.",
             cost(c.predicted),
             cost_range(c.ci_low, c.ci_high),
             cost(r.predicted),
@@ -301,14 +321,23 @@ pub(super) fn recommendation_markdown(s: &mut String, r: &Recommendation) {
             } else {
                 "the measurement and the prediction disagree: trust the measurement"
             }
-        );
+        )));
     }
-    let _ = writeln!(
-        s,
-        "\nAt runtime (lost at the next restart):\n\n```sql\n{}\n```\n\nIn my.cnf (instruments created at startup are only instrumented when enabled then):\n\n```ini\n{}\n```",
-        r.sql.join("\n"),
-        r.mycnf.join("\n")
-    );
+    doc.extend([
+        Block::para("At runtime (lost at the next restart):"),
+        Block::Code {
+            lang: "sql",
+            lines: r.sql.clone(),
+        },
+        Block::para(
+            "In my.cnf (instruments created at startup are only instrumented when enabled then):",
+        ),
+        Block::Code {
+            lang: "ini",
+            lines: r.mycnf.clone(),
+        },
+    ]);
+    doc
 }
 
 /// The groups' throughput costs as sorted bars with whiskers.
@@ -345,7 +374,7 @@ pub(super) fn chart(a: &Attribution) -> String {
     )
 }
 
-/// What `psprobe demo` prints of an attribution: each group's cost, how precise the run's
+/// What a terminal shows of an attribution: each group's cost, how precise the run's
 /// minutes made it, and the advice.
 pub(super) fn summary(a: &crate::analysis::RunAnalysis) -> String {
     let mut s = String::new();

@@ -1,71 +1,18 @@
-//! The self-contained HTML report: tables plus inline SVG charts, no scripts, no external
-//! assets.
+//! The self-contained HTML report: the report's sections as HTML elements (doc.rs) plus
+//! inline SVG charts, no scripts, no external assets.
+//!
+//! Must not: parse markdown (the sections are rendered from the report's document).
 
-use std::fmt::Write;
-
+use super::doc;
+use super::doc::level_percent;
 use super::model::Report;
-use super::svg::{bars_with_whiskers, escape, lines, Axes, Band, Bar, Series};
-use super::text::markdown;
+use super::sections::{document, TITLE};
+use super::svg::{bars_with_whiskers, lines, Axes, Band, Bar, Series};
 
 pub(crate) const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em;max-width:1240px;color:#222}\
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}\
 td:first-child,th:first-child{text-align:left}code{font-size:90%}.chart{display:block;margin:1em 0}\
 .title{font-weight:600;font-size:14px}.label,.value,.axis,.legend{font-size:12px}";
-
-/// Markdown tables → HTML tables (the report's own markdown only: pipes, headers, rows).
-pub(crate) fn tables_from_markdown(md: &str) -> String {
-    let mut out = String::new();
-    let mut in_table = false;
-    let mut header = true;
-    let mut in_code = false;
-    for line in md.lines() {
-        if line.starts_with("```") {
-            out.push_str(if in_code { "</pre>" } else { "<pre>" });
-            in_code = !in_code;
-            continue;
-        }
-        if in_code {
-            let _ = writeln!(out, "{}", escape(line));
-            continue;
-        }
-        if let Some(row) = line.strip_prefix('|') {
-            if line.starts_with("| ---") || line.starts_with("| :") {
-                continue;
-            }
-            if !in_table {
-                out.push_str("<table>");
-                in_table = true;
-                header = true;
-            }
-            let cells: Vec<&str> = row.trim_end_matches('|').split(" | ").collect();
-            let tag = if header { "th" } else { "td" };
-            out.push_str("<tr>");
-            for c in cells {
-                let _ = write!(out, "<{tag}>{}</{tag}>", escape(c.trim()).replace('`', ""));
-            }
-            out.push_str("</tr>");
-            header = false;
-            continue;
-        }
-        if in_table {
-            out.push_str("</table>");
-            in_table = false;
-        }
-        if let Some(h) = line.strip_prefix("## ") {
-            let _ = write!(out, "<h2>{}</h2>", escape(h));
-        } else if let Some(h) = line.strip_prefix("# ") {
-            let _ = write!(out, "<h1>{}</h1>", escape(h));
-        } else if let Some(q) = line.strip_prefix("> ") {
-            let _ = write!(out, "<p><em>{}</em></p>", escape(q));
-        } else if !line.trim().is_empty() {
-            let _ = write!(out, "<p>{}</p>", escape(line).replace("**", ""));
-        }
-    }
-    if in_table {
-        out.push_str("</table>");
-    }
-    out
-}
 
 fn overhead_chart(r: &Report, schedule: &str, baseline: &str) -> String {
     // One bar per scenario; the baseline's is zero by definition and has no whisker.
@@ -96,7 +43,7 @@ fn overhead_chart(r: &Report, schedule: &str, baseline: &str) -> String {
     bars_with_whiskers(
         &format!(
             "Statements/s change vs {baseline}, scenarios {design} ({}% interval)",
-            super::text::level_percent(r.analysis.level)
+            level_percent(r.analysis.level)
         ),
         "%",
         &bars,
@@ -233,7 +180,76 @@ pub(super) fn page(r: &Report, head: &str, top: &str) -> String {
         String::new()
     };
     format!(
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">{head}<style>{STYLE}</style></head><body>{top}<h1>performance_schema overhead</h1>{groups}{charts}{body}{carryover}{distribution}{throughput}</body></html>\n",
-        body = tables_from_markdown(&markdown(r).replacen("# performance_schema overhead\n", "", 1)),
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">{head}<style>{STYLE}</style></head><body>{top}<h1>{TITLE}</h1>{groups}{charts}{body}{carryover}{distribution}{throughput}</body></html>\n",
+        body = doc::html(&document(r)),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::phase_log::{parse_log, ClaimRecord};
+
+    /// The v1 sample's report, with a torn line and a setting someone else changed whose
+    /// name holds what HTML and markdown tables must escape.
+    fn report() -> Report {
+        let log = parse_log(include_str!("../../tests/data/phases-v1.jsonl"));
+        let mut r = super::super::report_of(&log.phases, None).unwrap();
+        r.torn = vec![("logs/a&b.jsonl".into(), vec![7])];
+        r.claims = vec![ClaimRecord::new(
+            1_700_000_000_000,
+            "setup_instruments 'wait/io/<file>|sql&binlog'".into(),
+            "ENABLED=YES TIMED=NO".into(),
+            "ENABLED=NO".into(),
+            "while_stopped",
+        )];
+        r
+    }
+
+    /// The page holds the markdown's sections as elements: a heading for each heading, a
+    /// table with as many rows for each table, a note for each note; no markdown syntax.
+    #[test]
+    fn the_page_has_the_markdown_sections_as_elements() {
+        let r = report();
+        let md = super::super::text::markdown(&r);
+        let page = html(&r);
+        let count = |prefix: &str| md.lines().filter(|l| l.starts_with(prefix)).count();
+        assert_eq!(page.matches("<h2>").count(), count("## "), "{md}");
+        assert_eq!(page.matches("<h1>").count(), count("# "));
+        assert_eq!(page.matches("<em>").count(), count("> "));
+        // A markdown table's lines, but its alignment line, are the HTML table's rows.
+        assert_eq!(
+            page.matches("<tr>").count(),
+            count("| ") - md.matches("\n| ---").count()
+        );
+        assert_eq!(
+            page.matches("<table>").count(),
+            md.matches("\n| ---").count()
+        );
+        assert_eq!(
+            page.matches("<h2>").count(),
+            3,
+            "digests, settings, timeline: {page}"
+        );
+        for syntax in ["`", "**", "\\|", "| ---", "\n#"] {
+            assert!(!page.contains(syntax), "{syntax:?} in the page");
+        }
+    }
+
+    /// Every text is escaped once: a name with `<`, `&` and `|` reads as it is.
+    #[test]
+    fn every_text_is_escaped() {
+        let page = html(&report());
+        assert!(
+            page.contains("<td>setup_instruments 'wait/io/&lt;file&gt;|sql&amp;binlog'</td>"),
+            "{page}"
+        );
+        assert!(page.contains("logs/a&amp;b.jsonl"), "{page}");
+        assert!(!page.contains("<file>") && !page.contains("&amp;amp;"));
+        let md = super::super::text::markdown(&report());
+        assert!(
+            md.contains("| setup_instruments 'wait/io/<file>\\|sql&binlog' |"),
+            "{md}"
+        );
+    }
 }

@@ -6,11 +6,14 @@
 
 mod attribution;
 pub(crate) mod curves;
+mod doc;
 pub(crate) mod duet;
 mod html;
+mod markdown_html;
 mod merge;
 mod model;
 mod restarts;
+mod sections;
 pub(crate) mod svg;
 mod text;
 mod traffic;
@@ -23,10 +26,10 @@ use clap::{Args, ValueEnum};
 use crate::analysis::{analyze_run, Options};
 use crate::phase_log::{parse_log, PhaseRecord, RunRecord};
 
-/// The report page's look and its markdown-table conversion, for the study's page.
-pub(crate) use html::{tables_from_markdown, STYLE};
+/// The report page's look, for pages that look like it.
+pub(crate) use html::STYLE;
+pub(crate) use markdown_html::tables_from_markdown;
 pub(crate) use model::{build, Interval, Report};
-pub(crate) use text::headline_markdown;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Format {
@@ -83,20 +86,20 @@ fn parse_level(s: &str) -> Result<f64, String> {
     }
 }
 
-fn format_of(args: &ReportArgs) -> Format {
-    args.format.unwrap_or_else(|| {
-        match args
-            .output
-            .as_ref()
-            .and_then(|p| p.extension())
-            .and_then(|e| e.to_str())
-        {
+/// `format`, else the one `path`'s extension names, else markdown.
+fn format_for(format: Option<Format>, path: Option<&Path>) -> Format {
+    format.unwrap_or_else(
+        || match path.and_then(|p| p.extension()).and_then(|e| e.to_str()) {
             Some("html") | Some("htm") => Format::Html,
             Some("csv") => Format::Csv,
             Some("json") => Format::Json,
             _ => Format::Md,
-        }
-    })
+        },
+    )
+}
+
+fn format_of(args: &ReportArgs) -> Format {
+    format_for(args.format, args.output.as_deref())
 }
 
 pub(crate) fn render(report: &Report, format: Format) -> anyhow::Result<String> {
@@ -120,7 +123,7 @@ pub(crate) fn report_of(phases: &[PhaseRecord], baseline: Option<&str>) -> anyho
 
 /// The report of a run: its phases analysed, and what its run records say (an attribution's
 /// groups, its budget and needs when `options` gives none).
-pub(crate) fn report_of_run(
+fn report_of_run(
     phases: &[PhaseRecord],
     runs: &[RunRecord],
     baseline: Option<&str>,
@@ -292,35 +295,40 @@ fn duet_report(args: &ReportArgs, logs: &[merge::NamedLog]) -> anyhow::Result<()
     Ok(())
 }
 
-/// `psprobe demo`'s ending: the HTML report to `output`, the headline table to stdout.
-pub(crate) fn write_demo_report(
-    phases: &[PhaseRecord],
-    runs: &[RunRecord],
-    output: &Path,
-) -> anyhow::Result<()> {
-    let report = report_of_run(phases, runs, None)?;
-    std::fs::write(output, html::html(&report))
-        .with_context(|| format!("cannot write {}", output.display()))?;
-    println!("\n{}", headline_markdown(&report));
-    let shown = std::fs::canonicalize(output).unwrap_or_else(|_| output.to_path_buf());
-    println!("report: {}", shown.display());
-    Ok(())
+/// A report written to a file, and what a terminal shows of it: for a run of instrument
+/// groups each group's cost, the precision and the advice, else the headline tables.
+pub(crate) struct WrittenReport {
+    pub path: PathBuf,
+    pub summary: String,
 }
 
-/// `psprobe demo`'s instrument groups: their HTML report to `output`, and to stdout the cost
-/// of each group, the precision the run's minutes gave, and the advice.
-pub(crate) fn write_demo_groups_report(
+/// The summary, then where the report is.
+impl std::fmt::Display for WrittenReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "\n{}\nreport: {}", self.summary, self.path.display())
+    }
+}
+
+/// The report of a phase log's phases and runs, written to `path` in `format` (else the one
+/// its extension names, else markdown).
+pub(crate) fn write_report(
     phases: &[PhaseRecord],
     runs: &[RunRecord],
-    output: &Path,
-) -> anyhow::Result<()> {
+    path: &Path,
+    format: Option<Format>,
+) -> anyhow::Result<WrittenReport> {
     let report = report_of_run(phases, runs, None)?;
-    std::fs::write(output, html::html(&report))
-        .with_context(|| format!("cannot write {}", output.display()))?;
-    println!("\n{}", attribution::summary(&report.analysis));
-    let shown = std::fs::canonicalize(output).unwrap_or_else(|_| output.to_path_buf());
-    println!("report: {}", shown.display());
-    Ok(())
+    let text = render(&report, format_for(format, Some(path)))?;
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    let summary = if runs.iter().any(|r| r.attribution.is_some()) {
+        attribution::summary(&report.analysis)
+    } else {
+        text::headline_markdown(&report)
+    };
+    Ok(WrittenReport {
+        path: std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()),
+        summary,
+    })
 }
 
 #[cfg(test)]
@@ -360,6 +368,52 @@ mod tests {
             "{md}"
         );
         assert!(render(&report, Format::Html).unwrap().contains("<svg"));
+    }
+
+    /// One writer for every report file: the format the argument or else the extension
+    /// says, and the summary a terminal shows: the headline tables, or for a run of
+    /// instrument groups (its run record says so) the groups' summary.
+    #[test]
+    fn a_report_file_in_the_format_asked_with_its_summary() {
+        let log = parse_log(include_str!("../../tests/data/phases-v1.jsonl"));
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, format: Option<Format>, runs: &[RunRecord]| {
+            let path = dir.path().join(name);
+            let written = write_report(&log.phases, runs, &path, format).unwrap();
+            (std::fs::read_to_string(&path).unwrap(), written)
+        };
+        let (page, written) = write("r.html", None, &log.runs);
+        assert!(page.starts_with("<!DOCTYPE html>"), "{page}");
+        let said = written.to_string();
+        assert!(
+            said.starts_with("\n| scenario | statements/s |")
+                && said.contains("| pfson_conon_inson |"),
+            "{said}"
+        );
+        let shown = std::fs::canonicalize(dir.path().join("r.html")).unwrap();
+        assert!(
+            said.ends_with(&format!("\nreport: {}", shown.display())),
+            "{said}"
+        );
+        assert!(write("r.md", None, &log.runs)
+            .0
+            .starts_with("# performance_schema overhead\n"));
+        assert!(write("r.csv", None, &log.runs)
+            .0
+            .starts_with("schedule,scenario,"));
+        assert!(write("r", Some(Format::Html), &log.runs)
+            .0
+            .starts_with("<!DOCTYPE html>"));
+        let groups = vec![RunRecord {
+            attribution: Some(crate::phase_log::AttributionRecord::default()),
+            ..log.runs[0].clone()
+        }];
+        let (_, written) = write("groups.html", None, &groups);
+        assert!(
+            written.summary.starts_with("no instrument group measured"),
+            "{}",
+            written.summary
+        );
     }
 
     /// Three restart pairs are too few for an honest interval: every rendering says what more

@@ -4,30 +4,32 @@
 //!
 //! Must not: compute the profile (that is `analysis::restart_profile`).
 
-use std::fmt::Write;
-
 use crate::analysis::restart_profile::{RestartProfile, TOLERANCE};
+
+use super::doc::{column, Align, Block, Table};
 
 fn seconds(ms: Option<f64>) -> String {
     ms.map_or_else(|| "-".to_string(), |ms| format!("{:.1} s", ms / 1000.0))
 }
 
-pub(super) fn markdown(s: &mut String, p: &RestartProfile) {
-    let _ = writeln!(
-        s,
-        "\n## Restarts\n\nEvery phase of the slow blocks is entered through a restart; psprobe timed each (medians by scenario) by probing the server's port every 20 ms:\n\n| into scenario | restarts | port closed after | port open again after | restart command took | first query after |\n| --- | ---: | ---: | ---: | ---: | ---: |"
-    );
+pub(super) fn section(p: &RestartProfile) -> Vec<Block> {
+    let mut t = Table::new(vec![
+        column("into scenario", Align::Left),
+        column("restarts", Align::Right),
+        column("port closed after", Align::Right),
+        column("port open again after", Align::Right),
+        column("restart command took", Align::Right),
+        column("first query after", Align::Right),
+    ]);
     for x in &p.parts {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} | {} |",
-            x.scenario,
-            x.restarts,
-            seconds(x.stop_ms),
-            seconds(x.start_ms),
-            seconds(Some(x.command_ms)),
-            seconds(Some(x.first_query_ms))
-        );
+        t.row(vec![
+            x.scenario.as_str().into(),
+            x.restarts.to_string().into(),
+            seconds(x.stop_ms).into(),
+            seconds(x.start_ms).into(),
+            seconds(Some(x.command_ms)).into(),
+            seconds(Some(x.first_query_ms)).into(),
+        ]);
     }
     let (lo, hi) = p.settle_used_ms;
     let used = if lo == hi {
@@ -35,9 +37,8 @@ pub(super) fn markdown(s: &mut String, p: &RestartProfile) {
     } else {
         format!("{:.1}-{:.1} s", lo as f64 / 1000.0, hi as f64 / 1000.0)
     };
-    let _ = writeln!(
-        s,
-        "\n{}; the settle time this supports is {:.1} s. The measured windows started {used} after the first query (chosen from this profile as the run went, unless --restart-settle fixed it).",
+    let steady = format!(
+        "{}; the settle time this supports is {:.1} s. The measured windows started {used} after the first query (chosen from this profile as the run went, unless --restart-settle fixed it).",
         match p.steady_after_ms {
             Some(ms) => format!(
                 "Over {} restarts, the statement rate through psprobe is back within {:.0}% of its steady level {:.1} s after the first query",
@@ -53,4 +54,10 @@ pub(super) fn markdown(s: &mut String, p: &RestartProfile) {
         },
         p.suggested_settle_ms as f64 / 1000.0
     );
+    vec![
+        Block::Heading("Restarts".into()),
+        Block::para("Every phase of the slow blocks is entered through a restart; psprobe timed each (medians by scenario) by probing the server's port every 20 ms:"),
+        Block::Table(t),
+        Block::para(steady),
+    ]
 }

@@ -586,8 +586,8 @@ fn render_value(v: SqlValue, kind: ResultKind) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
     use crate::admin::tables::{status_row, Row};
+    use std::time::Duration;
 
     struct Data;
     impl AdminData for Data {

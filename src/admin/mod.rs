@@ -6,9 +6,10 @@
 //!   'SELECT digest_text, sum(count) FROM digests GROUP BY digest_text ORDER BY 2 DESC LIMIT 5'
 //! ```
 //!
-//! - [`tables`]: the tables (`digests`, `commands`, `phases`, `overhead`, `connections`,
-//!   `scenarios`, `status`), their columns, and [`ObserverData`] which fills them from the live
-//!   statistics;
+//! - [`tables`]: the tables (`digests`, `commands`, `phases`, `overhead`, `attribution`,
+//!   `connections`, `scenarios`, `setting_changes`, `status`), their columns and rows, and
+//!   [`ObserverData`] which fills them from the live statistics;
+//! - [`limits`]: the bounds on one query and on logins;
 //! - [`dialect`]: what MySQL clients send (`@@variables`, `SHOW ...`, `DESCRIBE`, `SET`, `USE`)
 //!   turned into engine queries;
 //! - [`engine`]: the SQLite database of one admin connection: read-only, one consistent

@@ -1,7 +1,8 @@
-//! The report as a document: headings, paragraphs, notes, tables and code blocks, their text
-//! in spans (plain, code, strong). Built once from the report's model (sections.rs and the
-//! sections of attribution.rs and restarts.rs), rendered here as markdown and as HTML
-//! elements, so the two formats say the same and the HTML is never parsed back from markdown.
+//! The report as a document: headings, paragraphs, notes, lists, tables and code blocks, their
+//! text in spans (plain, code, strong). Built once from the report's model (sections.rs and the
+//! sections of attribution.rs and restarts.rs), and from the seed study's (`psprobe experiment`),
+//! rendered here as markdown and as HTML elements, so the two formats say the same and the
+//! HTML is never parsed back from markdown.
 //!
 //! Must not: compute or format a figure (the sections do), or know a section's content.
 
@@ -10,7 +11,7 @@ use std::fmt::Write;
 use super::svg::escape;
 
 /// A run of text in a paragraph or a table cell.
-pub(super) enum Span {
+pub(crate) enum Span {
     Text(String),
     /// A name or statement as typed: markdown's `code` (plain text in HTML).
     Code(String),
@@ -18,11 +19,11 @@ pub(super) enum Span {
     Strong(String),
 }
 
-pub(super) fn text(s: impl Into<String>) -> Span {
+pub(crate) fn text(s: impl Into<String>) -> Span {
     Span::Text(s.into())
 }
 
-pub(super) fn code(s: impl Into<String>) -> Span {
+pub(crate) fn code(s: impl Into<String>) -> Span {
     Span::Code(s.into())
 }
 
@@ -42,7 +43,7 @@ pub(super) fn strong(s: impl Into<String>) -> Span {
 }
 
 /// A table cell: its spans.
-pub(super) struct Cell(Vec<Span>);
+pub(crate) struct Cell(Vec<Span>);
 
 impl From<String> for Cell {
     fn from(s: String) -> Self {
@@ -65,18 +66,18 @@ impl From<Span> for Cell {
 /// Where a column's values sit (markdown says it; the HTML page's style right-aligns every
 /// column but the first).
 #[derive(Clone, Copy)]
-pub(super) enum Align {
+pub(crate) enum Align {
     Left,
     Right,
 }
 
-pub(super) struct Table {
+pub(crate) struct Table {
     columns: Vec<(String, Align)>,
     rows: Vec<Vec<Cell>>,
 }
 
 impl Table {
-    pub(super) fn new(columns: Vec<(String, Align)>) -> Self {
+    pub(crate) fn new(columns: Vec<(String, Align)>) -> Self {
         Table {
             columns,
             rows: Vec::new(),
@@ -84,23 +85,25 @@ impl Table {
     }
 
     /// A row: a cell per column.
-    pub(super) fn row(&mut self, cells: Vec<Cell>) {
+    pub(crate) fn row(&mut self, cells: Vec<Cell>) {
         debug_assert_eq!(cells.len(), self.columns.len(), "a cell per column");
         self.rows.push(cells);
     }
 }
 
 /// A column heading with its alignment.
-pub(super) fn column(title: impl Into<String>, align: Align) -> (String, Align) {
+pub(crate) fn column(title: impl Into<String>, align: Align) -> (String, Align) {
     (title.into(), align)
 }
 
-pub(super) enum Block {
+pub(crate) enum Block {
     /// A section's heading (level 2; the page's title is the renderers' callers').
     Heading(String),
     Paragraph(Vec<Span>),
     /// A warning or a drift: a line set apart (markdown's quote, HTML's emphasis).
     Note(String),
+    /// Items each on its own line (markdown's `- `, HTML's list).
+    List(Vec<Vec<Span>>),
     Table(Table),
     /// Lines to copy as they are: SQL, my.cnf.
     Code {
@@ -111,7 +114,7 @@ pub(super) enum Block {
 
 impl Block {
     /// A paragraph of plain text.
-    pub(super) fn para(s: impl Into<String>) -> Self {
+    pub(crate) fn para(s: impl Into<String>) -> Self {
         Block::Paragraph(vec![Span::Text(s.into())])
     }
 }
@@ -159,13 +162,18 @@ pub(super) fn table_markdown(t: &Table) -> String {
 }
 
 /// The blocks as markdown, a blank line between two.
-pub(super) fn markdown(blocks: &[Block]) -> String {
+pub(crate) fn markdown(blocks: &[Block]) -> String {
     let mut out: Vec<String> = Vec::new();
     for block in blocks {
         out.push(match block {
             Block::Heading(h) => format!("## {h}"),
             Block::Paragraph(spans) => spans_markdown(spans, false),
             Block::Note(n) => format!("> {n}"),
+            Block::List(items) => items
+                .iter()
+                .map(|item| format!("- {}", spans_markdown(item, false)))
+                .collect::<Vec<_>>()
+                .join("\n"),
             Block::Table(t) => table_markdown(t),
             Block::Code { lang, lines } => format!("```{lang}\n{}\n```", lines.join("\n")),
         });
@@ -183,7 +191,7 @@ fn spans_html(out: &mut String, spans: &[Span]) {
 }
 
 /// The blocks as HTML elements, every text escaped.
-pub(super) fn html(blocks: &[Block]) -> String {
+pub(crate) fn html(blocks: &[Block]) -> String {
     let mut out = String::new();
     for block in blocks {
         match block {
@@ -197,6 +205,15 @@ pub(super) fn html(blocks: &[Block]) -> String {
             }
             Block::Note(n) => {
                 let _ = write!(out, "<p><em>{}</em></p>", escape(n));
+            }
+            Block::List(items) => {
+                out.push_str("<ul>");
+                for item in items {
+                    out.push_str("<li>");
+                    spans_html(&mut out, item);
+                    out.push_str("</li>");
+                }
+                out.push_str("</ul>");
             }
             Block::Table(t) => {
                 out.push_str("<table><tr>");
@@ -252,6 +269,7 @@ mod tests {
                 text(" marks <it>"),
             ]),
             Block::Note("warning: \"x\" < y".into()),
+            Block::List(vec![vec![text("a & b")], vec![text("run "), code("<c>")]]),
             Block::Table(t),
             Block::Code {
                 lang: "sql",
@@ -268,6 +286,7 @@ mod tests {
             "## Fish & <chips>\n\n\
              Baseline: **b&b**, `*` marks <it>\n\n\
              > warning: \"x\" < y\n\n\
+             - a & b\n- run `<c>`\n\n\
              | scenario | a <b> & c | statement |\n| --- | ---: | --- |\n\
              | x\\|y | 1 | `select 'c' from t where a\\|b = '<'` |\n\n\
              ```sql\nselect 1 < 2;\nselect '&';\n```\n"
@@ -283,6 +302,7 @@ mod tests {
             "<h2>Fish &amp; &lt;chips&gt;</h2>\
              <p>Baseline: b&amp;b, * marks &lt;it&gt;</p>\
              <p><em>warning: &quot;x&quot; &lt; y</em></p>\
+             <ul><li>a &amp; b</li><li>run &lt;c&gt;</li></ul>\
              <table><tr><th>scenario</th><th>a &lt;b&gt; &amp; c</th><th>statement</th></tr>\
              <tr><td>x|y</td><td>1</td><td>select `c` from t where a|b = '&lt;'</td></tr></table>\
              <pre>select 1 &lt; 2;\nselect '&amp;';\n</pre>"

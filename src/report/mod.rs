@@ -6,10 +6,9 @@
 
 mod attribution;
 pub(crate) mod curves;
-mod doc;
+pub(crate) mod doc;
 pub(crate) mod duet;
 mod html;
-mod markdown_html;
 mod merge;
 mod model;
 mod restarts;
@@ -28,7 +27,6 @@ use crate::phase_log::{parse_log, PhaseRecord, RunRecord};
 
 /// The report page's look, for pages that look like it.
 pub(crate) use html::STYLE;
-pub(crate) use markdown_html::tables_from_markdown;
 pub(crate) use model::{build, Interval, Report};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -13,6 +13,7 @@ use std::fmt::Write;
 use super::cells::CellRow;
 use super::published::Published;
 use crate::analysis::kendall::{kendall, Kendall};
+use crate::report::doc::{code, column, text, Align, Block, Cell, Table};
 
 /// One scenario at one concurrency, both sides.
 #[derive(Debug, Clone, PartialEq)]
@@ -140,42 +141,52 @@ fn cell_text(b: &Beside) -> String {
     )
 }
 
-/// One workload's comparison as markdown: a table in the study's layout and what it adds up to.
-pub(crate) fn markdown(
-    doc: &mut String,
+/// One workload's comparison as document blocks: a table in the study's layout and what it
+/// adds up to.
+pub(crate) fn section(
     workload: &str,
     published: &Published,
     columns: &[(String, String)],
     rows: &[CompareRow],
-) {
-    let files: Vec<String> = published
-        .files
-        .iter()
-        .map(|f| format!("`{}`", f.display()))
-        .collect();
-    let _ = writeln!(doc, "## {workload} beside the published table\n");
-    let _ = writeln!(
-        doc,
-        "Published: {}. Each cell: psprobe's change with its 95% interval / the published change re-based onto psprobe's baseline (psprobe minus published, points; `inside` when the published value lies in psprobe's interval). Rank agreement: Kendall's tau-b of the scenarios' order by statements/s, psprobe's against the published, its two-sided p-value and how many scenarios.\n",
-        files.join(", ")
-    );
-    let _ = write!(doc, "| threads |");
-    for (s, b) in columns {
-        let _ = write!(doc, " {s} vs {b} |");
-    }
-    let _ = writeln!(doc, " rank agreement |");
-    let _ = writeln!(doc, "|{}", " ---: |".repeat(columns.len() + 2));
-    for r in rows {
-        let _ = write!(doc, "| {} |", r.threads);
-        for c in &r.cells {
-            let _ = write!(doc, " {} |", c.as_ref().map_or("-".into(), cell_text));
+) -> Vec<Block> {
+    let mut intro = vec![text("Published: ")];
+    for (k, f) in published.files.iter().enumerate() {
+        if k > 0 {
+            intro.push(text(", "));
         }
-        let rank = r.rank.map_or("-".into(), |k| {
-            format!("tau {:+.2}, p {:.3} ({})", k.tau, k.p, k.n)
-        });
-        let _ = writeln!(doc, " {rank} |");
+        intro.push(code(f.display().to_string()));
     }
-    let _ = writeln!(doc, "\n{}\n", summary(rows, &published.threads(workload)));
+    intro.extend([
+        text(". Each cell: psprobe's change with its 95% interval / the published change re-based onto psprobe's baseline (psprobe minus published, points; "),
+        code("inside"),
+        text(" when the published value lies in psprobe's interval). Rank agreement: Kendall's tau-b of the scenarios' order by statements/s, psprobe's against the published, its two-sided p-value and how many scenarios."),
+    ]);
+    let titles = std::iter::once("threads".to_string())
+        .chain(columns.iter().map(|(s, b)| format!("{s} vs {b}")))
+        .chain(std::iter::once("rank agreement".to_string()));
+    let mut table = Table::new(titles.map(|t| column(t, Align::Right)).collect());
+    for r in rows {
+        let mut cells: Vec<Cell> = vec![r.threads.to_string().into()];
+        cells.extend(
+            r.cells
+                .iter()
+                .map(|c| Cell::from(c.as_ref().map_or("-".into(), cell_text))),
+        );
+        cells.push(
+            r.rank
+                .map_or("-".into(), |k| {
+                    format!("tau {:+.2}, p {:.3} ({})", k.tau, k.p, k.n)
+                })
+                .into(),
+        );
+        table.row(cells);
+    }
+    vec![
+        Block::Heading(format!("{workload} beside the published table")),
+        Block::Paragraph(intro),
+        Block::Table(table),
+        Block::para(summary(rows, &published.threads(workload))),
+    ]
 }
 
 /// What the comparison adds up to, in one paragraph.
@@ -299,8 +310,12 @@ mod tests {
         // Same order of the four scenarios on both sides.
         let rank = compared[0].rank.unwrap();
         assert_eq!((rank.tau, rank.n), (1.0, 4));
-        let mut doc = String::new();
-        markdown(&mut doc, "oltp_read_only", &published, &columns, &compared);
+        let doc = crate::report::doc::markdown(&section(
+            "oltp_read_only",
+            &published,
+            &columns,
+            &compared,
+        ));
         assert!(
             doc.contains("| 1 | -9.50% (-10.50..-8.50) / -10.00% (+0.50, inside) |"),
             "{doc}"

@@ -1,7 +1,7 @@
 //! The study's picture: per workload, every scenario's change against its baseline by
 //! concurrency (log2 axis, intervals as bands, a published table's values as hollow points),
-//! then the markdown report's tables, as one self-contained HTML page (STEM.html) beside the
-//! markdown.
+//! then the document of the markdown report (its blocks as HTML), as one self-contained HTML
+//! page (STEM.html) beside the markdown.
 //!
 //! Must not: compute a figure of its own; every value comes from the study's cells and the
 //! published table (re-based as in the markdown comparison).
@@ -10,8 +10,9 @@ use super::cells::CellRow;
 use super::compare;
 use super::published::Published;
 use crate::report::curves::{overhead_curves, Curve, CurvePoint};
+use crate::report::doc::{self, Block};
 use crate::report::svg::escape;
-use crate::report::{tables_from_markdown, STYLE};
+use crate::report::STYLE;
 
 /// One workload's chart: a line per scenario measured against a baseline.
 pub(super) fn workload_chart(
@@ -90,16 +91,13 @@ fn left_out(cells: &[&CellRow]) -> String {
     )
 }
 
-/// The page: the title, every workload's chart, then the markdown report below its title.
-pub(super) fn page(markdown: &str, charts: &[String]) -> String {
-    let (title, body) = match markdown.split_once('\n') {
-        Some((first, rest)) if first.starts_with("# ") => (&first[2..], rest),
-        _ => ("psprobe experiment", markdown),
-    };
+/// The page: the title, every workload's chart, then the document the markdown report holds
+/// below its title.
+pub(super) fn page(title: &str, blocks: &[Block], charts: &[String]) -> String {
     format!(
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title><style>{STYLE}</style></head><body><h1>{t}</h1>{}{}</body></html>\n",
         charts.concat(),
-        tables_from_markdown(body),
+        doc::html(blocks),
         t = escape(title)
     )
 }
@@ -159,8 +157,14 @@ mod tests {
 
     #[test]
     fn the_page_has_the_title_then_the_charts_then_the_tables() {
+        let mut table = doc::Table::new(vec![
+            doc::column("a", doc::Align::Right),
+            doc::column("b", doc::Align::Right),
+        ]);
+        table.row(vec!["1".into(), "2".into()]);
         let page = page(
-            "# A & B\n\n## w\n\n| a | b |\n| ---: | ---: |\n| 1 | 2 |\n",
+            "A & B",
+            &[Block::Heading("w".into()), Block::Table(table)],
             &["<svg class=\"chart\"></svg>".into()],
         );
         assert!(

@@ -19,7 +19,6 @@ mod state;
 mod tables;
 mod threads_list;
 
-use std::fmt::Write;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
@@ -32,6 +31,7 @@ use crate::demo::throwaway;
 use crate::demo::Plan;
 use crate::demo::ScheduledRun;
 use crate::phase_log::read_phases;
+use crate::report::doc::{self, code, text, Block};
 use crate::report::report_of;
 use budget::{cell_duration, human, Slow};
 use published::Published;
@@ -41,6 +41,8 @@ use state::{DirectLine, Study, StudyPlan};
 const DEFAULT_DURATION: std::time::Duration = std::time::Duration::from_secs(60);
 const DEFAULT_SLOW_PHASE: std::time::Duration = std::time::Duration::from_secs(12);
 const WORKLOADS: [&str; 3] = ["oltp_read_only", "oltp_read_write", "oltp_write_only"];
+/// The study's title: the markdown's first line, the page's heading.
+const TITLE: &str = "performance_schema overhead by workload and concurrency";
 
 #[derive(Debug, Args)]
 pub(crate) struct ExperimentArgs {
@@ -281,7 +283,7 @@ pub(crate) fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
     // Started for the first run there is to do (none when every run finished before).
     let mut server: Option<throwaway::Throwaway> = None;
 
-    let mut doc = String::from("# performance_schema overhead by workload and concurrency\n\n");
+    let mut blocks = Vec::new();
     let pfsoff_how = match duet_time {
         Some(duet) => format!(
             "pfsoff against its reference in a duet (this server and a copy of its data at once, each on half the CPUs with half the clients, every phase entered by restart, the roles swapped every phase), up to {}s per run or until +-{} points (each run's duet report beside the study: STEM-WORKLOAD-THREADS.duet.md); pfsoff's QPS is one duet server's, with half the clients on half the CPUs",
@@ -294,11 +296,7 @@ pub(crate) fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
             plan.slow_phase.as_secs()
         ),
     };
-    let _ = writeln!(
-        doc,
-        "Each cell is the mean QPS psprobe measured in that scenario's slots; the row below it the change against the baseline with its 95% interval (`*` = significant): runtime scenarios against the least instrumented one, switched every slot; {pfsoff_how}. sysbench's own QPS for the whole run is in the last column. {}s of runtime scenarios per run.\n",
-        plan.duration.as_secs()
-    );
+    blocks.push(intro(&pfsoff_how, plan.duration));
     let mut run_no = 0;
     let mut to_do = runs - finished;
     let mut cells = study.done.clone();
@@ -423,12 +421,12 @@ pub(crate) fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
             cells::write(&stem, &cells)?;
             rows.push((threads, report, sysbench_qps));
         }
-        tables::workload_table(&mut doc, workload, &scenarios, &rows, &duets);
+        blocks.extend(tables::workload_table(workload, &scenarios, &rows, &duets));
         let mine: Vec<&cells::CellRow> = cells.iter().filter(|c| c.workload == workload).collect();
         if let Some(published) = &published {
             let (columns, compared) =
                 compare::compare_workload(published, workload, &mine, &scenarios);
-            compare::markdown(&mut doc, workload, published, &columns, &compared);
+            blocks.extend(compare::section(workload, published, &columns, &compared));
         }
         charts.push(html::workload_chart(
             workload,
@@ -440,10 +438,11 @@ pub(crate) fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
     // The study's own server is stopped before the report says it is done.
     drop(server);
     study.server(None)?;
-    tables::direct_section(&mut doc, study.direct());
+    blocks.extend(tables::direct_section(study.direct()));
+    let doc = markdown(&blocks);
     std::fs::write(&output, &doc).with_context(|| format!("cannot write {}", output.display()))?;
     let html = cells::beside(&stem, "html");
-    cells::replace_file(&html, &html::page(&doc, &charts))?;
+    cells::replace_file(&html, &html::page(TITLE, &blocks, &charts))?;
     println!("\n{doc}");
     println!(
         "report: {}, {} (every cell: {}, {})",
@@ -453,6 +452,23 @@ pub(crate) fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
         cells::beside(&stem, "cells.json").display()
     );
     Ok(())
+}
+
+/// What the tables hold and how the study measured it: the document's first paragraph.
+fn intro(pfsoff_how: &str, duration: std::time::Duration) -> Block {
+    Block::Paragraph(vec![
+        text("Each cell is the mean QPS psprobe measured in that scenario's slots; the row below it the change against the baseline with its 95% interval ("),
+        code("*"),
+        text(format!(
+            " = significant): runtime scenarios against the least instrumented one, switched every slot; {pfsoff_how}. sysbench's own QPS for the whole run is in the last column. {}s of runtime scenarios per run.",
+            duration.as_secs()
+        )),
+    ])
+}
+
+/// The markdown report: the title, then the document.
+fn markdown(blocks: &[Block]) -> String {
+    format!("# {TITLE}\n\n{}", doc::markdown(blocks))
 }
 
 /// The most client threads a run may have: what the study's server takes, less room for the

@@ -227,3 +227,55 @@ fn the_demo_is_described_alike_everywhere() {
         "{top}"
     );
 }
+
+/// The first command does its job only: scripts/demo.sh sets up with scripts/setup-demo.sh
+/// (MariaDB, sysbench, a C compiler, the binary), never with the tests' scripts/setup.sh and
+/// its trees, drivers and image; and the tests' list holds every package the demo's does, so
+/// one apt run on a test machine installs both.
+#[test]
+fn the_demo_sets_up_only_what_it_needs() {
+    let read = |p: &str| std::fs::read_to_string(root().join(p)).unwrap();
+    let demo = read("scripts/demo.sh");
+    let runs: Vec<&str> = demo
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.starts_with('#') && l.starts_with("scripts/"))
+        .collect();
+    assert_eq!(
+        runs,
+        ["scripts/setup-demo.sh"],
+        "scripts/demo.sh runs {runs:?}"
+    );
+    let packages = |text: &str| -> Vec<String> {
+        let start = text.find("packages=(").expect("a packages=( list") + "packages=(".len();
+        let end = start + text[start..].find(')').expect("the list's end");
+        text[start..end]
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
+    };
+    let demo_packages = packages(&read("scripts/setup-demo.sh"));
+    let test_packages = packages(&read("scripts/setup.sh"));
+    assert!(
+        demo_packages.contains(&"sysbench".to_string()),
+        "{demo_packages:?}"
+    );
+    for p in &demo_packages {
+        assert!(
+            test_packages.contains(p),
+            "scripts/setup.sh lacks {p}, which the demo's setup installs"
+        );
+    }
+    for heavy in [
+        "percona-toolkit",
+        "prometheus",
+        "chromium",
+        "podman",
+        "debootstrap",
+    ] {
+        assert!(
+            !demo_packages.iter().any(|p| p == heavy),
+            "the demo's setup installs {heavy}, which only the tests use"
+        );
+    }
+}

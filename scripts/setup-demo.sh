@@ -13,17 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(mariadb-server mariadb-client sysbench ca-certificates gcc libc6-dev)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "setup: installing ${missing[*]}"
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  $sudo apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
+scripts/install-missing.sh "${packages[@]}"
 # The packaged service is not used: the demo starts a throwaway server of its own.
 
 if [ "${DEMO_SERVER:-}" = mysql ] && [ ! -x /usr/sbin/mysqld ]; then

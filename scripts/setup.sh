@@ -9,19 +9,9 @@ cd "$(dirname "$0")/.."
 packages=(mariadb-server mariadb-client sysbench gcc libc6-dev percona-toolkit prometheus chromium haproxy curl ca-certificates
   openssl debootstrap python3-venv docker-compose iproute2
   dpkg-dev binutils podman runc zsh fish)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-# Node may come from elsewhere than Debian (with its own npm): only install when absent.
-command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
-if ((${#missing[@]})); then
-  echo "setup: installing ${missing[*]}"
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  $sudo apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
+# Node may come from elsewhere than Debian (with its own npm): only installed when absent.
+command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
+scripts/install-missing.sh "${packages[@]}"
 # The packaged service is not used: tests and the demo start throwaway servers of their own.
 # dpkg-dev, binutils: scripts/package.sh (dpkg-shlibdeps, strip); podman and runc:
 # scripts/image.sh and running the image; zsh, fish: the package's completions are loaded by

@@ -200,6 +200,11 @@ fn demo_quick_then_reports_and_html_in_chromium() {
     assert_eq!(found["problems"], serde_json::json!([]), "{found}");
     assert_eq!(found["console"], serde_json::json!([]), "{found}");
     assert_eq!(found["firstUnderTitle"], true, "{found}");
+    // The recommendation's SQL is one long line: it wraps instead of widening the page.
+    assert!(
+        found["width"].as_u64() <= Some(1300),
+        "no horizontal scroll: {found}"
+    );
     assert_eq!(
         found["bars"], 12,
         "MariaDB's ten groups (not MySQL's errors and statement_cpu), the base, all groups: \

@@ -9,9 +9,12 @@ use super::model::Report;
 use super::sections::{document, TITLE};
 use super::svg::{bars_with_whiskers, lines, Axes, Band, Bar, Series};
 
+// Long unbroken texts (a recommendation's SQL, design-point names such as
+// `g:statements+stages+...` in the timeline) wrap inside their box instead of widening the page.
 pub(crate) const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em;max-width:1240px;color:#222}\
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}\
 td:first-child,th:first-child{text-align:left}code{font-size:90%}.chart{display:block;margin:1em 0}\
+pre{white-space:pre-wrap;overflow-wrap:anywhere}td{overflow-wrap:anywhere}\
 .title{font-weight:600;font-size:14px}.label,.value,.axis,.legend{font-size:12px}";
 
 fn overhead_chart(r: &Report, schedule: &str, baseline: &str) -> String {

@@ -124,7 +124,7 @@ async fn first_within(
     server: &mut TcpStream,
     greeting: &mut PacketBuf,
     early: &mut PacketBuf,
-    ctx: &Who<'_>,
+    who: &Who<'_>,
     Waits {
         quick,
         warn_after,
@@ -147,15 +147,15 @@ async fn first_within(
             () = tokio::time::sleep_until(deadline) => {
                 if !quick_passed {
                     quick_passed = true;
-                    if !ctx.greeted.within(timeout) {
-                        if let Some(left_out) = ctx.logs.no_greeting.check() {
+                    if !who.greeted.within(timeout) {
+                        if let Some(left_out) = who.logs.no_greeting.check() {
                             tracing::warn!(
                                 "client {}: upstream {} sent no greeting within {}s and has \
                                  greeted no connection lately: is --upstream a MySQL port, or \
                                  is the server stalled? The client is told and both legs \
                                  close{}",
-                                ctx.peer,
-                                ctx.upstream,
+                                who.peer,
+                                who.upstream,
                                 quick.as_secs(),
                                 more(left_out)
                             );
@@ -165,12 +165,12 @@ async fn first_within(
                     continue;
                 }
                 if warned {
-                    if let Some(left_out) = ctx.logs.no_greeting.check() {
+                    if let Some(left_out) = who.logs.no_greeting.check() {
                         tracing::warn!(
                             "client {}: upstream {} sent no greeting within {}s; the client is \
                              told and both legs close{}",
-                            ctx.peer,
-                            ctx.upstream,
+                            who.peer,
+                            who.upstream,
                             timeout.as_secs(),
                             more(left_out)
                         );
@@ -178,13 +178,13 @@ async fn first_within(
                     return First::TimedOut;
                 }
                 warned = true;
-                if let Some(left_out) = ctx.logs.no_greeting.check() {
+                if let Some(left_out) = who.logs.no_greeting.check() {
                     tracing::warn!(
                         "client {}: upstream {} has sent no greeting for {}s (a MySQL server \
                          greets at once): is --upstream a MySQL port, or is the server stalled? \
                          psprobe waits up to {}s{}",
-                        ctx.peer,
-                        ctx.upstream,
+                        who.peer,
+                        who.upstream,
                         warn_after.as_secs(),
                         timeout.as_secs(),
                         more(left_out)

@@ -247,7 +247,8 @@ pub(crate) fn analyze_run(
         reference.as_deref(),
         options,
     );
-    if let Some(w) = run_warning(&all_fast) {
+    let blocks = fast.as_ref().map(|f| (f.complete_blocks, f.blocks));
+    if let Some(w) = run_warning(&all_fast, blocks) {
         warnings.push(w);
     }
     let mut recommendation = recommendation;

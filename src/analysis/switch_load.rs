@@ -62,15 +62,34 @@ pub(crate) fn switch_load_at_last_slot(fast: &[PhaseRecord]) -> Option<SwitchLoa
     switch_load(fast.iter().filter(|p| last.is_none() || p.slot_ms == last))
 }
 
+/// Share of a run's blocks that must hold every scenario for switches at the longest slot
+/// psprobe chooses to be no concern of the user's.
+pub(crate) const COMPLETE_SHARE: f64 = 0.9;
+
 /// What a run's report says about its switches: the warning for the slots as they ended,
-/// unless the leader was still lengthening them (several lengths, the last below the cap: had
-/// the run gone on, the next segment's slots would have fitted; nothing for the user to do).
-pub(crate) fn run_warning(fast: &[PhaseRecord]) -> Option<String> {
+/// unless the leader chose them (several lengths) and either was still lengthening them (the
+/// last below the cap: had the run gone on, the next segment's slots would have fitted) or
+/// reached the cap with the blocks complete (`blocks`: complete and all; at least
+/// [`COMPLETE_SHARE`]): switching then costs measured time, which the intervals already
+/// show, not blocks, and there is no setting for the user to change.
+pub(crate) fn run_warning(fast: &[PhaseRecord], blocks: Option<(usize, usize)>) -> Option<String> {
     let lengths = slot_lengths_ms(fast);
-    if lengths.len() > 1 && lengths.last().is_some_and(|&l| l < MAX_AUTO_SLOT_MS) {
+    if lengths.len() > 1 && !needs_the_user(&lengths, blocks) {
         return None;
     }
     switch_load_at_last_slot(fast).and_then(|l| l.warning())
+}
+
+/// Whether slots the leader lengthened (`lengths`, in order) still call for the user: only
+/// at the cap with blocks going incomplete (or not known).
+pub(crate) fn needs_the_user(lengths: &[u64], blocks: Option<(usize, usize)>) -> bool {
+    let at_cap = lengths.last().is_some_and(|&l| l >= MAX_AUTO_SLOT_MS);
+    at_cap && !blocks.is_some_and(blocks_complete)
+}
+
+/// At least [`COMPLETE_SHARE`] of `all` blocks complete.
+pub(crate) fn blocks_complete((complete, all): (usize, usize)) -> bool {
+    all > 0 && complete as f64 >= COMPLETE_SHARE * all as f64
 }
 
 /// The slot lengths of a run's fast records, each once, in the order they were used.

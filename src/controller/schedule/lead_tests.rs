@@ -422,6 +422,38 @@ fn a_restart_phase_that_no_longer_fits_the_duration_is_not_started() {
     assert_eq!(restarts.count(), 1, "{:?}", script.calls);
 }
 
+/// Switches longer than the slot (a loaded server) never leave a slot measuring nothing:
+/// the slot is lengthened to measure at least half of what an instant switch would leave, so
+/// every block holds every scenario, with `--phase` given too.
+#[test]
+fn a_switch_longer_than_its_slot_lengthens_the_slot_instead_of_losing_it() {
+    let mut script = Script {
+        switch_takes: Some(Duration::from_millis(150)),
+        ..Script::default()
+    };
+    let ran = run_with(&mut script, false, no_stop(), |s| {
+        s.phase = Duration::from_millis(100);
+    });
+    assert!(matches!(ran.outcome, Ok(true)), "{:?}", ran.outcome.err());
+    assert!(!ran.phases.is_empty());
+    for p in &ran.phases {
+        assert_eq!(
+            p.slot_ms,
+            Some(100),
+            "--phase keeps the planned length: {p:?}"
+        );
+        assert!(
+            p.measured_ms.unwrap_or(0) > 0,
+            "a slot measured nothing: {p:?}"
+        );
+    }
+    let blocks: std::collections::BTreeSet<u64> = ran.phases.iter().map(|p| p.block).collect();
+    for b in blocks {
+        let n = ran.phases.iter().filter(|p| p.block == b).count();
+        assert_eq!(n, 2, "block {b} holds both scenarios: {:?}", ran.phases);
+    }
+}
+
 /// Switches that take 30 ms of a 100 ms slot (a busy server) lengthen the slots from the second
 /// segment on, so that switching takes a fifth (at least 500 ms); the records say each
 /// segment's slot length and the later slots measure most of their time. With --phase given

@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use crate::analysis::duet::{analyze_duet, widest_halfwidth};
 use crate::analysis::restart_profile::restart_profile;
-use crate::analysis::switch_load::{switch_load, switch_load_at_last_slot, MAX_AUTO_SLOT_MS};
+use crate::analysis::switch_load::{
+    blocks_complete, switch_load, switch_load_at_last_slot, MAX_AUTO_SLOT_MS,
+};
 use crate::analysis::{analyze_run, carryover, Options};
 use crate::phase_log::group_names::{point_name, NONE_POINT};
 use crate::phase_log::PhaseRecord;
@@ -94,12 +96,20 @@ impl Tuning {
             }
         }
         // Said about the slots as they are now: slots lengthened from the switch cost are
-        // warned about only once they can grow no more.
+        // warned about only once they can grow no more and blocks go incomplete (the report's
+        // rule, switch_load::run_warning).
         let can_grow = s.phase_auto && self.slot < Duration::from_millis(MAX_AUTO_SLOT_MS);
         if segments >= PROFILE_AFTER_SEGMENTS && !self.warned_switch_load && !can_grow {
             if let Some(w) = switch_load_at_last_slot(fast).and_then(|l| l.warning()) {
-                self.warned_switch_load = true;
-                tracing::warn!("{w}");
+                let blocks = || {
+                    analyze_run(fast, None, &headline())
+                        .ok()
+                        .and_then(|a| a.fast.map(|f| (f.complete_blocks, f.blocks)))
+                };
+                if !s.phase_auto || !blocks().is_some_and(blocks_complete) {
+                    self.warned_switch_load = true;
+                    tracing::warn!("{w}");
+                }
             }
         }
         if let Some(target) = s.target_halfwidth {

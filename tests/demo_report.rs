@@ -1,8 +1,8 @@
-//! `psprobe demo --quick` end to end (throwaway mariadbd, the five runtime scenarios switched
-//! fast, pfsoff left to the full demo in one line, every instrument group's cost with the
-//! advice, sysbench through psprobe), then the report in every format and both HTML pages
-//! rendered by headless Chromium; no WARN line on the way, and progress on stderr (a pipe) as
-//! one plain line per tenth of a stage.
+//! `psprobe demo --quick --duet` end to end (throwaway mariadbd, the five runtime scenarios
+//! switched fast, pfsoff as a duet on the server and a copy of its data, every instrument
+//! group's cost with the advice, sysbench through psprobe), then the report in every format
+//! and both HTML pages rendered by headless Chromium; no WARN line on the way, and progress on
+//! stderr (a pipe) as one plain line per tenth of a stage.
 
 mod common;
 
@@ -20,7 +20,15 @@ const SCENARIOS: [&str; 5] = [
 fn demo_quick_then_reports_and_html_in_chromium() {
     let dir = tempfile::tempdir().expect("tempdir");
     let html = dir.path().join("report.html");
-    let out = psprobe(&["demo", "--quick", "-o", html.to_str().unwrap()]);
+    let out = psprobe(&[
+        "demo",
+        "--quick",
+        "--duet",
+        "--duet-time",
+        "70s",
+        "-o",
+        html.to_str().unwrap(),
+    ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "demo failed\n{stdout}\n{stderr}");
@@ -34,12 +42,18 @@ fn demo_quick_then_reports_and_html_in_chromium() {
         stdout.contains("statements/s change vs pfson_conoff_insoff"),
         "the runtime table: {stdout}"
     );
-    // pfsoff is left to the full demo, in one line that says why.
-    let pfsoff: Vec<&str> = stdout.lines().filter(|l| l.contains("pfsoff")).collect();
+    // pfsoff as a duet (--duet, held to 70 s by --duet-time): the demo's server and a copy
+    // of its data, one CPU and 2 clients each; its report beside the demo's, both sides'
+    // logs holding only the pair's two scenarios, and the instrument groups measured after
+    // it on the demo's server (below).
     assert!(
-        pfsoff.len() == 1 && pfsoff[0].contains("full demo"),
-        "{pfsoff:?}"
+        stdout.contains(&format!(
+            "demo: pfsoff in a duet: report {}",
+            dir.path().join("report.pfsoff-duet.md").display()
+        )),
+        "{stdout}"
     );
+    duet_report_beside(dir.path());
     // The instrument groups: each one's cost, the precision, the advice for the sample budget.
     for g in [
         "statements",
@@ -214,6 +228,80 @@ fn demo_quick_then_reports_and_html_in_chromium() {
         .to_string()
         .contains("Cost by instrument group"));
     eprintln!("groups layout {found}; screenshot: {}", shot.display());
+}
+
+/// A `--duet-time` the duet cannot use is one line before anything starts: too short for an
+/// interval, not a duration, or without `--duet`.
+#[test]
+fn demo_duet_time_mistakes_are_one_line_before_anything_starts() {
+    for (args, says) in [
+        (
+            vec!["--duet", "--duet-time", "30s"],
+            "--duet-time 30s is too short for a duet's interval: give at least 60s",
+        ),
+        (vec!["--duet", "--duet-time", "soon"], "not a duration"),
+        // clap's own message: the missing flag on the lines after the first.
+        (
+            vec!["--duet-time", "2m"],
+            "required arguments were not provided",
+        ),
+    ] {
+        let mut all = vec!["demo", "--quick"];
+        all.extend(args.iter().copied());
+        let out = psprobe(&all);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} was accepted");
+        let first = err.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+        assert!(first.contains(says), "{args:?}: {err}");
+        assert!(err.contains("--duet"), "{args:?}: {err}");
+        assert!(
+            !String::from_utf8_lossy(&out.stdout).contains("throwaway"),
+            "{args:?} started a server"
+        );
+    }
+}
+
+/// The demo's pfsoff duet: its report names the pair with a pair count and an interval or
+/// what more pairs would give one, says where each side ran, and both sides' logs alternate
+/// the pair's two scenarios in the same phases.
+fn duet_report_beside(dir: &std::path::Path) {
+    let md = std::fs::read_to_string(dir.join("report.pfsoff-duet.md")).expect("duet report");
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| pfsoff | pfson_conoff_insoff | "))
+        .unwrap_or_else(|| panic!("the pair's row: {md}"));
+    let cells: Vec<&str> = row.split(" | ").collect();
+    let pairs: u32 = cells[2].trim().parse().unwrap_or(0);
+    assert!(pairs >= 3, "pairs in 70 s: {row}");
+    assert!(
+        cells[3].contains('±'),
+        "an interval, or how many more pairs give one: {row}"
+    );
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus >= 2 {
+        assert!(md.contains("ran on CPUs"), "{md}");
+    }
+    assert!(md.contains("2 clients each"), "half the demo's 4: {md}");
+    let scenarios = |side: &str| -> Vec<String> {
+        std::fs::read_to_string(dir.join(format!("report.pfsoff-duet.{side}.phases.jsonl")))
+            .expect("a side's log")
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|r| r["kind"] == "phase")
+            .map(|r| r["scenario"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    let (a, b) = (scenarios("a"), scenarios("b"));
+    assert!(a.len() >= 2 * pairs as usize, "{a:?}");
+    for (x, y) in a.iter().zip(&b) {
+        assert!(
+            x != y
+                && [x, y]
+                    .iter()
+                    .all(|s| *s == "pfsoff" || *s == "pfson_conoff_insoff"),
+            "every phase runs the pair's two scenarios, one a side: {a:?} {b:?}"
+        );
+    }
 }
 
 /// SIGTERM while the demo's schedule runs: one error line that says it was interrupted, and

@@ -18,6 +18,8 @@ use crate::controller::model::catalog::Catalog;
 /// One duet phase: restart settle and measured window (a pair is two, about 11 s with the
 /// restarts here).
 pub(crate) const PHASE: Duration = Duration::from_secs(5);
+/// The least duet time worth running: about 5 pairs, the fewest an interval is given from.
+pub(crate) const MIN_DUET: Duration = Duration::from_secs(60);
 
 /// A duet of pfsoff against `reference` on `server` and a copy of it.
 pub(crate) struct DuetOnCopy<'a> {

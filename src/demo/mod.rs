@@ -59,6 +59,10 @@ pub(crate) struct DemoArgs {
     /// minutes (about 3 here); its report beside the demo's (STEM.pfsoff-duet.md).
     #[arg(long)]
     pub duet: bool,
+    /// With --duet: the longest pfsoff's duet may take (it ends sooner once within +-1.5
+    /// points); at least 1m, the time about 5 pairs need for an interval [default: 5m].
+    #[arg(long, value_name = "DURATION", requires = "duet", value_parser = crate::duration::duration_arg)]
+    pub duet_time: Option<Duration>,
 }
 
 /// The schedule of a demo or experiment run: the runtime scenarios switched fast for
@@ -300,6 +304,18 @@ const PFSOFF_CAP: Duration = Duration::from_secs(20 * 60);
 const DUET_TARGET: f64 = 1.5;
 const DUET_CAP: Duration = Duration::from_secs(5 * 60);
 
+/// `--quick` without `--duet`: pfsoff is left out, in one line that says why and where it is
+/// measured.
+fn pfsoff_left_out() -> String {
+    format!(
+        "demo: pfsoff (performance_schema OFF) needs a restart per phase: about 10-15 minutes of \
+         slow pairs for an interval of +-{PFSOFF_TARGET} points on a machine like this one; the full \
+         demo measures it (DEMO_FULL=1 scripts/demo.sh, or psprobe demo without --quick), and so \
+         does --duet, in up to {} more minutes",
+        DUET_CAP.as_secs() / 60
+    )
+}
+
 /// The instrument groups' schedule in the demo, and the recommendation's confirmation in it.
 fn groups_time(quick: bool) -> (Duration, Option<Duration>) {
     if quick {
@@ -331,6 +347,15 @@ pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<()> {
         "warn,psprobe::proxy=error,psprobe::controller::schedule::lead=info",
     ));
     let threads = args.threads.unwrap_or(4);
+    let duet_time = args.duet_time.unwrap_or(DUET_CAP);
+    if duet_time < duet_on_copy::MIN_DUET {
+        anyhow::bail!(
+            "--duet-time {:.0}s is too short for a duet's interval: give at least {}s (about 5 pairs of two {}s phases)",
+            duet_time.as_secs_f64(),
+            duet_on_copy::MIN_DUET.as_secs(),
+            duet_on_copy::PHASE.as_secs()
+        );
+    }
     let output = args
         .output
         .clone()
@@ -387,7 +412,7 @@ pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<()> {
             reference: "pfson_conoff_insoff",
             workload: "oltp_read_write",
             threads,
-            duration: DUET_CAP,
+            duration: duet_time,
             target: DUET_TARGET,
             seed: None,
             who: "demo-duet",
@@ -395,11 +420,7 @@ pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<()> {
         .run(&files, &report, |_| Ok(()))?;
         println!("demo: pfsoff in a duet: report {}", report.display());
     } else if args.quick {
-        println!(
-            "demo: pfsoff (performance_schema OFF) needs a restart per phase: about 10-15 minutes of \
-             slow pairs for an interval of +-{PFSOFF_TARGET} points on a machine like this one; the full \
-             demo measures it (DEMO_FULL=1 scripts/demo.sh, or psprobe demo without --quick)"
-        );
+        println!("{}", pfsoff_left_out());
     } else {
         let slow = run("pfsoff", pfsoff_scenarios, None);
         run_schedule(
@@ -486,5 +507,19 @@ mod tests {
             longest(false)
         );
         assert!(longest(false) > Duration::from_secs(30 * 60));
+    }
+
+    /// `--quick` leaves pfsoff out in one line naming the two ways to measure it.
+    #[test]
+    fn the_quick_demo_says_where_pfsoff_is_measured() {
+        let line = pfsoff_left_out();
+        assert!(!line.contains('\n'), "{line}");
+        for part in [
+            "needs a restart per phase",
+            "DEMO_FULL=1",
+            "--duet, in up to 5 more minutes",
+        ] {
+            assert!(line.contains(part), "{part}: {line}");
+        }
     }
 }

@@ -24,8 +24,8 @@ const LEVEL: f64 = 0.95;
 const DUET: &str = "duet";
 /// The half-width a duet cell stops at, and that a cell without an interval is told about.
 pub(super) const TARGET_POINTS: f64 = 3.0;
-/// The least duet time worth a cell: about 5 pairs, the fewest an interval is given from.
-pub(super) const MIN_DUET: Duration = Duration::from_secs(60);
+/// The least duet time worth a cell.
+pub(super) use crate::demo::duet_on_copy::MIN_DUET;
 
 /// A cell's pfsoff figures from its duet.
 #[derive(Debug, Clone)]

@@ -135,7 +135,7 @@ fn duet(
     }
     assert!(
         together as u64 >= 2 * min_pairs,
-        "{together} phases together: {a:?} / {b:?}"
+        "{together} phases together: {a:?} / {b:?}\n{stdout}\n{stderr}"
     );
 
     // psprobe report reads the two logs as the duet they are (the same report as the run's

@@ -10,7 +10,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub struct Signalled {
-    child: Child,
+    child: StoppedOnDrop,
     lines: Receiver<String>,
     out: JoinHandle<()>,
     err: JoinHandle<String>,
@@ -44,7 +44,7 @@ impl Signalled {
             err
         });
         Signalled {
-            child,
+            child: StoppedOnDrop(child),
             lines,
             out,
             err,
@@ -66,10 +66,10 @@ impl Signalled {
     /// SIGTERM, then waits (at most 60 s) for the exit: its status and stderr.
     pub fn terminate(mut self) -> (ExitStatus, String, Vec<String>) {
         // SAFETY: a plain kill(2) of our own child.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        unsafe { libc::kill(self.child.0.id() as i32, libc::SIGTERM) };
         let deadline = Instant::now() + Duration::from_secs(60);
         let status = loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
+            if let Some(status) = self.child.0.try_wait().expect("wait") {
                 break status;
             }
             assert!(
@@ -82,6 +82,29 @@ impl Signalled {
         self.out.join().expect("stdout read");
         self.seen.extend(self.lines.try_iter());
         (status, err, self.seen)
+    }
+}
+
+/// The psprobe process, stopped if a test fails before it signals it: SIGTERM (psprobe then
+/// stops the servers it started), SIGKILL if it is still there a minute later.
+struct StoppedOnDrop(Child);
+
+impl Drop for StoppedOnDrop {
+    fn drop(&mut self) {
+        if !matches!(self.0.try_wait(), Ok(None)) {
+            return;
+        }
+        // SAFETY: a plain kill(2) of our own child, still running.
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while matches!(self.0.try_wait(), Ok(None)) {
+            if Instant::now() > deadline {
+                let _ = self.0.kill();
+                let _ = self.0.wait();
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100)); // poll interval
+        }
     }
 }
 

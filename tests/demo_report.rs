@@ -282,24 +282,29 @@ fn duet_report_beside(dir: &std::path::Path) {
         assert!(md.contains("ran on CPUs"), "{md}");
     }
     assert!(md.contains("2 clients each"), "half the demo's 4: {md}");
-    let scenarios = |side: &str| -> Vec<String> {
+    // Each side's phases by number: (phase, scenario).
+    let scenarios = |side: &str| -> std::collections::BTreeMap<u64, String> {
         std::fs::read_to_string(dir.join(format!("report.pfsoff-duet.{side}.phases.jsonl")))
             .expect("a side's log")
             .lines()
             .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
             .filter(|r| r["kind"] == "phase")
-            .map(|r| r["scenario"].as_str().unwrap_or("").to_string())
+            .filter_map(|r| Some((r["phase"].as_u64()?, r["scenario"].as_str()?.to_string())))
             .collect()
     };
     let (a, b) = (scenarios("a"), scenarios("b"));
-    assert!(a.len() >= 2 * pairs as usize, "{a:?}");
-    for (x, y) in a.iter().zip(&b) {
+    let together: Vec<(&String, &String)> = a
+        .iter()
+        .filter_map(|(phase, x)| Some((x, b.get(phase)?)))
+        .collect();
+    assert!(together.len() >= 2 * pairs as usize, "{a:?} / {b:?}");
+    for (x, y) in together {
         assert!(
             x != y
                 && [x, y]
                     .iter()
                     .all(|s| *s == "pfsoff" || *s == "pfson_conoff_insoff"),
-            "every phase runs the pair's two scenarios, one a side: {a:?} {b:?}"
+            "every phase runs the pair's two scenarios, one a side: {a:?} / {b:?}"
         );
     }
 }

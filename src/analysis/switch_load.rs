@@ -82,13 +82,13 @@ pub(crate) fn run_warning(fast: &[PhaseRecord], blocks: Option<(usize, usize)>) 
 
 /// Whether slots the leader lengthened (`lengths`, in order) still call for the user: only
 /// at the cap with blocks going incomplete (or not known).
-pub(crate) fn needs_the_user(lengths: &[u64], blocks: Option<(usize, usize)>) -> bool {
+fn needs_the_user(lengths: &[u64], blocks: Option<(usize, usize)>) -> bool {
     let at_cap = lengths.last().is_some_and(|&l| l >= MAX_AUTO_SLOT_MS);
     at_cap && !blocks.is_some_and(blocks_complete)
 }
 
 /// At least [`COMPLETE_SHARE`] of `all` blocks complete.
-pub(crate) fn blocks_complete((complete, all): (usize, usize)) -> bool {
+fn blocks_complete((complete, all): (usize, usize)) -> bool {
     all > 0 && complete as f64 >= COMPLETE_SHARE * all as f64
 }
 

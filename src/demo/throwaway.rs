@@ -34,10 +34,6 @@ pub(crate) struct Throwaway {
     name: &'static str,
 }
 
-/// `server.sh start|restart ON|OFF [mysqld option...]` and `server.sh stop`: the server's
-/// command line is the harness's (the same files and options the tests' servers use), sized
-/// for the demo's load. `host` holds the files' paths on the host (the script's), `seen` the
-/// same as the server sees them (inside its tree).
 /// `stop` of the control script: reads the server's pid from `$pidfile`, stops it and waits
 /// until it is gone (kept apart so a test can run it on its own).
 const STOP_FN: &str = r#"stop() {
@@ -64,6 +60,10 @@ const STOP_FN: &str = r#"stop() {
   rm -f "$pidfile"
 }"#;
 
+/// `server.sh start|restart ON|OFF [mysqld option...]` and `server.sh stop`: the server's
+/// command line is the harness's (the same files and options the tests' servers use), sized
+/// for the demo's load. `host` holds the files' paths on the host (the script's), `seen` the
+/// same as the server sees them (inside its tree).
 /// With `cpus`, the server runs on those CPUs only (`taskset -c`).
 fn control_script(
     server: &ServerChoice,

@@ -205,7 +205,8 @@ impl<'a, S: LeadServer> Leader<'a, S> {
         let fits = took + self.s.slow_phase <= left;
         if !fits && !self.state.restarts.out_of_time {
             self.state.restarts.out_of_time = true;
-            tracing::warn!(
+            // The run ending as planned, not a fault: nothing for the user to act on.
+            tracing::info!(
                 "no restart phase fits the {:.0?} left of --duration (the last restart took \
                  {:.1} s, a slow phase is {:.1?}): the slow blocks end here",
                 left,

@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::analysis::duet::{analyze_duet, widest_halfwidth};
 use crate::analysis::restart_profile::restart_profile;
 use crate::analysis::switch_load::{
-    blocks_complete, switch_load, switch_load_at_last_slot, MAX_AUTO_SLOT_MS,
+    run_warning, switch_load, switch_load_at_last_slot, MAX_AUTO_SLOT_MS,
 };
 use crate::analysis::{analyze_run, carryover, Options};
 use crate::phase_log::group_names::{point_name, NONE_POINT};
@@ -95,21 +95,18 @@ impl Tuning {
                 }
             }
         }
-        // Said about the slots as they are now: slots lengthened from the switch cost are
-        // warned about only once they can grow no more and blocks go incomplete (the report's
-        // rule, switch_load::run_warning).
+        // Said about the slots as they are now, by the report's rule (run_warning): slots
+        // lengthened from the switch cost are warned about only once they can grow no more
+        // and blocks go incomplete. The blocks are counted only when switching is heavy.
         let can_grow = s.phase_auto && self.slot < Duration::from_millis(MAX_AUTO_SLOT_MS);
-        if segments >= PROFILE_AFTER_SEGMENTS && !self.warned_switch_load && !can_grow {
-            if let Some(w) = switch_load_at_last_slot(fast).and_then(|l| l.warning()) {
-                let blocks = || {
-                    analyze_run(fast, None, &headline())
-                        .ok()
-                        .and_then(|a| a.fast.map(|f| (f.complete_blocks, f.blocks)))
-                };
-                if !s.phase_auto || !blocks().is_some_and(blocks_complete) {
-                    self.warned_switch_load = true;
-                    tracing::warn!("{w}");
-                }
+        let heavy = || switch_load_at_last_slot(fast).is_some_and(|l| l.warning().is_some());
+        if segments >= PROFILE_AFTER_SEGMENTS && !self.warned_switch_load && !can_grow && heavy() {
+            let blocks = analyze_run(fast, None, &headline())
+                .ok()
+                .and_then(|a| a.fast.map(|f| (f.complete_blocks, f.blocks)));
+            if let Some(w) = run_warning(fast, blocks) {
+                self.warned_switch_load = true;
+                tracing::warn!("{w}");
             }
         }
         if let Some(target) = s.target_halfwidth {

@@ -73,6 +73,15 @@ pub(crate) struct ProxyArgs {
     /// 0 = the system's TCP defaults [default: 60s].
     #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
     pub upstream_keepalive: Option<Duration>,
+    /// How connections are run: `loops` puts each connection (both legs) on one of a pool of
+    /// single-threaded event loops, the one with the fewest connections when it arrives;
+    /// `work-stealing` runs them on tokio's shared multi-threaded pool, where any worker may
+    /// take any connection (psprobe's only runtime before this option) [default: loops].
+    #[arg(long, value_name = "MODE", value_parser = ["loops", "work-stealing"])]
+    pub relay_runtime: Option<String>,
+    /// Event loops of `--relay-runtime loops` [default: one per CPU psprobe may run on].
+    #[arg(long, value_name = "N")]
+    pub relay_threads: Option<usize>,
     /// Most query shapes (digests) tracked individually; past it new shapes count as `other`
     /// [default: 5000].
     #[arg(long, value_name = "N")]
@@ -189,6 +198,8 @@ pub(crate) struct ProxyFile {
     pub max_connections: Option<usize>,
     pub client_handshake_timeout: Option<String>,
     pub upstream_keepalive: Option<String>,
+    pub relay_runtime: Option<String>,
+    pub relay_threads: Option<usize>,
     pub max_digests: Option<usize>,
     pub metrics_top_digests: Option<usize>,
     pub digest_fold_digits: Option<bool>,
@@ -273,6 +284,8 @@ impl ProxyConfig {
                 args.upstream_keepalive,
                 file.upstream_keepalive,
             ),
+            relay_runtime: args.relay_runtime.clone().or(file.relay_runtime),
+            relay_threads: args.relay_threads.or(file.relay_threads),
         };
         let metrics = metrics_config::Options {
             listen: args.metrics.clone().or(file.metrics),
@@ -485,6 +498,39 @@ mod tests {
         let c =
             ProxyConfig::from_args(&args(&["--config", p, "--listen", "127.0.0.1:7001"])).unwrap();
         assert_eq!(c.listen.port(), 7001);
+    }
+
+    #[test]
+    fn relay_runtime_from_flags_and_file() {
+        use crate::proxy::relay_pool::RelayRuntime;
+        use std::num::NonZeroUsize;
+        let c = ProxyConfig::from_args(&args(&[])).unwrap();
+        assert_eq!(c.settings.relay, RelayRuntime::Loops(None));
+        let c = ProxyConfig::from_args(&args(&["--relay-threads", "4"])).unwrap();
+        assert_eq!(c.settings.relay, RelayRuntime::Loops(NonZeroUsize::new(4)));
+        let c = ProxyConfig::from_args(&args(&["--relay-runtime", "work-stealing"])).unwrap();
+        assert_eq!(c.settings.relay, RelayRuntime::WorkStealing);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("relay.toml");
+        let p = path.to_str().unwrap();
+        std::fs::write(&path, "[proxy]\nrelay_threads = 0\n").unwrap();
+        let e = ProxyConfig::from_args(&args(&["-c", p]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("relay_threads must be at least 1"), "{e}");
+        std::fs::write(&path, "[proxy]\nrelay_runtime = \"threads\"\n").unwrap();
+        let e = ProxyConfig::from_args(&args(&["-c", p]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("loops, work-stealing"), "{e}");
+        // A flag's bad mode is clap's error, naming the flag and the modes.
+        let e = <Proxy as clap::Parser>::try_parse_from(["p", "--relay-runtime", "steal"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--relay-runtime") && e.contains("work-stealing"),
+            "{e}"
+        );
     }
 
     #[test]

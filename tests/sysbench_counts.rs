@@ -1,7 +1,9 @@
 //! sysbench oltp_read_write through psprobe: no errors, and psprobe counts exactly the
 //! statements sysbench reports, in both text (COM_QUERY) and binary (COM_STMT_EXECUTE) mode, on
 //! MariaDB 10.11, 11.8 and MySQL 9.7 (both modes on one prepared server per flavor, one after
-//! the other, each through its own psprobe).
+//! the other, each through its own psprobe). The text run relays on three event loops
+//! (`--relay-threads 3`, checked to share the clients), the binary run on the work-stealing
+//! runtime: both of `--relay-runtime`'s modes count exactly.
 
 mod common;
 
@@ -16,16 +18,17 @@ crate::per_flavor!(oltp_read_write_counts_match_in_text_and_binary_protocol);
 fn oltp_read_write_counts_match_in_text_and_binary_protocol(flavor: Flavor) {
     let db = Server::start(flavor, Options::default());
     sysbench::run(&db.addr(), "oltp_read_write", "prepare", &TABLE_OPTS);
-    run_through_probe(&db, "disable");
-    run_through_probe(&db, "auto");
+    run_through_probe(&db, "disable", &["--relay-threads", "3"]);
+    run_through_probe(&db, "auto", &["--relay-runtime", "work-stealing"]);
 }
 
-fn run_through_probe(db: &Server, ps_mode: &str) {
-    let probe = Probe::start(&db.addr(), &[]);
+fn run_through_probe(db: &Server, ps_mode: &str, relay: &[&str]) {
+    let probe = Probe::start(&db.addr(), relay);
     let mode = format!("--db-ps-mode={ps_mode}");
     let mut opts = vec!["--threads=8", "--events=1500", "--time=0", mode.as_str()];
     opts.extend(TABLE_OPTS);
     let summary = sysbench::run(probe.proxy_addr(), "oltp_read_write", "run", &opts);
+    check_relay_threads(&probe, relay);
 
     assert!(
         summary.total > 0,
@@ -102,4 +105,26 @@ fn run_through_probe(db: &Server, ps_mode: &str) {
             0
         );
     }
+}
+
+/// With `--relay-threads 3`, three event-loop threads each relayed some of the 8 clients
+/// (placed on the emptiest loop: 3, 3, 2); with work stealing there is no such thread.
+fn check_relay_threads(probe: &Probe, relay: &[&str]) {
+    let threads = common::procfs::threads_cpu_seconds(probe.pid());
+    let loops: Vec<&(String, f64)> = threads
+        .iter()
+        .filter(|(name, _)| name.starts_with("psprobe-relay-"))
+        .collect();
+    if relay.contains(&"work-stealing") {
+        assert!(
+            loops.is_empty(),
+            "event loops with work stealing: {threads:?}"
+        );
+        return;
+    }
+    assert_eq!(loops.len(), 3, "three event loops: {threads:?}");
+    assert!(
+        loops.iter().all(|(_, cpu)| *cpu > 0.005),
+        "every loop relayed a share of the clients: {threads:?}"
+    );
 }

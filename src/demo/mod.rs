@@ -282,6 +282,7 @@ pub(crate) fn local_proxy_config(upstream: &str) -> ProxyConfig {
             max_connections: crate::proxy::MaxConnections::FromFdLimit,
             client_handshake_timeout: Some(crate::config::DEFAULT_CLIENT_HANDSHAKE_TIMEOUT),
             upstream_keepalive: Some(crate::config::DEFAULT_UPSTREAM_KEEPALIVE),
+            relay: Default::default(),
         },
         listen_backlog: crate::proxy::limits::DEFAULT_LISTEN_BACKLOG,
         max_digests: crate::stats::DEFAULT_MAX_DIGESTS,

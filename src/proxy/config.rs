@@ -10,6 +10,7 @@ use std::time::Duration;
 use crate::setting::{parse_addr, ConfigError, GivenDuration};
 
 use super::limits::{self, DEFAULT_LISTEN_BACKLOG};
+use super::relay_pool::RelayRuntime;
 
 pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:6033";
 pub(crate) const DEFAULT_UPSTREAM: &str = "127.0.0.1:3306";
@@ -41,6 +42,8 @@ pub(crate) struct ProxySettings {
     /// Keepalive idle time and interval of upstream connections (see
     /// [`super::upstream::keep_alive`]). `None`: the system's TCP defaults.
     pub upstream_keepalive: Option<Duration>,
+    /// Where connections run (`--relay-runtime`, `--relay-threads`).
+    pub relay: RelayRuntime,
 }
 
 /// `--max-connections`.
@@ -74,6 +77,8 @@ pub(crate) struct Options {
     pub max_connections: Option<usize>,
     pub client_handshake_timeout: GivenDuration,
     pub upstream_keepalive: GivenDuration,
+    pub relay_runtime: Option<String>,
+    pub relay_threads: Option<usize>,
 }
 
 /// The proxy's options, checked and with their defaults.
@@ -123,6 +128,8 @@ impl Options {
                 )));
             }
         }
+        let relay = RelayRuntime::from_options(self.relay_runtime.as_deref(), self.relay_threads)
+            .map_err(ConfigError::Invalid)?;
         let listen_backlog = self.listen_backlog.unwrap_or(DEFAULT_LISTEN_BACKLOG);
         if listen_backlog == 0 {
             return Err(ConfigError::Invalid(
@@ -150,6 +157,7 @@ impl Options {
                 max_connections,
                 client_handshake_timeout,
                 upstream_keepalive,
+                relay,
             },
         })
     }

@@ -14,6 +14,7 @@ pub(crate) mod handshake;
 pub(crate) mod limits;
 pub(crate) mod packet_io;
 pub(crate) mod relay;
+pub(crate) mod relay_pool;
 mod reload;
 mod sockets;
 pub(crate) mod upstream;
@@ -30,6 +31,8 @@ use crate::log_limit::{more, RateLimited};
 use crate::metrics::Refusal;
 use crate::observe::Observer;
 use crate::tls::{Cause, Leg, TlsRuntime};
+
+use relay_pool::{RelayPool, RelayRuntime};
 
 pub(crate) use config::{MaxConnections, ProxySettings};
 pub(crate) use reload::reload_on_sighup;
@@ -109,6 +112,9 @@ pub(crate) async fn serve(
         None => tracing::info!("no limit on client connections (--max-connections 0)"),
     }
     let permits = max.map(|n| Arc::new(Semaphore::new(n.min(Semaphore::MAX_PERMITS))));
+    let pool = start_pool(settings.relay);
+    // Where the last connection went: ties between loops are taken in turn from there.
+    let mut turn = 0;
     let shared = Arc::new(Shared {
         settings,
         observer,
@@ -136,13 +142,29 @@ pub(crate) async fn serve(
                             }
                         },
                     };
-                    connections.spawn(connection::handle(
-                        client,
-                        peer,
-                        Arc::clone(&shared),
-                        permit,
-                        cut_rx.clone(),
-                    ));
+                    let shared = Arc::clone(&shared);
+                    let cut = cut_rx.clone();
+                    match pool.place(&mut turn) {
+                        None => {
+                            connections.spawn(connection::handle(client, peer, shared, permit, cut));
+                        }
+                        Some(placed) => match client.into_std() {
+                            // Registered with the loop's own reactor there, so both legs of the
+                            // connection are polled by that one thread.
+                            Ok(client) => {
+                                let on_loop = async move {
+                                    match TcpStream::from_std(client) {
+                                        Ok(client) => {
+                                            connection::handle(client, peer, shared, permit, cut).await;
+                                        }
+                                        Err(e) => tracing::debug!("client {peer}: cannot hand its connection to a relay thread: {e}"),
+                                    }
+                                };
+                                connections.spawn_on(placed.counted(on_loop), placed.handle());
+                            }
+                            Err(e) => tracing::debug!("client {peer}: cannot hand its connection to a relay thread: {e}"),
+                        },
+                    }
                 }
                 Err(e) => {
                     shared.observer.metrics.load.accept_errors.inc();
@@ -190,6 +212,30 @@ pub(crate) async fn serve(
             tracing::info!("closing {} connection(s) still open", connections.len());
             let _ = cut_tx.send(true);
             while connections.join_next().await.is_some() {}
+        }
+    }
+    drop(pool);
+}
+
+/// The relay's event loops; on the caller's runtime (said once) if their threads cannot start.
+fn start_pool(runtime: RelayRuntime) -> RelayPool {
+    match RelayPool::start(runtime) {
+        Ok(pool) => {
+            match pool.loops() {
+                0 => tracing::info!(
+                    "relaying on the shared work-stealing runtime (--relay-runtime work-stealing)"
+                ),
+                n => tracing::info!(
+                    "relaying on {n} event loop(s), each connection on one (--relay-runtime loops)"
+                ),
+            }
+            pool
+        }
+        Err(e) => {
+            tracing::warn!(
+                "cannot start the relay's threads ({e}); relaying on the shared runtime instead"
+            );
+            RelayPool::Shared
         }
     }
 }

@@ -45,6 +45,22 @@ pub fn cpu_seconds(pid: u32) -> f64 {
     ticks as f64 / hz
 }
 
+/// Each thread of `pid` by name (`comm`, 15 bytes at most), with the seconds it has run on a
+/// CPU (schedstat's nanoseconds, not clock ticks: a thread that ran 5 ms still shows).
+pub fn threads_cpu_seconds(pid: u32) -> Vec<(String, f64)> {
+    let tasks = fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap_or_else(|e| panic!("list /proc/{pid}/task: {e}"));
+    tasks
+        .flatten()
+        .filter_map(|task| {
+            let comm = fs::read_to_string(task.path().join("comm")).ok()?;
+            let schedstat = fs::read_to_string(task.path().join("schedstat")).ok()?;
+            let ns: u64 = schedstat.split_whitespace().next()?.parse().ok()?;
+            Some((comm.trim_end().to_string(), ns as f64 / 1e9))
+        })
+        .collect()
+}
+
 /// Raises this process's soft RLIMIT_NOFILE to its hard limit (load tests hold thousands of
 /// sockets); returns the soft limit in effect.
 pub fn raise_own_fd_limit() -> u64 {

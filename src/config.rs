@@ -73,13 +73,16 @@ pub(crate) struct ProxyArgs {
     /// 0 = the system's TCP defaults [default: 60s].
     #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
     pub upstream_keepalive: Option<Duration>,
-    /// How connections are run: `loops` puts each connection (both legs) on one of a pool of
-    /// single-threaded event loops, the one with the fewest connections when it arrives;
-    /// `work-stealing` runs them on tokio's shared multi-threaded pool, where any worker may
-    /// take any connection (psprobe's only runtime before this option) [default: loops].
+    /// How connections are run: `work-stealing` runs them on tokio's shared multi-threaded
+    /// pool, where any worker may take any connection; `loops` puts each connection (both
+    /// legs) on one of a pool of single-threaded event loops, the one with the fewest
+    /// connections when it arrives (about twice the rate at 1-2 busy clients; see
+    /// docs/performance.md before using it with psprobe's controller) [default:
+    /// work-stealing].
     #[arg(long, value_name = "MODE", value_parser = ["loops", "work-stealing"])]
     pub relay_runtime: Option<String>,
-    /// Event loops of `--relay-runtime loops` [default: one per CPU psprobe may run on].
+    /// Event loops of `--relay-runtime loops` (given alone, it asks for loops) [default: one
+    /// per CPU psprobe may run on].
     #[arg(long, value_name = "N")]
     pub relay_threads: Option<usize>,
     /// Most query shapes (digests) tracked individually; past it new shapes count as `other`
@@ -505,6 +508,8 @@ mod tests {
         use crate::proxy::relay_pool::RelayRuntime;
         use std::num::NonZeroUsize;
         let c = ProxyConfig::from_args(&args(&[])).unwrap();
+        assert_eq!(c.settings.relay, RelayRuntime::WorkStealing);
+        let c = ProxyConfig::from_args(&args(&["--relay-runtime", "loops"])).unwrap();
         assert_eq!(c.settings.relay, RelayRuntime::Loops(None));
         let c = ProxyConfig::from_args(&args(&["--relay-threads", "4"])).unwrap();
         assert_eq!(c.settings.relay, RelayRuntime::Loops(NonZeroUsize::new(4)));

@@ -144,26 +144,12 @@ pub(crate) async fn serve(
                     };
                     let shared = Arc::clone(&shared);
                     let cut = cut_rx.clone();
+                    let connection = move |client| connection::handle(client, peer, shared, permit, cut);
                     match pool.place(&mut turn) {
                         None => {
-                            connections.spawn(connection::handle(client, peer, shared, permit, cut));
+                            connections.spawn(connection(client));
                         }
-                        Some(placed) => match client.into_std() {
-                            // Registered with the loop's own reactor there, so both legs of the
-                            // connection are polled by that one thread.
-                            Ok(client) => {
-                                let on_loop = async move {
-                                    match TcpStream::from_std(client) {
-                                        Ok(client) => {
-                                            connection::handle(client, peer, shared, permit, cut).await;
-                                        }
-                                        Err(e) => tracing::debug!("client {peer}: cannot hand its connection to a relay thread: {e}"),
-                                    }
-                                };
-                                connections.spawn_on(placed.counted(on_loop), placed.handle());
-                            }
-                            Err(e) => tracing::debug!("client {peer}: cannot hand its connection to a relay thread: {e}"),
-                        },
+                        Some(placed) => spawn_on_loop(&mut connections, &placed, client, peer, connection),
                     }
                 }
                 Err(e) => {
@@ -215,6 +201,34 @@ pub(crate) async fn serve(
         }
     }
     drop(pool);
+}
+
+/// Runs `connection` on `placed`'s loop, its socket registered with that loop's own reactor
+/// (so both legs are polled by that one thread); a socket that cannot move is closed.
+fn spawn_on_loop<F>(
+    connections: &mut JoinSet<()>,
+    placed: &relay_pool::Placed<'_>,
+    client: TcpStream,
+    peer: SocketAddr,
+    connection: impl FnOnce(TcpStream) -> F + Send + 'static,
+) where
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
+    let cannot = move |e: std::io::Error| {
+        tracing::debug!("client {peer}: cannot hand its connection to a relay thread: {e}");
+    };
+    match client.into_std() {
+        Ok(client) => {
+            let on_loop = async move {
+                match TcpStream::from_std(client) {
+                    Ok(client) => connection(client).await,
+                    Err(e) => cannot(e),
+                }
+            };
+            connections.spawn_on(placed.counted(on_loop), placed.handle());
+        }
+        Err(e) => cannot(e),
+    }
 }
 
 /// The relay's event loops; on the caller's runtime (said once) if their threads cannot start.

@@ -25,7 +25,11 @@
 #            BENCH_IDLE_CONNECTIONS = connections for --memory, default 10000,
 #            BENCH_TRAFFIC_DIR = where --record writes, default scripts/bench/traffic,
 #            BENCH_EXTRA_PSPROBE="NAME=BINARY ..." = more psprobe builds to run as extra targets
-#            in each round, e.g. to A/B a relay change against the same HAProxy and direct runs)
+#            in each round, e.g. to A/B a relay change against the same HAProxy and direct runs,
+#            BENCH_PSPROBE_ARGS="--relay-runtime loops" = flags added to every psprobe the
+#            bench starts, the one under callgrind included; --profile: BENCH_PROFILE_EVENTS =
+#            sysbench events under callgrind, default 20000, BENCH_PROFILE_WORKLOAD = its
+#            workload, default oltp_point_select)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo="$(pwd)"
@@ -148,8 +152,9 @@ wait_listening_line() {
 start_psprobe() {
   local tag=$1 bin=${2:-$psprobe_bin}
   shift 2 || shift $#
+  # shellcheck disable=SC2086 # BENCH_PSPROBE_ARGS is a list of flags
   "$bin" proxy --listen 127.0.0.1:0 --upstream "127.0.0.1:$db_port" \
-    --metrics 127.0.0.1:0 --state-dir "$work/state-$tag" "$@" \
+    --metrics 127.0.0.1:0 --state-dir "$work/state-$tag" "$@" ${BENCH_PSPROBE_ARGS:-} \
     >"$work/psprobe-$tag.out" 2>"$work/psprobe-$tag.log" &
   pp_pid=$!
   pids+=("$pp_pid")
@@ -340,6 +345,8 @@ EOF2
 run_profile() {
   command -v valgrind >/dev/null || { say "valgrind is needed (apt-get install valgrind)"; exit 1; }
   local events="${BENCH_PROFILE_EVENTS:-20000}"
+  local cg_workload="${BENCH_PROFILE_WORKLOAD:-oltp_point_select}"
+  echo "$cg_workload" >"$out/raw/callgrind-workload.txt"
   start_mariadb_sized --max-connections=200
   start_haproxy 4096
   start_psprobe profile
@@ -380,9 +387,11 @@ run_profile() {
   for target in psprobe haproxy; do
     port="$(free_port)"
     if [ "$target" = psprobe ]; then
+      # shellcheck disable=SC2086 # BENCH_PSPROBE_ARGS is a list of flags
       valgrind --tool=callgrind --callgrind-out-file="$out/callgrind.psprobe" \
         "$psprobe_bin" proxy --listen "127.0.0.1:$port" --upstream "127.0.0.1:$db_port" \
-        --metrics 127.0.0.1:0 >"$work/profile-$target.out" 2>"$work/profile-$target.log" &
+        --metrics 127.0.0.1:0 ${BENCH_PSPROBE_ARGS:-} \
+        >"$work/profile-$target.out" 2>"$work/profile-$target.log" &
     else
       write_haproxy_cfg 4096 "$port"
       valgrind --tool=callgrind --callgrind-out-file="$out/callgrind.haproxy" \
@@ -392,8 +401,8 @@ run_profile() {
     pids+=("$pid")
     # Slow to start under callgrind.
     wait_serving "$port" "$pid" "$work/profile-$target.log" "$target" 120
-    say "$target under callgrind: oltp_point_select, 1 thread, $events events"
-    sysbench oltp_point_select "${sb[@]}" --mysql-port="$port" --threads=1 --events="$events" \
+    say "$target under callgrind: $cg_workload, 1 thread, $events events"
+    sysbench "$cg_workload" "${sb[@]}" --mysql-port="$port" --threads=1 --events="$events" \
       --time=0 run >"$out/raw/callgrind-$target.txt"
     kill -TERM "$pid"
     wait "$pid" 2>/dev/null || true

@@ -200,7 +200,12 @@ impl<S> Tracked<'_, S> {
 impl<S: EventSink> EventSink for Tracked<'_, S> {
     fn command_started(&mut self, event: &CommandStarted<'_>) {
         let live = self.live;
-        if live.in_flight.fetch_add(1, Ordering::Relaxed) == 0 {
+        // This connection's task is the only writer of its entry (readers only load): a load
+        // and a store, not a locked read-modify-write, per command.
+        let in_flight = live.in_flight.load(Ordering::Relaxed);
+        live.in_flight
+            .store(in_flight.saturating_add(1), Ordering::Relaxed);
+        if in_flight == 0 {
             let at = event.at.saturating_duration_since(live.started);
             live.command
                 .store(event.kind.index() as u8, Ordering::Relaxed);
@@ -214,12 +219,15 @@ impl<S: EventSink> EventSink for Tracked<'_, S> {
 
     fn command_finished(&mut self, event: &CommandFinished) {
         let live = self.live;
-        let _ = live
-            .in_flight
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
-        live.commands.fetch_add(1, Ordering::Relaxed);
+        // Single writer (see command_started).
+        let in_flight = live.in_flight.load(Ordering::Relaxed);
+        live.in_flight
+            .store(in_flight.saturating_sub(1), Ordering::Relaxed);
+        let commands = live.commands.load(Ordering::Relaxed);
+        live.commands.store(commands + 1, Ordering::Relaxed);
         if matches!(event.outcome, Outcome::Error(_)) {
-            live.errors.fetch_add(1, Ordering::Relaxed);
+            let errors = live.errors.load(Ordering::Relaxed);
+            live.errors.store(errors + 1, Ordering::Relaxed);
         }
         // One per command at trace (no statement text: it may hold literals); when trace is
         // off this is a level check, nothing is formatted.

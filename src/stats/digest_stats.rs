@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::histogram::LogHistogram;
+use super::histogram::{bucket_of, LogHistogram};
 
 /// One finished command's contribution.
 #[derive(Debug, Clone, Copy, Default)]
@@ -60,6 +60,12 @@ pub struct DigestStats {
 
 impl DigestStats {
     pub fn record(&mut self, s: &Sample) {
+        self.record_in_bucket(s, s.latency_ns.map(bucket_of));
+    }
+
+    /// [`DigestStats::record`] with the latency's bucket computed by the caller (who files the
+    /// same sample in several aggregates and computes it once).
+    pub(crate) fn record_in_bucket(&mut self, s: &Sample, bucket: Option<u16>) {
         let t = &mut self.totals;
         t.count += 1;
         t.errors += u64::from(s.error);
@@ -75,7 +81,8 @@ impl DigestStats {
             t.latency_max_ns = t.latency_max_ns.max(ns);
             t.timed += 1;
             t.latency_sum_ns = t.latency_sum_ns.saturating_add(ns);
-            self.latency.record(ns);
+            self.latency
+                .record_bucket(bucket.unwrap_or_else(|| bucket_of(ns)));
         }
     }
 

@@ -17,8 +17,41 @@ pub struct LogHistogram {
     counts: Vec<u64>,
 }
 
-/// Bucket index of a latency in nanoseconds.
+/// Bucket index of a latency in nanoseconds (hot path: one search in a table of bounds).
 pub(crate) fn bucket_of(ns: u64) -> u16 {
+    // BOUNDS[i] is the lowest latency of bucket i, so the bucket is the number of bounds at or
+    // below `ns`, less one (bucket 0's bound is 0).
+    let bounds = bucket_bounds();
+    let above = bounds.partition_point(|&b| b <= ns);
+    // `above` >= 1: BOUNDS[0] is 0.
+    above.saturating_sub(1) as u16
+}
+
+/// The lowest latency (ns) of each bucket, derived from [`bucket_by_formula`] itself (once, at
+/// first use: about a millisecond), so the table cannot disagree with the definition.
+pub(crate) fn bucket_bounds() -> &'static [u64; MAX_BUCKET as usize + 1] {
+    static BOUNDS: std::sync::OnceLock<[u64; MAX_BUCKET as usize + 1]> = std::sync::OnceLock::new();
+    BOUNDS.get_or_init(|| {
+        let mut bounds = [0u64; MAX_BUCKET as usize + 1];
+        for (i, bound) in bounds.iter_mut().enumerate().skip(1) {
+            // The smallest ns whose bucket is >= i (the formula never decreases with ns).
+            let (mut lo, mut hi) = (0u64, u64::MAX);
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if usize::from(bucket_by_formula(mid)) >= i {
+                    hi = mid;
+                } else {
+                    lo = mid + 1;
+                }
+            }
+            *bound = lo;
+        }
+        bounds
+    })
+}
+
+/// The definition of the buckets: floor(log_1.05(ns / 1 µs)), clamped to 0..=MAX_BUCKET.
+fn bucket_by_formula(ns: u64) -> u16 {
     let ns = ns as f64;
     if ns <= FIRST_BOUND_NS {
         return 0;
@@ -39,6 +72,11 @@ pub(crate) fn bucket_value_ns(index: u16) -> f64 {
 impl LogHistogram {
     pub fn record(&mut self, ns: u64) {
         self.add_to_bucket(bucket_of(ns), 1);
+    }
+
+    /// Counts one latency whose bucket ([`bucket_of`]) the caller computed already.
+    pub(crate) fn record_bucket(&mut self, index: u16) {
+        self.add_to_bucket(index.min(MAX_BUCKET), 1);
     }
 
     fn add_to_bucket(&mut self, index: u16, n: u64) {
@@ -144,6 +182,40 @@ mod tests {
         }
         assert_eq!(bucket_of(0), 0);
         assert_eq!(bucket_of(u64::MAX), MAX_BUCKET);
+    }
+
+    #[test]
+    fn the_table_agrees_with_the_formula_at_every_bound_and_between() {
+        let bounds = bucket_bounds();
+        for (i, &b) in bounds.iter().enumerate() {
+            for ns in [
+                b.saturating_sub(2),
+                b.saturating_sub(1),
+                b,
+                b + 1,
+                b.saturating_add(2),
+            ] {
+                assert_eq!(
+                    bucket_of(ns),
+                    bucket_by_formula(ns),
+                    "ns {ns} near bound {i}"
+                );
+            }
+        }
+        // Every bucket is reachable, in order.
+        assert!(bounds.windows(2).all(|w| w[0] < w[1]));
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for _ in 0..200_000 {
+            // xorshift, spread over every magnitude.
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let ns = x >> (x % 64);
+            assert_eq!(bucket_of(ns), bucket_by_formula(ns), "ns {ns}");
+        }
+        for ns in [0, 1, 999, 1_000, 1_001, 1_049, 1_050, 1_051, u64::MAX] {
+            assert_eq!(bucket_of(ns), bucket_by_formula(ns), "ns {ns}");
+        }
     }
 
     #[test]

@@ -14,6 +14,7 @@ use rustc_hash::FxHashMap;
 pub(crate) use psprobe_core::digest::DigestId;
 
 use super::digest_stats::{DigestStats, Sample};
+use super::histogram::bucket_of;
 use super::scenario::ScenarioId;
 use super::since_switch::{BinAgg, SwitchBins};
 
@@ -106,6 +107,8 @@ impl DigestStore {
     pub fn new(max_digests: usize) -> Self {
         let threads = std::thread::available_parallelism().map_or(4, |n| n.get());
         let shards = (threads * 2).clamp(4, 64);
+        // The bucket table is built now, not on the first command's path.
+        let _ = super::histogram::bucket_bounds();
         DigestStore {
             max_digests,
             registry: Mutex::new(HashMap::new()),
@@ -135,14 +138,20 @@ impl DigestStore {
     /// Adds one finished command (hot path: the calling thread's shard lock only).
     pub fn record(&self, tag: Tag, kind: CommandKind, digest: Option<DigestId>, sample: &Sample) {
         let key = tag.key();
+        // Computed once for both aggregates (outside the lock).
+        let bucket = sample.latency_ns.map(bucket_of);
         let mut shard = lock(&self.shards[self.shard_index()]);
         shard
             .commands
             .entry((key, kind))
             .or_default()
-            .record(sample);
+            .record_in_bucket(sample, bucket);
         if let Some(id) = digest {
-            shard.entries.entry((key, id)).or_default().record(sample);
+            shard
+                .entries
+                .entry((key, id))
+                .or_default()
+                .record_in_bucket(sample, bucket);
         }
         if let Some(bin) = tag.bin {
             shard.since_switch.record(tag.scenario, bin, sample);

@@ -337,9 +337,12 @@ fn report_callgrind(dir: &Path, n: usize) -> Result<String> {
     if per.is_empty() {
         return Ok(String::new());
     }
-    let mut out = String::from(
-        "### User-space instructions per query (callgrind; oltp_point_select, 1 thread)\n\n",
-    );
+    // bench.sh names the workload it ran under callgrind (BENCH_PROFILE_WORKLOAD).
+    let workload = std::fs::read_to_string(dir.join("raw/callgrind-workload.txt"))
+        .map(|w| w.trim().to_string())
+        .unwrap_or_else(|_| "oltp_point_select".to_string());
+    let mut out =
+        format!("### User-space instructions per query (callgrind; {workload}, 1 thread)\n\n");
     out += "| proxy | queries | instructions | instructions/query |\n|---|---:|---:|---:|\n";
     for (t, _, ir, q) in &per {
         out += &format!(

@@ -136,6 +136,35 @@ impl Deframer {
         ControlFlow::Continue(())
     }
 
+    /// Consumes from the front of `data` whole packets (header and payload both in `data`, one
+    /// physical packet each, payload not empty) while `wanted` holds for their first payload
+    /// byte, calling nobody: the fast path for runs of packets that are only counted, such as
+    /// a result set's rows. Only at a packet boundary (elsewhere it consumes nothing). Returns
+    /// the packets and the wire bytes consumed.
+    pub fn skip_whole_packets_while(
+        &mut self,
+        data: &mut &[u8],
+        wanted: impl Fn(u8) -> bool,
+    ) -> (u64, u64) {
+        if !self.is_at_boundary() {
+            return (0, 0);
+        }
+        let (mut packets, mut bytes) = (0u64, 0u64);
+        let mut rest = *data;
+        while let [a, b, c, _seq, first, ..] = *rest {
+            let len = read_le24([a, b, c]);
+            let wire = HEADER_LEN + len;
+            if len == 0 || len >= MAX_PACKET_PAYLOAD || rest.len() < wire || !wanted(first) {
+                break;
+            }
+            packets += 1;
+            bytes += wire as u64;
+            rest = &rest[wire..];
+        }
+        *data = rest;
+        (packets, bytes)
+    }
+
     /// Feeds one chunk of the byte stream, calling `on_packet` for every logical packet that
     /// completes inside it. Stops early when `on_packet` breaks.
     pub fn feed<F>(&mut self, data: &[u8], on_packet: F) -> ControlFlow<()>
@@ -235,6 +264,38 @@ mod tests {
 
     fn packet(seq: u8, payload: &[u8]) -> Vec<u8> {
         encode_packet(seq, payload)
+    }
+
+    #[test]
+    fn whole_packets_are_skipped_only_at_a_boundary_and_while_wanted() {
+        let stream = [
+            packet(1, b"row1"),
+            packet(2, b"r2"),
+            packet(3, &[0xFE, 0, 0, 2, 0]),
+            packet(4, b"after"),
+        ]
+        .concat();
+        let not_fe = |b: u8| b != 0xFE;
+        let mut d = Deframer::new(64);
+        let mut rest = &stream[..];
+        assert_eq!(
+            d.skip_whole_packets_while(&mut rest, not_fe),
+            (2, 4 + 4 + 4 + 2)
+        );
+        assert_eq!(rest[4], 0xFE, "stops at the first unwanted packet");
+        // Mid-packet: nothing is skipped; a cut packet is not skipped either.
+        let mut d = Deframer::new(64);
+        let _ = d.feed(&stream[..3], |_| ControlFlow::Continue(()));
+        let mut rest = &stream[3..];
+        assert_eq!(d.skip_whole_packets_while(&mut rest, not_fe), (0, 0));
+        let mut d = Deframer::new(64);
+        let mut cut = &stream[..8 + 3];
+        assert_eq!(d.skip_whole_packets_while(&mut cut, not_fe), (1, 8));
+        assert_eq!(cut.len(), 3);
+        // An empty payload is never skipped (the reader decides what it means).
+        let empty = packet(0, b"");
+        let mut rest = &empty[..];
+        assert_eq!(d.skip_whole_packets_while(&mut rest, |_| true), (0, 0));
     }
 
     #[test]

@@ -77,6 +77,14 @@ pub fn is_rows_terminator(p: &PacketView<'_>, deprecate_eof: bool) -> bool {
         }
 }
 
+/// Whether a packet with this first byte, read among a result set's rows, is a row and nothing
+/// else (neither a terminator nor an error) whatever its length and the capabilities: the rows
+/// a fast path may count without reading. A 0xFE row (a very long first column) is not one of
+/// them; it is read the slow way.
+pub fn is_plain_row_start(first: u8) -> bool {
+    first != EOF_HEADER && first != ERR_HEADER
+}
+
 /// Status flags of a terminator packet: EOF layout or OK layout by negotiated mode.
 pub fn terminator_status(payload: &[u8], deprecate_eof: bool) -> Option<u16> {
     if deprecate_eof {

@@ -34,7 +34,7 @@ use crate::protocol::capabilities::*;
 use crate::protocol::command::{self, CommandKind, ResponseShape};
 use crate::protocol::compress::{Algorithm, Decoded, Decompressor, Plain};
 use crate::protocol::handshake::{parse_client_hello, parse_greeting, ClientHello};
-use crate::protocol::response::{parse_err_code, ERR_HEADER, OK_HEADER};
+use crate::protocol::response::{is_plain_row_start, parse_err_code, ERR_HEADER, OK_HEADER};
 use crate::protocol::{Capabilities, Deframer, PacketView};
 
 /// Bytes of a client packet captured for parsing: the 64 KiB of SQL a digest looks at, plus
@@ -380,19 +380,37 @@ impl Session {
             machine,
             ..
         } = self;
-        let (_, used) = server_frames.feed_counted(data, |p| {
-            let flow = machine.on_server_packet(&p, now, sink);
-            if machine.compression_starts {
-                // Whatever follows this OK in the chunk is compressed.
-                return ControlFlow::Break(());
+        let mut rest = data;
+        loop {
+            // A result set's rows are only counted: whole ones in the chunk are skipped in a
+            // tight loop, not read one by one (most of a range query's response).
+            if machine.in_row_run() {
+                let (rows, bytes) =
+                    server_frames.skip_whole_packets_while(&mut rest, is_plain_row_start);
+                machine.add_rows(rows, bytes);
             }
-            flow
-        });
+            let mut rows_follow = false;
+            let (_, used) = server_frames.feed_counted(rest, |p| {
+                let flow = machine.on_server_packet(&p, now, sink);
+                if machine.compression_starts {
+                    // Whatever follows this OK in the chunk is compressed.
+                    return ControlFlow::Break(());
+                }
+                if flow.is_continue() && machine.in_row_run() {
+                    rows_follow = true;
+                    return ControlFlow::Break(());
+                }
+                flow
+            });
+            rest = &rest[used..];
+            if !rows_follow || rest.is_empty() {
+                break;
+            }
+        }
         if std::mem::take(&mut machine.compression_starts) {
             if let Some(algorithm) = machine.compression {
                 *server_decoder = Some(Box::new(Decompressor::new(algorithm)));
                 *client_decoder = Some(Box::new(Decompressor::new(algorithm)));
-                let rest = &data[used..];
                 if !rest.is_empty() {
                     self.on_server_bytes(rest, now, sink);
                 }
@@ -504,6 +522,23 @@ impl Machine {
             Phase::AwaitGreeting => self.stop_observing(UnobservedReason::UnexpectedPacket, sink),
             Phase::AwaitTls => self.stop_observing(UnobservedReason::Tls, sink),
             Phase::Closed | Phase::Unobserved => ControlFlow::Break(()),
+        }
+    }
+
+    /// The server is sending the rows of a result set (see [`ResponseReader::in_rows`]).
+    fn in_row_run(&self) -> bool {
+        self.phase == Phase::Command
+            && self
+                .in_flight
+                .front()
+                .is_some_and(|front| front.response.in_rows())
+    }
+
+    /// Counts `rows` plain rows of `bytes` on the wire skipped while [`Machine::in_row_run`].
+    fn add_rows(&mut self, rows: u64, bytes: u64) {
+        if let Some(front) = self.in_flight.front_mut() {
+            front.response.add_rows(rows);
+            front.response_bytes += bytes;
         }
     }
 

@@ -100,6 +100,19 @@ impl ResponseReader {
         }
     }
 
+    /// Reading a result set's rows (of a query, an execute or a fetch): the next packets are
+    /// rows until a terminator or an error.
+    pub fn in_rows(&self) -> bool {
+        matches!(self.state, State::Rows | State::Fetch)
+    }
+
+    /// Counts `n` rows the caller has seen to be plain rows
+    /// ([`crate::protocol::response::is_plain_row_start`]) while [`ResponseReader::in_rows`]:
+    /// what [`ResponseReader::on_server_packet`] would have done with each.
+    pub fn add_rows(&mut self, n: u64) {
+        self.rows = self.rows.saturating_add(n);
+    }
+
     /// Client packets that belong to this command rather than starting a new one.
     pub fn takes_client_packets(&self) -> bool {
         matches!(self.state, State::InfileUpload | State::Auth)

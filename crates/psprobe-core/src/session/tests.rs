@@ -439,6 +439,46 @@ fn a_row_of_16_mib_starting_with_fe_is_a_row() {
 }
 
 #[test]
+fn long_runs_of_rows_are_counted_exactly_in_any_chunking() {
+    // Rows are counted in bulk while whole ones sit in a chunk; packets that may not be rows
+    // (0xFE, 0xFF) and rows cut by a chunk go the packet-by-packet way. Each must give the
+    // same count and bytes, whatever the chunking (replay compares them).
+    for d in [false, true] {
+        let (mut steps, f) = mysql(d);
+        let mut rows: Vec<Vec<u8>> = (0..700)
+            .map(|i| match i % 7 {
+                0 => text_row(&[None, Some(b"x")]), // starts with 0xFB (NULL)
+                1 => text_row(&[Some(b""), Some(b"")]),
+                _ => text_row(&[Some(&vec![b'7'; i % 300]), None]),
+            })
+            .collect();
+        if !d {
+            // Without DEPRECATE_EOF a 0xFE packet of 9+ bytes is a row: read, not skipped.
+            rows.insert(350, [&[0xFE][..], &[b'y'; 20][..]].concat());
+        }
+        let expected_rows = rows.len() as u64;
+        let q = packet(0, &com_query("select a, b from t"));
+        // Two result sets in one response; the second is cut by an ERR after its rows.
+        let mut payloads = f.result_set(&["a", "b"], &rows, AC | MORE);
+        payloads.extend(f.result_set(&["c"], &[row("1"), row("2")], AC));
+        *payloads.last_mut().unwrap() = err(1317, "Query execution was interrupted");
+        let response = packets(1, &payloads);
+        steps.extend([c(q.clone()), s(response.clone())]);
+        let run = replay(&steps);
+        let got = finished(&run.rec);
+        assert_eq!(got.len(), 1, "deprecate_eof={d}");
+        assert_eq!(got[0].outcome, Error(1317), "deprecate_eof={d}");
+        assert_eq!(got[0].rows, expected_rows + 2, "deprecate_eof={d}");
+        assert_eq!(
+            got[0].response_bytes,
+            response.len() as u64,
+            "deprecate_eof={d}"
+        );
+        assert_eq!(got[0].request_bytes, q.len() as u64, "deprecate_eof={d}");
+    }
+}
+
+#[test]
 fn err_in_the_middle_of_rows() {
     for d in [false, true] {
         let (mut steps, f) = mysql(d);

@@ -12,8 +12,10 @@
 #   scripts/bench.sh --record        # re-record scripts/bench/traffic/*.bin for crates/psprobe-core/benches/session.rs
 #   scripts/bench.sh --profile       # psprobe and HAProxy under callgrind: instructions per query
 #   scripts/bench.sh --tls           # sysbench --mysql-ssl=on oltp_read_only, 1/16 threads: direct TLS,
-#                                    # psprobe terminating both legs, psprobe passthrough, and psprobe
-#                                    # with plain clients (the CPU reference), interleaved
+#                                    # psprobe terminating both legs, psprobe passthrough, psprobe
+#                                    # with plain clients (the CPU reference) and HAProxy passing TLS
+#                                    # through (TCP mode cannot terminate MySQL's in-band TLS),
+#                                    # interleaved
 #   scripts/bench.sh --bare-relay    # throughput mode with a 4th target: `psprobe-bench bare-relay`,
 #                                    # an io_uring relay that only forwards (the lower bound of what
 #                                    # any relay costs here; docs/performance.md)
@@ -444,6 +446,9 @@ run_tls() {
   local term_pid=$pp_pid term_port=$pp_port
   start_psprobe passthrough "$psprobe_bin" --client-tls passthrough
   local pass_pid=$pp_pid pass_port=$pp_port
+  # The L4 proxy an operator would otherwise run: in TCP mode it cannot terminate TLS that starts
+  # inside the MySQL protocol (after the greeting), so it passes it through.
+  start_haproxy 4096
   sysbench_tls_dir "$work/sb-server" "$work/certs/ca.pem"
   sysbench_tls_dir "$work/sb-psprobe" "$work/state-terminate/tls/ca.pem"
   {
@@ -458,18 +463,19 @@ run_tls() {
   sysbench oltp_read_only "${sb[@]}" --mysql-port="$db_port" --threads=4 prepare >"$out/raw/prepare.txt"
   : >"$out/results.jsonl"
   local n=0 total=0 target port proxy_pid dir ssl
-  for _ in $workloads; do for _ in $threads_list; do total=$((total + rounds * 4)); done; done
+  for _ in $workloads; do for _ in $threads_list; do total=$((total + rounds * 5)); done; done
   for workload in $workloads; do
     for threads in $threads_list; do
       for round in $(seq 1 "$rounds"); do
-        # Interleaved, so drift on a shared machine hits all four alike.
-        for target in direct_tls psprobe_terminate psprobe_passthrough psprobe_plain; do
+        # Interleaved, so drift on a shared machine hits all five alike.
+        for target in direct_tls psprobe_terminate psprobe_passthrough psprobe_plain haproxy_passthrough; do
           n=$((n + 1))
           case "$target" in
             direct_tls) port=$db_port proxy_pid=0 dir=$work/sb-server ssl=on ;;
             psprobe_terminate) port=$term_port proxy_pid=$term_pid dir=$work/sb-psprobe ssl=on ;;
             psprobe_passthrough) port=$pass_port proxy_pid=$pass_pid dir=$work/sb-server ssl=on ;;
             psprobe_plain) port=$term_port proxy_pid=$term_pid dir=$work/sb-psprobe ssl=off ;;
+            haproxy_passthrough) port=$ha_port proxy_pid=$ha_pid dir=$work/sb-server ssl=on ;;
           esac
           say "[$n/$total] $workload threads=$threads round=$round $target (${seconds}s)"
           (cd "$dir" && "$bench" run-one --results "$out/results.jsonl" \

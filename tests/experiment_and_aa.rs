@@ -257,8 +257,9 @@ fn throughput_change_agrees_with_sysbench_per_phase_qps() {
             "--mysql-db=psprobe_test",
         ])
         .args(tables)
-        // Longer than the 36 s schedule, which must end while sysbench still runs.
-        .args(["--threads=2", "--time=48", "--report-interval=1", "run"])
+        // Longer than the schedule (3 blocks of two 6 s phases: 36 s, then the restore), which
+        // must end while sysbench still runs (checked below).
+        .args(["--threads=2", "--time=42", "--report-interval=1", "run"])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("run sysbench");
@@ -290,6 +291,27 @@ fn throughput_change_agrees_with_sysbench_per_phase_qps() {
         .filter(|v: &serde_json::Value| v["kind"] == "phase")
         .collect();
     assert_eq!(phases.len(), 6);
+    // sysbench's interval lines cover every measured window (the QPS compared below is theirs).
+    let ms = |p: &serde_json::Value, key: &str| p[key].as_f64().expect(key) / 1000.0;
+    let first = intervals[0].0 - 1.0;
+    let last = intervals[intervals.len() - 1].0;
+    let from = phases
+        .iter()
+        .map(|p| ms(p, "measure_from_ms"))
+        .fold(f64::MAX, f64::min);
+    let to = phases
+        .iter()
+        .map(|p| ms(p, "measure_to_ms"))
+        .fold(f64::MIN, f64::max);
+    eprintln!(
+        "sysbench from {:.1} s before the first window to {:.1} s after the last",
+        from - first,
+        last - to
+    );
+    assert!(
+        first <= from && to <= last,
+        "sysbench's intervals {first:.1}..{last:.1} do not cover the windows {from:.1}..{to:.1}"
+    );
     // Per block: sysbench's QPS ratio of pfson_conon_inson to pfson_conoff_insoff.
     let mut log_ratios = Vec::new();
     for block in 0..3u64 {

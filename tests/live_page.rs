@@ -184,16 +184,13 @@ fn the_live_page_follows_the_run_with_the_admin_tables_numbers() {
     let (status, page) = probe.http_get("/");
     assert_eq!(status, 200);
     assert!(page.contains("id=\"live-waiting\""), "{page}");
-    let addr = probe.proxy_addr().to_string();
-    let load = std::thread::spawn(move || {
-        let time = "--time=110";
-        sysbench::run(
-            &addr,
-            "oltp_read_only",
-            "run",
-            &[TABLES[0], TABLES[1], "--threads=4", time],
-        )
-    });
+    // Load for as long as the checks below take (stopped once they are done); its --time only
+    // bounds it.
+    let mut load = sysbench::Background::start(
+        probe.proxy_addr(),
+        "oltp_read_only",
+        &[TABLES[0], TABLES[1], "--threads=4", "--time=600"],
+    );
 
     poll("a JSON report", 60, || {
         (probe.http_get("/report.json").0 == 200).then_some(())
@@ -277,8 +274,20 @@ fn the_live_page_follows_the_run_with_the_admin_tables_numbers() {
     );
 
     eprintln!("screenshot: {}", shot.display());
-    let summary = load.join().expect("sysbench thread");
-    assert!(summary.total > 0);
+    // Under load until here (sysbench ends at a statement's error), through psprobe.
+    load.assert_running("the page's checks were done");
+    let m = probe.scrape();
+    let answered: f64 = ["query", "stmt_execute"]
+        .iter()
+        .flat_map(|c| ["ok", "rows"].map(|o| (*c, o)))
+        .map(|(c, o)| m.get("psprobe_commands_total", &[("command", c), ("outcome", o)]))
+        .sum();
+    assert!(
+        answered > 0.0,
+        "no statement answered through psprobe:\n{}",
+        m.text
+    );
+    load.stop();
 }
 
 #[test]

@@ -14,8 +14,10 @@
 //! reason; without iproute2 (scripts/setup.sh installs it) they fail.
 
 mod common;
+// Named to sort after the `every_case` tests: libtest starts tests in name order, so the
+// three longest start first and the short fleet tests fill the threads around them.
 #[path = "network_faults/fleet.rs"]
-mod fleet;
+mod partitions;
 
 use common::cli::{split_addr, DATABASE, PASSWORD, USER};
 use common::counting_client;

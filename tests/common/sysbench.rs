@@ -77,6 +77,71 @@ pub fn read_write_in_turn(addrs: &[&str], tables: &[&str]) -> u64 {
     sent
 }
 
+/// sysbench `WORKLOAD run` through `addr` as a child process, for as long as the caller needs
+/// load: give it a `--time` (in `extra`) longer than that, check [`Background::assert_running`]
+/// when the load must still be there, then stop it (or let it drop). sysbench ends at a
+/// statement's first error other than the ones it ignores (deadlocks and lock waits, counted
+/// in its summary), so "still running" also means no such error so far. Killed when stopped or
+/// dropped, and by the kernel if the test process dies.
+pub struct Background {
+    child: std::process::Child,
+    /// sysbench's stdout and stderr, shown if it ended too soon.
+    output: tempfile::NamedTempFile,
+}
+
+impl Background {
+    pub fn start(addr: &str, workload: &str, extra: &[&str]) -> Background {
+        let (host, port) = split_addr(addr);
+        let connection = Connection {
+            host,
+            port: port
+                .parse()
+                .unwrap_or_else(|_| panic!("port of {addr:?} is not a number")),
+            user: USER,
+            password: PASSWORD,
+            database: DATABASE,
+        };
+        let output = tempfile::NamedTempFile::new().expect("a file for sysbench's output");
+        let file = |f: &std::fs::File| f.try_clone().expect("sysbench's output file");
+        let mut cmd = Command::new("sysbench");
+        cmd.arg(workload)
+            .args(connection.args())
+            .args(extra)
+            .arg("run")
+            .stdin(std::process::Stdio::null())
+            .stdout(file(output.as_file()))
+            .stderr(file(output.as_file()));
+        let child = psprobe_harness::child::spawn_tied(cmd).expect("start sysbench");
+        Background { child, output }
+    }
+
+    /// Whether sysbench still runs (it has neither failed nor used up its `--time`).
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Panics, with sysbench's output, if it is no longer running: the load did not last
+    /// until `until`.
+    pub fn assert_running(&mut self, until: &str) {
+        if let Ok(Some(status)) = self.child.try_wait() {
+            let text = std::fs::read_to_string(self.output.path()).unwrap_or_default();
+            panic!("sysbench ended ({status}) before {until}:\n{text}");
+        }
+    }
+
+    /// Stops the load: kills sysbench and reaps it (as dropping it does).
+    pub fn stop(self) {
+        drop(self);
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// sysbench `WORKLOAD run` through `addr` again and again until stopped: sysbench 1.0.20
 /// cannot reconnect (it ends, or crashes with `--mysql-ignore-errors`, akopytov/sysbench#527),
 /// so a server restart ends each run and the next starts at once, as psprobe's demo does.

@@ -27,15 +27,10 @@ pub fn run_in(dir: &Path, addr: &str, workload: &str, command: &str, extra: &[&s
 
 /// Like [`run`], with `cmd` (a `sysbench` command prepared by the caller, e.g. to run on
 /// another host with `Netns::command`).
-pub fn run_cmd(
-    mut cmd: Command,
-    addr: &str,
-    workload: &str,
-    command: &str,
-    extra: &[&str],
-) -> Summary {
+/// sysbench's connection options for `addr` (HOST:PORT) with the tests' account.
+fn connection_to(addr: &str) -> Connection<'_> {
     let (host, port) = split_addr(addr);
-    let connection = Connection {
+    Connection {
         host,
         port: port
             .parse()
@@ -43,7 +38,17 @@ pub fn run_cmd(
         user: USER,
         password: PASSWORD,
         database: DATABASE,
-    };
+    }
+}
+
+pub fn run_cmd(
+    mut cmd: Command,
+    addr: &str,
+    workload: &str,
+    command: &str,
+    extra: &[&str],
+) -> Summary {
+    let connection = connection_to(addr);
     cmd.arg(workload)
         .args(connection.args())
         .args(extra)
@@ -91,16 +96,7 @@ pub struct Background {
 
 impl Background {
     pub fn start(addr: &str, workload: &str, extra: &[&str]) -> Background {
-        let (host, port) = split_addr(addr);
-        let connection = Connection {
-            host,
-            port: port
-                .parse()
-                .unwrap_or_else(|_| panic!("port of {addr:?} is not a number")),
-            user: USER,
-            password: PASSWORD,
-            database: DATABASE,
-        };
+        let connection = connection_to(addr);
         let output = tempfile::NamedTempFile::new().expect("a file for sysbench's output");
         let file = |f: &std::fs::File| f.try_clone().expect("sysbench's output file");
         let mut cmd = Command::new("sysbench");

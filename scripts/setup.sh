@@ -12,6 +12,29 @@ packages=(mariadb-server mariadb-client sysbench gcc libc6-dev percona-toolkit p
 # Node may come from elsewhere than Debian (with its own npm): only installed when absent.
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 scripts/install-missing.sh "${packages[@]}"
+
+# The build needs only the compiler packages above: it runs while the trees below download and
+# unpack (minutes each on a new machine), and is waited for at the end.
+# PSPROBE_SETUP_BUILD: 1 (default) the release build, tests: the test suite's build (what
+# scripts/test.sh runs, so its `cargo test` starts at once), 0: none.
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "setup: cargo not found; install the Rust toolchain (https://rustup.rs) and run again" >&2
+  exit 1
+fi
+build_pid=""
+build_log="target/setup-build.log"
+mkdir -p target
+case "${PSPROBE_SETUP_BUILD:-1}" in
+  0) ;;
+  tests)
+    cargo test --release --locked --workspace --features psprobe/fuzzing --no-run >"$build_log" 2>&1 &
+    build_pid=$! ;;
+  *)
+    cargo build --release --locked >"$build_log" 2>&1 &
+    build_pid=$! ;;
+esac
+# Stopped with the script (a failed tree must not leave rustc running).
+trap '[ -z "$build_pid" ] || kill "$build_pid" 2>/dev/null || true' EXIT
 # The packaged service is not used: tests and the demo start throwaway servers of their own.
 # dpkg-dev, binutils: scripts/package.sh (dpkg-shlibdeps, strip); podman and runc:
 # scripts/image.sh and running the image; zsh, fish: the package's completions are loaded by
@@ -48,12 +71,14 @@ if [ -n "$cache" ]; then
 fi
 scripts/image.sh --base-only
 
-if ! command -v cargo >/dev/null 2>&1; then
-  echo "setup: cargo not found; install the Rust toolchain (https://rustup.rs) and run again" >&2
-  exit 1
-fi
-# scripts/test.sh builds with the test features itself (PSPROBE_SETUP_BUILD=0): a plain build
-# here would compile psprobe a second time.
-if [ "${PSPROBE_SETUP_BUILD:-1}" = 1 ]; then
-  cargo build --release --locked
+if [ -n "$build_pid" ]; then
+  echo "setup: waiting for the build started at the beginning ($build_log)"
+  if ! wait "$build_pid"; then
+    build_pid=""
+    tail -n 40 "$build_log" >&2
+    echo "setup: the build failed; its whole output is in $build_log" >&2
+    exit 1
+  fi
+  build_pid=""
+  tail -n 1 "$build_log"
 fi

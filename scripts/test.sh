@@ -4,7 +4,8 @@
 # The fuzzing feature builds the fuzz targets tests/fuzz_corpus.rs replays (left out without it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PSPROBE_SETUP_BUILD=0 scripts/setup.sh
+# The tests' build runs beside setup's downloads (the same command as below, without running).
+PSPROBE_SETUP_BUILD=tests scripts/setup.sh
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 status=0

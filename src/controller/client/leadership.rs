@@ -22,7 +22,7 @@ use super::LOCK_NAME;
 /// [`SwitchIntent`]).
 const INTENT_TABLE: &str = "CREATE TABLE IF NOT EXISTS psprobe.switch_intent (\
     id TINYINT PRIMARY KEY, leader VARCHAR(255) NOT NULL, from_scenario VARCHAR(64) NOT NULL, \
-    to_scenario VARCHAR(64) NOT NULL, phase BIGINT NOT NULL) ENGINE=InnoDB";
+    to_scenario VARCHAR(64) NOT NULL, phase BIGINT NOT NULL) ENGINE=InnoDB STATS_PERSISTENT=0";
 
 /// `REPLACE INTO target VALUES (values)`, or with `only_if`, `... SELECT values FROM DUAL WHERE
 /// only_if`.
@@ -131,14 +131,63 @@ impl Leadership {
                id TINYINT PRIMARY KEY, scenario VARCHAR(64) NOT NULL, block BIGINT NOT NULL, \
                phase BIGINT NOT NULL, state VARCHAR(16) NOT NULL, leader VARCHAR(255) NOT NULL, \
                updated_at TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3) \
-               ON UPDATE CURRENT_TIMESTAMP(3)) ENGINE=InnoDB",
+               ON UPDATE CURRENT_TIMESTAMP(3)) ENGINE=InnoDB STATS_PERSISTENT=0",
             "CREATE TABLE IF NOT EXISTS psprobe.snapshot (\
-               id TINYINT PRIMARY KEY, body LONGTEXT NOT NULL) ENGINE=InnoDB",
-            heartbeat::CREATE_TABLE,
+               id TINYINT PRIMARY KEY, body LONGTEXT NOT NULL) ENGINE=InnoDB STATS_PERSISTENT=0",
             INTENT_TABLE,
         ] {
             let done = self.guard.run(self.conn.query_drop(sql)).await;
             self.answer(done, "create the psprobe tables")?;
+        }
+        self.ensure_heartbeat_table().await
+    }
+
+    /// The heartbeat's table: MEMORY, or InnoDB where that engine is disabled (the server's
+    /// error answer leaves the connection usable). One made by an older psprobe is kept.
+    async fn ensure_heartbeat_table(&mut self) -> Result<()> {
+        let what = "create the psprobe tables";
+        let memory = self
+            .guard
+            .run(self.conn.query_drop(heartbeat::CREATE_TABLE))
+            .await;
+        if let Err(Failure::Sql(mysql_async::Error::Server(e))) = &memory {
+            tracing::debug!(
+                "the MEMORY engine is refused ({}: {}); the heartbeat table is InnoDB",
+                e.code,
+                e.message
+            );
+            let done = self
+                .guard
+                .run(self.conn.query_drop(heartbeat::CREATE_TABLE_INNODB))
+                .await;
+            return self.answer(done, what);
+        }
+        self.answer(memory, what)?;
+        let done = self
+            .guard
+            .run(self.conn.query_first::<Row, _>(heartbeat::ENGINE_QUERY))
+            .await;
+        let row = self.answer(done, "read the heartbeat table's engine")?;
+        let table =
+            row.and_then(|r| mysql_async::from_row_opt::<(Option<String>, Option<String>)>(r).ok());
+        if let Some((Some(engine), options)) = table {
+            // The fallback's own InnoDB table (MEMORY refused at an earlier start) has no
+            // persistent statistics; an older psprobe's has them.
+            let older = engine.eq_ignore_ascii_case("InnoDB")
+                && !options
+                    .unwrap_or_default()
+                    .to_ascii_lowercase()
+                    .contains("stats_persistent=0");
+            // Said once a process: the table is checked at every (re)connect of the lead.
+            static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+            if older && !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                tracing::info!(
+                    "psprobe.heartbeat is an InnoDB table (made by an older psprobe): its beats \
+                     wait for the redo log's flush, which can make a busy leader look stalled; \
+                     with no psprobe running, DROP TABLE psprobe.heartbeat and the next start \
+                     makes it a MEMORY table"
+                );
+            }
         }
         Ok(())
     }

@@ -67,10 +67,10 @@ fn both_schedules_on_one_server(flavor: Flavor) {
     }
 }
 
-/// A schedule of two slots, run to its end; returns psprobe's log.
-fn a_short_schedule(db: &Server) -> String {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let args = [
+/// psprobe running two scenarios in 500 ms slots for `duration`, its state (and phase log,
+/// if named) in `dir`.
+fn two_scenarios(db: &Server, duration: &str, dir: &std::path::Path, log: Option<&str>) -> Probe {
+    let mut args = vec![
         "--scenarios",
         "pfson_conoff_insoff,pfson_conon_inson",
         "--phase",
@@ -78,12 +78,21 @@ fn a_short_schedule(db: &Server) -> String {
         "--settle",
         "100ms",
         "--duration",
-        "1s",
+        duration,
         "--state-dir",
-        dir.path().to_str().unwrap(),
+        dir.to_str().unwrap(),
     ];
+    if let Some(log) = log {
+        args.extend(["--phase-log", log]);
+    }
     let dsn = db.dsn();
-    let probe = Probe::start_with_env(&db.addr(), &args, &[("PSPROBE_CONTROLLER_DSN", &dsn)]);
+    Probe::start_with_env(&db.addr(), &args, &[("PSPROBE_CONTROLLER_DSN", &dsn)])
+}
+
+/// A schedule of two slots, run to its end; returns psprobe's log.
+fn a_short_schedule(db: &Server) -> String {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let probe = two_scenarios(db, "1s", dir.path(), None);
     let deadline = Instant::now() + Duration::from_secs(30);
     while !probe.stderr_text().contains("controller finished") {
         assert!(Instant::now() < deadline, "{}", probe.stderr_text());
@@ -263,22 +272,7 @@ fn settings_changed_under_the_schedule_are_counted_and_left_out(db: &Server) -> 
     let before = db.sql(SETUP_DUMP);
     let dir = tempfile::tempdir().expect("tempdir");
     let log = dir.path().join("phases.jsonl");
-    let args = [
-        "--scenarios",
-        "pfson_conoff_insoff,pfson_conon_inson",
-        "--phase",
-        "500ms",
-        "--settle",
-        "100ms",
-        "--duration",
-        "6s",
-        "--phase-log",
-        log.to_str().unwrap(),
-        "--state-dir",
-        dir.path().to_str().unwrap(),
-    ];
-    let dsn = db.dsn();
-    let probe = Probe::start_with_env(&db.addr(), &args, &[("PSPROBE_CONTROLLER_DSN", &dsn)]);
+    let probe = two_scenarios(db, "6s", dir.path(), log.to_str());
     let deadline = Instant::now() + Duration::from_secs(10);
     while probe
         .scrape()

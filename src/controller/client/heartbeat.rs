@@ -36,22 +36,32 @@ pub(crate) const FENCE_AFTER: Duration = Duration::from_secs(2);
 /// One beat (connect or write) that takes longer than this failed.
 const BEAT_TIMEOUT: Duration = Duration::from_secs(1);
 
+/// `CREATE TABLE` of the heartbeat with `$options` after the columns: the MEMORY table and its
+/// InnoDB fallback are one definition, so their columns cannot drift apart.
+macro_rules! create_heartbeat_table {
+    ($options:literal) => {
+        concat!(
+            "CREATE TABLE IF NOT EXISTS psprobe.heartbeat (id TINYINT PRIMARY KEY, \
+             leader VARCHAR(255) NOT NULL, conns VARCHAR(255) NOT NULL, \
+             beat DATETIME(6) NOT NULL) ",
+            $options
+        )
+    };
+}
+
 /// The statement that creates the table (with the other `psprobe` tables). A beat is proof of
 /// life, not data: in a MEMORY table it commits without the redo log. An InnoDB beat waits for
 /// the log's flush like every commit, and on a busy server that took 1-2 s (MySQL 9.7 on 2
 /// CPUs: every committer asleep behind one `fdatasync`, the stats thread's), long enough for a
 /// live leader to miss its fence. The row is lost with a server restart, when the leader
 /// writes it again at once.
-pub(crate) const CREATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS psprobe.heartbeat (\
-    id TINYINT PRIMARY KEY, leader VARCHAR(255) NOT NULL, conns VARCHAR(255) NOT NULL, \
-    beat DATETIME(6) NOT NULL) ENGINE=MEMORY";
+pub(crate) const CREATE_TABLE: &str = create_heartbeat_table!("ENGINE=MEMORY");
 
 /// The same table where the MEMORY engine is disabled (`disabled_storage_engines`, as Group
 /// Replication setups do): InnoDB, without persistent statistics, so that the stats thread
 /// does not commit recalculated statistics of it after every few beats.
-pub(crate) const CREATE_TABLE_INNODB: &str = "CREATE TABLE IF NOT EXISTS psprobe.heartbeat (\
-    id TINYINT PRIMARY KEY, leader VARCHAR(255) NOT NULL, conns VARCHAR(255) NOT NULL, \
-    beat DATETIME(6) NOT NULL) ENGINE=InnoDB STATS_PERSISTENT=0";
+pub(crate) const CREATE_TABLE_INNODB: &str =
+    create_heartbeat_table!("ENGINE=InnoDB STATS_PERSISTENT=0");
 
 /// The heartbeat table's engine and create options, as the server has them (a table made by an
 /// older psprobe is InnoDB with persistent statistics, and stays so: psprobe's account may not
@@ -355,6 +365,17 @@ mod tests {
             .unwrap()
             .stalled(STALE_AFTER)
             .is_none());
+    }
+
+    #[test]
+    fn the_table_and_its_fallback_differ_only_in_engine() {
+        let columns = |sql: &str| sql[..sql.rfind(')').unwrap()].to_string();
+        assert_eq!(columns(CREATE_TABLE), columns(CREATE_TABLE_INNODB));
+        assert!(CREATE_TABLE.ends_with(") ENGINE=MEMORY"), "{CREATE_TABLE}");
+        assert!(
+            CREATE_TABLE_INNODB.ends_with(") ENGINE=InnoDB STATS_PERSISTENT=0"),
+            "{CREATE_TABLE_INNODB}"
+        );
     }
 
     #[test]
